@@ -1,0 +1,7 @@
+"""``python -m rageval [overrides]`` runs the Hydra app; ``python -m rageval score ...`` etc. too."""
+
+import sys
+
+from rageval.cli import main
+
+sys.exit(main())
