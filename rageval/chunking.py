@@ -1,0 +1,114 @@
+"""Token-window chunking with overlap, counted with the embedding model's own tokenizer.
+
+``tokenizer.json`` is loaded with the ``tokenizers`` library: no transformers or torch import.
+Each chunk keeps its character offsets into the document, a content-derived id and its
+``<doc>:<ordinal>`` label.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from rageval.errors import ConfigError
+from rageval.types import Chunk, Document
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkingSpec:
+    """``size`` tokens a window (0: one chunk per document), ``overlap`` tokens shared by neighbours."""
+
+    size: int = 256
+    overlap: int = 0
+
+    def __post_init__(self) -> None:
+        if self.size < 0:
+            raise ConfigError(f"chunk must be >= 0 (0 = one chunk per document), got {self.size}")
+        if self.overlap < 0:
+            raise ConfigError(f"chunk_overlap must be >= 0, got {self.overlap}")
+        if self.size and self.overlap >= self.size:
+            raise ConfigError(
+                f"chunk_overlap ({self.overlap}) must be smaller than chunk ({self.size})"
+            )
+
+    @property
+    def key(self) -> str:
+        return f"tok{self.size}o{self.overlap}"
+
+
+@lru_cache(maxsize=8)
+def load_tokenizer(model_dir: str):
+    """The model's fast tokenizer from ``<model_dir>/tokenizer.json``, without truncation."""
+    from tokenizers import Tokenizer
+
+    path = Path(model_dir) / "tokenizer.json"
+    if not path.is_file():
+        raise ConfigError(
+            f"no tokenizer.json in {model_dir}; chunking counts tokens with the embedding model's "
+            "tokenizer, so embedding.model must be a local sentence-transformers folder"
+        )
+    tok = Tokenizer.from_file(str(path))
+    tok.no_truncation()
+    tok.no_padding()
+    return tok
+
+
+def chunk_id(doc_id: str, ordinal: int, text: str) -> str:
+    """A content-derived id: unchanged content keeps its id across re-indexing."""
+    return hashlib.sha256(f"{doc_id}\0{ordinal}\0{text}".encode()).hexdigest()[:16]
+
+
+def chunk_documents(
+    docs: Iterable[Document], spec: ChunkingSpec, tokenizer, batch_size: int = 256
+) -> list[Chunk]:
+    """Chunk every document; see ``iter_chunks``."""
+    return list(iter_chunks(docs, spec, tokenizer, batch_size))
+
+
+def iter_chunks(
+    docs: Iterable[Document], spec: ChunkingSpec, tokenizer, batch_size: int = 256
+) -> Iterator[Chunk]:
+    """Yield chunks document by document, tokenising ``batch_size`` documents at a time."""
+    batch: list[Document] = []
+    for doc in docs:
+        batch.append(doc)
+        if len(batch) >= batch_size:
+            yield from _chunk_batch(batch, spec, tokenizer)
+            batch = []
+    if batch:
+        yield from _chunk_batch(batch, spec, tokenizer)
+
+
+def _chunk_batch(docs: Sequence[Document], spec: ChunkingSpec, tokenizer) -> Iterator[Chunk]:
+    encodings = tokenizer.encode_batch([d.text for d in docs], add_special_tokens=False)
+    for doc, enc in zip(docs, encodings, strict=True):
+        offsets = enc.offsets
+        n = len(offsets)
+        if n == 0:
+            continue
+        if spec.size == 0:
+            windows = [(0, n)]
+        else:
+            step = spec.size - spec.overlap
+            windows = []
+            for i in range(0, n, step):
+                windows.append((i, min(i + spec.size, n)))
+                if i + spec.size >= n:
+                    break
+        for ordinal, (i, j) in enumerate(windows):
+            start, end = offsets[i][0], offsets[j - 1][1]
+            if spec.size == 0:
+                start, end = 0, len(doc.text)
+            text = doc.text[start:end]
+            yield Chunk(
+                id=chunk_id(doc.id, ordinal, text),
+                doc_id=doc.id,
+                ordinal=ordinal,
+                text=text,
+                start=start,
+                end=end,
+                n_tokens=j - i,
+            )
