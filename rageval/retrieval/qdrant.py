@@ -1,0 +1,336 @@
+"""Qdrant retriever: dense, BM25 or hybrid search, embedded (``:memory:``, ``path=``) or on a server.
+
+BM25 needs no model: each chunk's sparse vector holds, per token id, the saturated term frequency
+tf*(k1+1)/(tf + k1*(1-b+b*len/avgdl)); the collection's IDF modifier multiplies the query's term
+counts by ln(1 + (N-df+0.5)/(df+0.5)) at search time. The dot product is Lucene BM25 (bm25s
+``method="lucene"``) times (k1+1), a constant factor that leaves the ranking unchanged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import logging
+import os
+import re
+import uuid
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from rageval.errors import BackendError, ConfigError, RagevalError
+from rageval.retrieval.base import Encoder
+from rageval.types import Chunk, RankedList
+
+log = logging.getLogger(__name__)
+
+DENSE, SPARSE = "dense", "bm25"  # vector names in the collection
+MODES = {"vector": (True, False), "bm25": (False, True), "hybrid": (True, True)}  # (dense, sparse)
+FUSIONS = ("rrf", "dbsf")
+QDRANT_RRF_K = 2  # Qdrant's default: 0-based position p in a prefetch adds 1 / (k + p)
+INSTALL_HINT = "pip install 'rageval[qdrant]'"
+_QUERY_BATCH = 128  # requests per query_batch_points call
+SparseRow = tuple[list[int], list[float]]
+
+
+def _qdrant() -> Any:
+    """Import qdrant_client, or say how to install it."""
+    try:
+        import qdrant_client
+    except ImportError as exc:
+        raise RagevalError(f"the qdrant backend needs qdrant-client: {INSTALL_HINT}") from exc
+    return qdrant_client
+
+
+def _check(ok: bool, message: str) -> None:
+    if not ok:
+        raise ConfigError(f"qdrant backend: {message}")
+
+
+def _server_fuses(models: Any, fusion: str, rrf_k: int | None) -> bool:
+    """Whether this client can ask Qdrant to fuse (``Rrf(k=...)`` came after ``FusionQuery``)."""
+    if rrf_k is not None:
+        return hasattr(models, "RrfQuery")
+    return hasattr(models, "FusionQuery") and hasattr(models.Fusion, fusion.upper())
+
+
+def rrf(rankings: Sequence[Sequence[int]], k: int, limit: int) -> list[tuple[int, float]]:
+    """Fuse rankings as Qdrant does: score = sum of 1 / (k + 0-based position), best first."""
+    scores: dict[int, float] = {}
+    for ranking in rankings:
+        for position, point_id in enumerate(ranking):
+            scores[point_id] = scores.get(point_id, 0.0) + 1.0 / (k + position)
+    return sorted(scores.items(), key=lambda item: -item[1])[:limit]
+
+
+class BM25Vectors:
+    """Tokenises with bm25s (regex split, stopwords, PyStemmer) and builds BM25 sparse vectors."""
+
+    def __init__(self, k1: float, b: float, stemmer: str | None, stopwords: Any) -> None:
+        import bm25s
+        import Stemmer
+
+        self.k1, self.b, self.vocab = k1, b, {}
+        self._tokenize = bm25s.tokenize
+        self._stopwords = stopwords if stopwords is None or isinstance(stopwords, str) else [
+            str(word) for word in stopwords
+        ]  # fmt: skip
+        try:
+            self._stemmer = Stemmer.Stemmer(stemmer) if stemmer else None
+            self.tokens([""])  # rejects an unknown stopword language now, not mid-run
+        except (KeyError, ValueError) as exc:
+            raise ConfigError(f"qdrant backend: bad BM25 stemmer or stopwords: {exc}") from exc
+
+    def tokens(self, texts: Sequence[str]) -> list[list[str]]:
+        """Lower-cased, stopword-free, stemmed tokens of each text."""
+        return self._tokenize(
+            list(texts),
+            stopwords=self._stopwords,
+            stemmer=self._stemmer,
+            return_ids=False,
+            show_progress=False,
+        )
+
+    def fit_documents(self, texts: Sequence[str]) -> list[SparseRow]:
+        """Set the vocabulary (sorted tokens -> ids) and return each text's (ids, weights)."""
+        docs = self.tokens(texts)
+        self.vocab = {tok: i for i, tok in enumerate(sorted({t for d in docs for t in d}))}
+        avgdl = (sum(map(len, docs)) / len(docs)) or 1.0
+        rows = []
+        for doc in docs:
+            norm = self.k1 * (1.0 - self.b + self.b * len(doc) / avgdl)
+            tf = sorted((self.vocab[t], n) for t, n in Counter(doc).items())
+            rows.append(([i for i, _ in tf], [n * (self.k1 + 1.0) / (n + norm) for _, n in tf]))
+        return rows
+
+    def queries(self, texts: Sequence[str]) -> list[SparseRow]:
+        """Each query's known token ids with their counts (unknown tokens cannot match)."""
+        rows = []
+        for toks in self.tokens(texts):
+            tf = sorted(Counter(self.vocab[t] for t in toks if t in self.vocab).items())
+            rows.append(([i for i, _ in tf], [float(n) for _, n in tf]))
+        return rows
+
+
+def _throwaway_name(run_key: str | None) -> str:
+    if run_key is None:
+        return f"rageval-{uuid.uuid4().hex[:12]}"
+    slug = re.sub(r"[^A-Za-z0-9_-]+", "-", run_key)[:48].strip("-")
+    return f"rageval-{slug}-{hashlib.sha256(run_key.encode()).hexdigest()[:8]}"
+
+
+class QdrantRetriever:
+    """Retriever on a Qdrant collection that it creates, fills and, when throwaway, drops.
+
+    ``mode``: ``vector`` (dense, cosine), ``bm25`` (sparse) or ``hybrid`` (a dense and a sparse
+    prefetch of ``candidate_depth`` each, fused inside Qdrant by ``fusion`` / ``rrf_k``).
+    """
+
+    def __init__(
+        self,
+        location: str = ":memory:",
+        path: str | None = None,
+        url: str | None = None,
+        api_key_env: str | None = "QDRANT_API_KEY",
+        collection: str | None = None,
+        run_key: str | None = None,
+        mode: str = "vector",
+        fusion: str = "rrf",
+        rrf_k: int | None = None,
+        candidate_depth: int = 100,
+        exact: bool = True,
+        hnsw_m: int | None = None,
+        hnsw_ef: int | None = None,
+        upload_batch_size: int = 256,
+        keep_collection: bool = False,
+        k1: float = 1.5,
+        b: float = 0.75,
+        stemmer: str | None = "english",
+        stopwords: str | Sequence[str] | None = "english",
+    ) -> None:
+        _check(mode in MODES, f"mode must be one of {sorted(MODES)}, got {mode!r}")
+        _check(fusion in FUSIONS, f"fusion must be one of {list(FUSIONS)}, got {fusion!r}")
+        _check(rrf_k is None or (fusion == "rrf" and rrf_k >= 1), "rrf_k >= 1, with fusion=rrf")
+        _check(min(candidate_depth, upload_batch_size) >= 1, "depths and batch sizes are >= 1")
+        _check(path is None or url is None, "give path= (embedded) or url= (server), not both")
+        _check(k1 >= 0 and 0 <= b <= 1, f"BM25 needs k1 >= 0 and 0 <= b <= 1, got {k1}, {b}")
+        if importlib.util.find_spec("qdrant_client") is None:
+            raise RagevalError(f"the qdrant backend needs qdrant-client: {INSTALL_HINT}")
+        self.location, self.path, self.url, self.api_key_env = location, path, url, api_key_env
+        self.mode, self.fusion, self.rrf_k, self.candidate_depth = (
+            mode,
+            fusion,
+            rrf_k,
+            candidate_depth,
+        )
+        self.exact, self.hnsw_m, self.hnsw_ef = exact, hnsw_m, hnsw_ef
+        self.upload_batch_size, self.keep_collection = upload_batch_size, keep_collection
+        self.collection = collection or _throwaway_name(run_key)
+        self._throwaway = collection is None
+        self._dense, sparse = MODES[mode]
+        self._bm25 = BM25Vectors(k1, b, stemmer, stopwords) if sparse else None
+        self._client: Any = None
+        self._created = False
+        self._encoder: Encoder | None = None
+        self._chunk_ids: tuple[str, ...] = ()
+
+    def __repr__(self) -> str:
+        return f"QdrantRetriever(mode={self.mode!r}, collection={self.collection!r}, {self.where})"
+
+    @property
+    def where(self) -> str:
+        """Where the collection lives, for messages (credentials in a URL are masked)."""
+        if self.url:
+            return "url=" + re.sub(r"//[^@/]*@", "//***@", self.url)
+        return f"path={self.path}" if self.path else f"location={self.location}"
+
+    def _connect(self) -> Any:
+        if self._client is None:
+            qdrant_client = _qdrant()
+            if self.url:  # the key goes straight to the client, never onto self or into logs
+                key = os.environ.get(self.api_key_env) if self.api_key_env else None
+                self._client = qdrant_client.QdrantClient(url=self.url, api_key=key or None)
+            elif self.path:
+                self._client = qdrant_client.QdrantClient(path=str(self.path))
+            else:
+                self._client = qdrant_client.QdrantClient(location=self.location)
+        return self._client
+
+    def _call(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except RagevalError:
+            raise
+        except Exception as exc:  # the client raises many types; the user needs one message
+            raise BackendError(
+                f"qdrant {what} failed for collection {self.collection!r} ({self.where}): {exc}"
+            ) from exc
+
+    def index(self, chunks: Sequence[Chunk], encoder: Encoder | None) -> None:
+        """(Re)create the collection and upload every chunk with its dense and/or BM25 vector."""
+        _check(not self._dense or encoder is not None, f"mode {self.mode!r} needs an encoder")
+        _check(len(chunks) > 0, "there are no chunks to index")
+        models = _qdrant().models
+        texts = [c.text for c in chunks]
+        dense = encoder.encode_documents(texts) if self._dense and encoder else None
+        if dense is not None:
+            _check(dense.shape == (len(chunks), encoder.dim), f"encoder gave shape {dense.shape}")
+        sparse = self._bm25.fit_documents(texts) if self._bm25 else None
+        client = self._connect()
+        if self._call("lookup", client.collection_exists, self.collection):
+            log.warning("qdrant: replacing collection %r (%s)", self.collection, self.where)
+            self._call("delete", client.delete_collection, self.collection)
+        vectors, sparse_vectors = {}, None
+        if dense is not None:
+            hnsw = models.HnswConfigDiff(m=self.hnsw_m) if self.hnsw_m is not None else None
+            vectors[DENSE] = models.VectorParams(
+                size=encoder.dim, distance=models.Distance.COSINE, hnsw_config=hnsw
+            )
+        if sparse is not None:
+            sparse_vectors = {SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)}
+        self._call("create", client.create_collection, self.collection, vectors, sparse_vectors)
+        self._created = True
+        from tqdm.auto import tqdm
+
+        with tqdm(total=len(chunks), desc="qdrant upload", unit="chunk", disable=None) as bar:
+            for start in range(0, len(chunks), self.upload_batch_size):
+                batch = chunks[start : start + self.upload_batch_size]
+                points = [
+                    models.PointStruct(
+                        id=i,
+                        vector=self._point_vectors(models, i, dense, sparse),
+                        payload={"chunk_id": c.id, "doc_id": c.doc_id, "label": c.label},
+                    )
+                    for i, c in enumerate(batch, start)
+                ]
+                self._call("upsert", client.upsert, self.collection, points=points, wait=True)
+                bar.update(len(points))
+        self._encoder = encoder if self._dense else None
+        self._chunk_ids = tuple(c.id for c in chunks)
+        log.info("qdrant: indexed %d chunks into %r (%s)", len(chunks), self.collection, self.where)
+
+    @staticmethod
+    def _point_vectors(models: Any, i: int, dense: Any, sparse: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if dense is not None:
+            out[DENSE] = dense[i].tolist()
+        if sparse is not None:  # empty ones too, so that N in the IDF counts every chunk
+            out[SPARSE] = models.SparseVector(indices=sparse[i][0], values=sparse[i][1])
+        return out
+
+    def search(self, queries: Sequence[str], depth: int) -> list[RankedList]:
+        """Top ``depth`` chunk ids with Qdrant's scores for each query, in the order given."""
+        if self._client is None:
+            raise RagevalError("qdrant backend: call index() before search()")
+        _check(depth >= 1, f"depth must be >= 1, got {depth}")
+        if not queries:
+            return []
+        models = _qdrant().models
+        dense = self._encoder.encode_queries(list(queries)) if self._encoder else None
+        sparse = self._bm25.queries(queries) if self._bm25 else None
+        hybrid = dense is not None and sparse is not None
+        server_fusion = hybrid and _server_fuses(models, self.fusion, self.rrf_k)
+        _check(
+            not hybrid or server_fusion or self.fusion == "rrf", "dbsf needs qdrant-client>=1.11"
+        )
+        pool = max(self.candidate_depth, depth) if hybrid else depth
+        leg = models.Prefetch if server_fusion else models.QueryRequest
+        extra = {} if server_fusion else {"with_payload": False}
+        params = models.SearchParams(exact=self.exact, hnsw_ef=self.hnsw_ef)
+        per_query: list[list[Any]] = []
+        for i in range(len(queries)):
+            legs = []  # one ranking each; a query with no known term gets no sparse leg
+            if dense is not None:
+                legs.append(
+                    leg(query=dense[i].tolist(), using=DENSE, limit=pool, params=params, **extra)
+                )
+            if sparse is not None and sparse[i][0]:
+                vector = models.SparseVector(indices=sparse[i][0], values=sparse[i][1])
+                legs.append(leg(query=vector, using=SPARSE, limit=pool, **extra))
+            if server_fusion:
+                fused = self._fusion_query(models)
+                legs = [
+                    models.QueryRequest(prefetch=legs, query=fused, limit=depth, with_payload=False)
+                ]
+            per_query.append(legs)
+        flat = [request for legs in per_query for request in legs]
+        answers: list[Any] = []
+        for start in range(0, len(flat), _QUERY_BATCH):
+            batch = flat[start : start + _QUERY_BATCH]
+            answers += self._call("query", self._client.query_batch_points, self.collection, batch)
+        results, cursor = [], 0
+        for legs in per_query:
+            rankings = [
+                [(p.id, p.score) for p in a.points] for a in answers[cursor : cursor + len(legs)]
+            ]
+            cursor += len(legs)
+            if hybrid and not server_fusion:  # this client cannot fuse in Qdrant: same formula here
+                ids_only = [[pid for pid, _ in ranking] for ranking in rankings]
+                hits = rrf(ids_only, self.rrf_k or QDRANT_RRF_K, depth)
+            else:
+                hits = rankings[0] if rankings else []
+            ids = tuple(self._chunk_ids[pid] for pid, _ in hits)
+            results.append(RankedList(ids=ids, scores=tuple(float(s) for _, s in hits)))
+        return results
+
+    def _fusion_query(self, models: Any) -> Any:
+        if self.rrf_k is not None:
+            return models.RrfQuery(rrf=models.Rrf(k=self.rrf_k))
+        return models.FusionQuery(fusion=getattr(models.Fusion, self.fusion.upper()))
+
+    def close(self) -> None:
+        """Drop a throwaway collection (unless ``keep_collection``) and release the client."""
+        if self._client is None:
+            return
+        try:
+            if self._created and self._throwaway and not self.keep_collection:
+                self._call("delete", self._client.delete_collection, self.collection)
+        finally:
+            self._client.close()
+            self._client, self._created, self._encoder, self._chunk_ids = None, False, None, ()
+
+    def __enter__(self) -> QdrantRetriever:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,77 @@
+"""Reranking: a sentence-transformers CrossEncoder rescores the top candidates of any retriever.
+
+All (query, chunk) pairs of a run go to the model in one ``predict`` call; the reranked list is
+ordered by the cross-encoder score, ties by id descending.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from rageval.errors import ConfigError
+from rageval.retrieval.base import Encoder, Retriever
+from rageval.retrieval.ordering import ranked
+from rageval.types import Chunk, RankedList
+
+
+class CrossEncoderReranker:
+    """Wraps ``base``: retrieves ``candidates`` per query, then reorders them with a CrossEncoder."""
+
+    def __init__(
+        self,
+        base: Retriever,
+        model: str,
+        candidates: int = 50,
+        batch_size: int = 32,
+        max_length: int | None = 512,
+        device: str = "cpu",
+    ):
+        if not model or not Path(model).expanduser().is_dir():
+            raise ConfigError(
+                f"rerank.model must be a local CrossEncoder folder (rageval runs offline), got {model!r}"
+            )
+        if candidates <= 0:
+            raise ConfigError(f"rerank.candidates must be > 0, got {candidates}")
+        self.base = base
+        self.model_path = str(Path(model).expanduser())
+        self.candidates = candidates
+        self.batch_size = batch_size
+        self.max_length = max_length
+        self.device = device
+        self._model = None
+        self._text: dict[str, str] = {}
+        self.pairs_scored = 0
+
+    def index(self, chunks: Sequence[Chunk], encoder: Encoder | None) -> None:
+        self._text = {c.id: c.text for c in chunks}
+        self.base.index(chunks, encoder)
+
+    def _load(self):
+        if self._model is None:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            from sentence_transformers import CrossEncoder
+
+            self._model = CrossEncoder(
+                self.model_path, device=self.device, max_length=self.max_length
+            )
+        return self._model
+
+    def search(self, queries: Sequence[str], depth: int) -> list[RankedList]:
+        first = self.base.search(queries, max(depth, self.candidates))
+        pairs, owner = [], []
+        for qi, (q, rl) in enumerate(zip(queries, first, strict=True)):
+            for cid in rl.ids[: self.candidates]:
+                pairs.append((q, self._text[cid]))
+                owner.append((qi, cid))
+        scores = []
+        if pairs:
+            scores = self._load().predict(
+                pairs, batch_size=self.batch_size, show_progress_bar=False
+            )
+        self.pairs_scored += len(pairs)
+        per_query: list[list[tuple[str, float]]] = [[] for _ in queries]
+        for (qi, cid), s in zip(owner, scores, strict=True):
+            per_query[qi].append((cid, float(s)))
+        return [ranked(p, depth) for p in per_query]

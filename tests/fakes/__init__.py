@@ -1,0 +1,1 @@
+"""Local stand-ins for remote services, for tests that must not touch the network."""
