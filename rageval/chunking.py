@@ -92,12 +92,7 @@ def _chunk_batch(docs: Sequence[Document], spec: ChunkingSpec, tokenizer) -> Ite
         if spec.size == 0:
             windows = [(0, n)]
         else:
-            step = spec.size - spec.overlap
-            windows = []
-            for i in range(0, n, step):
-                windows.append((i, min(i + spec.size, n)))
-                if i + spec.size >= n:
-                    break
+            windows = _windows(enc.word_ids, spec.size, spec.overlap)
         for ordinal, (i, j) in enumerate(windows):
             start, end = offsets[i][0], offsets[j - 1][1]
             if spec.size == 0:
@@ -112,3 +107,28 @@ def _chunk_batch(docs: Sequence[Document], spec: ChunkingSpec, tokenizer) -> Ite
                 end=end,
                 n_tokens=j - i,
             )
+
+
+def _windows(word_ids: Sequence[int | None], size: int, overlap: int) -> list[tuple[int, int]]:
+    """Token windows [i, j) of at most ``size`` tokens that do not cut words: a window ends before
+    the word it would split (unless that word alone is longer than a window), and the next one
+    starts ``overlap`` tokens earlier, moved back to the start of its word."""
+    n = len(word_ids)
+
+    def word_start(t: int, floor: int) -> int:
+        while t > floor and word_ids[t] is not None and word_ids[t] == word_ids[t - 1]:
+            t -= 1
+        return t
+
+    windows, i = [], 0
+    while i < n:
+        j = min(i + size, n)
+        if j < n:
+            cut = word_start(j, i)
+            j = cut if cut > i else j
+        windows.append((i, j))
+        if j >= n:
+            break
+        nxt = word_start(j - overlap, i) if overlap else j
+        i = nxt if nxt > i else j
+    return windows

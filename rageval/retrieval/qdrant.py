@@ -9,13 +9,13 @@ counts by ln(1 + (N-df+0.5)/(df+0.5)) at search time. The dot product is Lucene 
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import logging
 import os
 import re
 import uuid
 from collections import Counter
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 from rageval.errors import BackendError, ConfigError, RagevalError
@@ -30,6 +30,7 @@ FUSIONS = ("rrf", "dbsf")
 QDRANT_RRF_K = 2  # Qdrant's default: 0-based position p in a prefetch adds 1 / (k + p)
 INSTALL_HINT = "pip install 'rageval[qdrant]'"
 _QUERY_BATCH = 128  # requests per query_batch_points call
+_NO_PAYLOAD = {"with_payload": False}  # chunk ids come from the point ids
 SparseRow = tuple[list[int], list[float]]
 
 
@@ -54,7 +55,7 @@ def _server_fuses(models: Any, fusion: str, rrf_k: int | None) -> bool:
     return hasattr(models, "FusionQuery") and hasattr(models.Fusion, fusion.upper())
 
 
-def rrf(rankings: Sequence[Sequence[int]], k: int, limit: int) -> list[tuple[int, float]]:
+def qdrant_rrf(rankings: Sequence[Sequence[int]], k: int, limit: int) -> list[tuple[int, float]]:
     """Fuse rankings as Qdrant does: score = sum of 1 / (k + 0-based position), best first."""
     scores: dict[int, float] = {}
     for ranking in rankings:
@@ -71,29 +72,20 @@ class BM25Vectors:
         import Stemmer
 
         self.k1, self.b, self.vocab = k1, b, {}
-        self._tokenize = bm25s.tokenize
-        self._stopwords = stopwords if stopwords is None or isinstance(stopwords, str) else [
-            str(word) for word in stopwords
-        ]  # fmt: skip
+        words = stopwords if isinstance(stopwords, str | None) else [str(w) for w in stopwords]
         try:
-            self._stemmer = Stemmer.Stemmer(stemmer) if stemmer else None
-            self.tokens([""])  # rejects an unknown stopword language now, not mid-run
+            stem = Stemmer.Stemmer(stemmer) if stemmer else None
+            bm25s.tokenize("", stopwords=words, show_progress=False)  # unknown language: now
         except (KeyError, ValueError) as exc:
             raise ConfigError(f"qdrant backend: bad BM25 stemmer or stopwords: {exc}") from exc
-
-    def tokens(self, texts: Sequence[str]) -> list[list[str]]:
-        """Lower-cased, stopword-free, stemmed tokens of each text."""
-        return self._tokenize(
-            list(texts),
-            stopwords=self._stopwords,
-            stemmer=self._stemmer,
-            return_ids=False,
-            show_progress=False,
+        # lower-cased, stopword-free, stemmed tokens of each text
+        self.tokens = partial(
+            bm25s.tokenize, stopwords=words, stemmer=stem, return_ids=False, show_progress=False
         )
 
     def fit_documents(self, texts: Sequence[str]) -> list[SparseRow]:
         """Set the vocabulary (sorted tokens -> ids) and return each text's (ids, weights)."""
-        docs = self.tokens(texts)
+        docs = self.tokens(list(texts))
         self.vocab = {tok: i for i, tok in enumerate(sorted({t for d in docs for t in d}))}
         avgdl = (sum(map(len, docs)) / len(docs)) or 1.0
         rows = []
@@ -106,7 +98,7 @@ class BM25Vectors:
     def queries(self, texts: Sequence[str]) -> list[SparseRow]:
         """Each query's known token ids with their counts (unknown tokens cannot match)."""
         rows = []
-        for toks in self.tokens(texts):
+        for toks in self.tokens(list(texts)):
             tf = sorted(Counter(self.vocab[t] for t in toks if t in self.vocab).items())
             rows.append(([i for i, _ in tf], [float(n) for _, n in tf]))
         return rows
@@ -154,19 +146,19 @@ class QdrantRetriever:
         _check(min(candidate_depth, upload_batch_size) >= 1, "depths and batch sizes are >= 1")
         _check(path is None or url is None, "give path= (embedded) or url= (server), not both")
         _check(k1 >= 0 and 0 <= b <= 1, f"BM25 needs k1 >= 0 and 0 <= b <= 1, got {k1}, {b}")
-        if importlib.util.find_spec("qdrant_client") is None:
-            raise RagevalError(f"the qdrant backend needs qdrant-client: {INSTALL_HINT}")
+        models = _qdrant().models  # fails now, with the install hint, if the client is missing
+        self._fuse_here = mode == "hybrid" and not _server_fuses(models, fusion, rrf_k)
+        _check(not self._fuse_here or fusion == "rrf", f"{fusion} needs a newer qdrant-client")
         self.location, self.path, self.url, self.api_key_env = location, path, url, api_key_env
-        self.mode, self.fusion, self.rrf_k, self.candidate_depth = (
-            mode,
-            fusion,
-            rrf_k,
-            candidate_depth,
-        )
+        self.mode, self.fusion, self.rrf_k = mode, fusion, rrf_k
         self.exact, self.hnsw_m, self.hnsw_ef = exact, hnsw_m, hnsw_ef
+        self.candidate_depth = candidate_depth
+        self._search_params = {"exact": exact, "hnsw_ef": hnsw_ef}
+        self._rrf_k = rrf_k or QDRANT_RRF_K
         self.upload_batch_size, self.keep_collection = upload_batch_size, keep_collection
         self.collection = collection or _throwaway_name(run_key)
         self._throwaway = collection is None
+        self._embedded = url is None and (path is not None or location == ":memory:")
         self._dense, sparse = MODES[mode]
         self._bm25 = BM25Vectors(k1, b, stemmer, stopwords) if sparse else None
         self._client: Any = None
@@ -180,20 +172,23 @@ class QdrantRetriever:
     @property
     def where(self) -> str:
         """Where the collection lives, for messages (credentials in a URL are masked)."""
-        if self.url:
-            return "url=" + re.sub(r"//[^@/]*@", "//***@", self.url)
-        return f"path={self.path}" if self.path else f"location={self.location}"
+        if self.path:
+            return f"path={self.path}"
+        if self._embedded:
+            return "in memory"
+        return "server " + re.sub(r"//[^@/]*@", "//***@", self.url or self.location)
 
     def _connect(self) -> Any:
         if self._client is None:
-            qdrant_client = _qdrant()
-            if self.url:  # the key goes straight to the client, never onto self or into logs
+            client_class = _qdrant().QdrantClient
+            if self.path:
+                self._client = client_class(path=str(self.path))
+            elif self._embedded:
+                self._client = client_class(location=":memory:")
+            else:  # the key goes straight to the client: never stored on self, never logged
                 key = os.environ.get(self.api_key_env) if self.api_key_env else None
-                self._client = qdrant_client.QdrantClient(url=self.url, api_key=key or None)
-            elif self.path:
-                self._client = qdrant_client.QdrantClient(path=str(self.path))
-            else:
-                self._client = qdrant_client.QdrantClient(location=self.location)
+                target = {"url": self.url} if self.url else {"location": self.location}
+                self._client = client_class(**target, api_key=key or None)
         return self._client
 
     def _call(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
@@ -218,17 +213,19 @@ class QdrantRetriever:
         sparse = self._bm25.fit_documents(texts) if self._bm25 else None
         client = self._connect()
         if self._call("lookup", client.collection_exists, self.collection):
-            log.warning("qdrant: replacing collection %r (%s)", self.collection, self.where)
+            if not self._created:  # not one this retriever made earlier
+                log.warning("qdrant: replacing collection %r (%s)", self.collection, self.where)
             self._call("delete", client.delete_collection, self.collection)
         vectors, sparse_vectors = {}, None
         if dense is not None:
             hnsw = models.HnswConfigDiff(m=self.hnsw_m) if self.hnsw_m is not None else None
             vectors[DENSE] = models.VectorParams(
-                size=encoder.dim, distance=models.Distance.COSINE, hnsw_config=hnsw
+                size=int(encoder.dim), distance=models.Distance.COSINE, hnsw_config=hnsw
             )
         if sparse is not None:
             sparse_vectors = {SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)}
-        self._call("create", client.create_collection, self.collection, vectors, sparse_vectors)
+        create = partial(client.create_collection, vectors_config=vectors)
+        self._call("create", create, self.collection, sparse_vectors_config=sparse_vectors)
         self._created = True
         from tqdm.auto import tqdm
 
@@ -268,50 +265,45 @@ class QdrantRetriever:
         models = _qdrant().models
         dense = self._encoder.encode_queries(list(queries)) if self._encoder else None
         sparse = self._bm25.queries(queries) if self._bm25 else None
-        hybrid = dense is not None and sparse is not None
-        server_fusion = hybrid and _server_fuses(models, self.fusion, self.rrf_k)
-        _check(
-            not hybrid or server_fusion or self.fusion == "rrf", "dbsf needs qdrant-client>=1.11"
-        )
-        pool = max(self.candidate_depth, depth) if hybrid else depth
-        leg = models.Prefetch if server_fusion else models.QueryRequest
-        extra = {} if server_fusion else {"with_payload": False}
-        params = models.SearchParams(exact=self.exact, hnsw_ef=self.hnsw_ef)
-        per_query: list[list[Any]] = []
-        for i in range(len(queries)):
-            legs = []  # one ranking each; a query with no known term gets no sparse leg
-            if dense is not None:
-                legs.append(
-                    leg(query=dense[i].tolist(), using=DENSE, limit=pool, params=params, **extra)
-                )
-            if sparse is not None and sparse[i][0]:
-                vector = models.SparseVector(indices=sparse[i][0], values=sparse[i][1])
-                legs.append(leg(query=vector, using=SPARSE, limit=pool, **extra))
-            if server_fusion:
-                fused = self._fusion_query(models)
-                legs = [
-                    models.QueryRequest(prefetch=legs, query=fused, limit=depth, with_payload=False)
-                ]
-            per_query.append(legs)
-        flat = [request for legs in per_query for request in legs]
+        per_query = [self._requests(models, i, dense, sparse, depth) for i in range(len(queries))]
+        flat = [request for requests in per_query for request in requests]
         answers: list[Any] = []
         for start in range(0, len(flat), _QUERY_BATCH):
             batch = flat[start : start + _QUERY_BATCH]
             answers += self._call("query", self._client.query_batch_points, self.collection, batch)
         results, cursor = [], 0
-        for legs in per_query:
-            rankings = [
-                [(p.id, p.score) for p in a.points] for a in answers[cursor : cursor + len(legs)]
-            ]
-            cursor += len(legs)
-            if hybrid and not server_fusion:  # this client cannot fuse in Qdrant: same formula here
-                ids_only = [[pid for pid, _ in ranking] for ranking in rankings]
-                hits = rrf(ids_only, self.rrf_k or QDRANT_RRF_K, depth)
+        for requests in per_query:
+            mine, cursor = answers[cursor : cursor + len(requests)], cursor + len(requests)
+            got = [[(p.id, p.score) for p in answer.points] for answer in mine]
+            if self._fuse_here:  # this client cannot ask Qdrant to fuse: same formula, here
+                hits = qdrant_rrf(
+                    [[pid for pid, _ in ranking] for ranking in got], self._rrf_k, depth
+                )
             else:
-                hits = rankings[0] if rankings else []
+                hits = got[0] if got else []
             ids = tuple(self._chunk_ids[pid] for pid, _ in hits)
             results.append(RankedList(ids=ids, scores=tuple(float(s) for _, s in hits)))
         return results
+
+    def _requests(self, models: Any, i: int, dense: Any, sparse: Any, depth: int) -> list[Any]:
+        """Query ``i``'s requests: one search, or the rankings to fuse (in Qdrant or here)."""
+        hybrid = self.mode == "hybrid"
+        in_qdrant = hybrid and not self._fuse_here
+        pool = max(self.candidate_depth, depth) if hybrid else depth
+        leg, extra = (models.Prefetch, {}) if in_qdrant else (models.QueryRequest, _NO_PAYLOAD)
+        legs = []
+        if dense is not None:  # embedded Qdrant always searches exactly, and warns on params
+            params = None if self._embedded else models.SearchParams(**self._search_params)
+            legs.append(
+                leg(query=dense[i].tolist(), using=DENSE, limit=pool, params=params, **extra)
+            )
+        if sparse is not None and sparse[i][0]:  # a query with no known term has no sparse leg
+            vector = models.SparseVector(indices=sparse[i][0], values=sparse[i][1])
+            legs.append(leg(query=vector, using=SPARSE, limit=pool, **extra))
+        if not in_qdrant:
+            return legs
+        fusion = self._fusion_query(models)
+        return [models.QueryRequest(prefetch=legs, query=fusion, limit=depth, **_NO_PAYLOAD)]
 
     def _fusion_query(self, models: Any) -> Any:
         if self.rrf_k is not None:

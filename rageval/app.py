@@ -1,0 +1,177 @@
+"""The Hydra app: compose conf/, build every component, evaluate, write report.json, log to MLflow.
+
+``run_job(cfg)`` is the plain function behind ``@hydra.main``: tests call it with a composed config.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+from rageval.errors import ConfigError, RagevalError
+from rageval.redact import redact, scrub, secret_values
+
+ROOT = Path(__file__).resolve().parent.parent
+CONF_DIR = ROOT / "conf"
+GROUPS = ("dataset", "embedding", "backend", "search", "rerank")
+
+
+def default_cache_dir() -> str:
+    return os.environ.get("RAGEVAL_CACHE_DIR") or str(Path.home() / ".cache" / "rageval")
+
+
+def register_resolvers() -> None:
+    from omegaconf import OmegaConf
+
+    OmegaConf.register_new_resolver("rageval_root", lambda: str(ROOT), replace=True)
+    OmegaConf.register_new_resolver("rageval_cache_dir", default_cache_dir, replace=True)
+
+
+def _instantiate(node: dict, what: str, **kwargs):
+    from hydra.errors import InstantiationException
+    from hydra.utils import instantiate
+
+    try:
+        return instantiate(node, _convert_="all", **kwargs)
+    except InstantiationException as err:
+        cause = err.__cause__ or err
+        if isinstance(cause, RagevalError):
+            raise cause from None
+        raise ConfigError(f"cannot build {what} from {node.get('_target_')!r}: {cause}") from None
+
+
+def build(cfg) -> tuple[Any, Any, Any, Any]:
+    """RunSpec, encoder, query encoder (or None) and retriever; fails fast on config mistakes."""
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    from rageval.chunking import ChunkingSpec
+    from rageval.pipeline import RunSpec
+
+    try:
+        c = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)
+    except OmegaConfBaseException as err:
+        raise ConfigError(
+            f"{err.__class__.__name__}: {str(err).splitlines()[0]} (key {getattr(err, 'full_key', '?')})"
+        ) from None
+    for key in ("chunk", "chunk_overlap", "k"):
+        if not isinstance(c.get(key), int) or isinstance(c.get(key), bool):
+            raise ConfigError(f"{key} must be an integer, got {c.get(key)!r}")
+    emb = dict(c["embedding"])
+    query_model = emb.pop("query_model", None)
+    encoder = _instantiate(emb, "embedding")
+    query_encoder = (
+        _instantiate({**emb, "model": query_model}, "embedding.query_model")
+        if query_model
+        else None
+    )
+    retriever = _instantiate(c["backend"], "backend")
+    rerank = dict(c.get("rerank") or {})
+    if rerank.pop("enabled", False):
+        retriever = _instantiate(rerank, "rerank", base=retriever)
+    tokenizer_dir = getattr(encoder, "model_path", None)
+    if tokenizer_dir is None:
+        from rageval.embedding import resolve_model_path
+
+        tokenizer_dir = resolve_model_path("all-MiniLM-L6-v2")
+    spec = RunSpec(
+        corpus=str(Path(c["dataset"]["corpus"]).expanduser()),
+        golden=str(Path(c["dataset"]["golden"]).expanduser()),
+        tokenizer_dir=str(tokenizer_dir),
+        chunking=ChunkingSpec(c["chunk"], c["chunk_overlap"]),
+        k=c["k"],
+        ks=tuple(c["ks"]),
+        level=c.get("level", "auto"),
+        depth=c.get("depth"),
+        latency_sample=c.get("latency_sample", 20),
+        allow_model_mismatch=bool(c.get("allow_model_mismatch", False)),
+    )
+    return spec, encoder, query_encoder, retriever
+
+
+def run_job(cfg, output_dir: str | Path, overrides: list[str] | None = None,
+            choices: dict[str, str] | None = None, sweep_dir: str | None = None):  # fmt: skip
+    """Evaluate one composed config; writes report.json (+ TREC files) and logs to MLflow."""
+    from omegaconf import OmegaConf
+
+    from rageval.pipeline import evaluate
+    from rageval.trec import write_qrels, write_run
+
+    out = Path(output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    spec, encoder, query_encoder, retriever = build(cfg)
+    config = OmegaConf.to_container(cfg, resolve=True)
+    report = evaluate(spec, retriever, encoder, query_encoder, config=redact(config))
+    report.overrides = list(overrides or [])
+    close = getattr(retriever, "close", None)
+    if callable(close):
+        close()
+    qids = [r["id"] for r in report.per_query]
+    write_run(out / "run.trec", qids, report.rankings, tag="rageval")
+    write_qrels(out / "qrels.trec", report.qrels)
+    report.write_json(out / "report.json")
+    if cfg.mlflow.enabled:
+        from rageval.sweep import parent_run_id
+        from rageval.tracking import log_run, tracking_uri
+
+        uri = tracking_uri(cfg.mlflow.tracking_uri)
+        try:
+            log_run(report, config=config, choices=choices or {}, output_dir=out, uri=uri,
+                    experiment=cfg.mlflow.experiment, run_name=cfg.mlflow.run_name,
+                    parent_run_id=parent_run_id(sweep_dir), sweep_id=sweep_dir)  # fmt: skip
+        except Exception as err:  # the report is safe on disk; say how to log it later
+            warnings.warn(
+                f"MLflow logging to {scrub(uri, secret_values(config))} failed ({err.__class__.__name__}: "
+                f"{scrub(str(err), secret_values(config))[:300]}); the report is at {out / 'report.json'}",
+                stacklevel=1,
+            )
+    print(report.table())
+    print(f"report: {out / 'report.json'}")
+    return report
+
+
+def _hydra_task(cfg) -> None:
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+    from omegaconf import OmegaConf
+
+    hc = HydraConfig.get()
+    overrides = list(hc.overrides.task)
+    multirun = hc.mode == RunMode.MULTIRUN
+    sweep_dir = str(hc.sweep.dir) if multirun else None
+    choices = {g: str(hc.runtime.choices.get(g)) for g in GROUPS if hc.runtime.choices.get(g)}
+    out = Path(hc.runtime.output_dir)
+    try:
+        run_job(cfg, out, overrides, choices, sweep_dir)
+    except RagevalError as err:
+        msg = scrub(str(err), secret_values(OmegaConf.to_container(cfg, resolve=False)))
+        print(f"rageval: error: {msg}", file=sys.stderr)
+        from rageval.atomic import atomic_write_text
+
+        atomic_write_text(out / "error.json", json.dumps({"error": msg, "overrides": overrides}))
+        if not multirun:
+            sys.exit(err.exit_code)
+
+
+def run_app(argv: list[str]) -> int:
+    """Run the Hydra app with ``argv`` as its command line; returns the exit code."""
+    import hydra
+
+    from rageval.sweep import LAST_SWEEP
+
+    register_resolvers()
+    LAST_SWEEP.update(failed=0, exit_code=0)
+    main = hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")(
+        _hydra_task
+    )
+    saved = sys.argv
+    sys.argv = ["rageval", *argv]
+    try:
+        main()
+    finally:
+        sys.argv = saved
+    return int(LAST_SWEEP["exit_code"])

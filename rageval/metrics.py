@@ -1,0 +1,265 @@
+"""Ranking metrics, vectorised over a (queries x depth) grade matrix, equal to trec_eval's.
+
+Semantics (each checked against pytrec_eval in the tests):
+
+- A ranking is taken as given, best first; ties were broken by whoever produced it (``read_run``
+  orders a TREC run as trec_eval does). Duplicate ids are dropped, the first kept, with one warning.
+- Grade >= 1 is relevant; 0 (or negative) is judged non-relevant and gains nothing.
+- A query with no results scores 0 on every metric and stays in the mean.
+- A query without any relevant judgement scores 0 on every metric (trec_eval does the same).
+"""
+
+from __future__ import annotations
+
+import gc
+import warnings
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import chain, count, repeat
+from operator import methodcaller
+
+import numpy as np
+
+from rageval.errors import ConfigError, InputError
+from rageval.types import Qrels, RankedList
+
+
+@dataclass(frozen=True, slots=True)
+class GradeMatrix:
+    """What the metrics need to know about a batch of rankings, as arrays.
+
+    ``grades[i, r]`` is the grade of the result at rank ``r + 1`` of query ``i`` (0 when unjudged
+    or past the end of the ranking); ``ideal[i]`` holds the query's relevant grades in descending
+    order; both are cut at the largest k. ``n_relevant[i]`` counts all judgements with grade >= 1;
+    ``first_relevant_rank[i]`` is the 1-based rank of the first relevant result (0 if none).
+    """
+
+    grades: np.ndarray
+    ideal: np.ndarray
+    n_relevant: np.ndarray
+    first_relevant_rank: np.ndarray
+
+
+def _relevant_top(m: GradeMatrix, k: int) -> np.ndarray:
+    return m.grades[:, :k] >= 1
+
+
+def _safe_divide(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    return np.divide(num, den, out=np.zeros(num.shape), where=den > 0)
+
+
+def precision(m: GradeMatrix, k: int) -> np.ndarray:
+    """P@k = |relevant in top k| / k (divides by k even when fewer than k results came back)."""
+    return _relevant_top(m, k).sum(axis=1) / k
+
+
+def recall(m: GradeMatrix, k: int) -> np.ndarray:
+    """R@k = |relevant in top k| / |relevant judged| (0 when nothing is judged relevant)."""
+    return _safe_divide(_relevant_top(m, k).sum(axis=1).astype(float), m.n_relevant)
+
+
+def hit_rate(m: GradeMatrix, k: int) -> np.ndarray:
+    """Hit@k = 1 if any relevant result is in the top k, else 0."""
+    return _relevant_top(m, k).any(axis=1).astype(float)
+
+
+def reciprocal_rank(m: GradeMatrix, k: int) -> np.ndarray:
+    """RR@k = 1 / rank of the first relevant result if that rank <= k, else 0 (mean: MRR@k)."""
+    r = m.first_relevant_rank
+    return _safe_divide(((r > 0) & (r <= k)).astype(float), r)
+
+
+def _discounts(k: int) -> np.ndarray:
+    return 1.0 / np.log2(np.arange(2, k + 2))
+
+
+def ndcg(m: GradeMatrix, k: int) -> np.ndarray:
+    """nDCG@k = DCG@k / IDCG@k, DCG@k = sum_{r<=k} grade_r / log2(r + 1) (linear gain).
+
+    IDCG@k is the DCG of all judged relevant grades sorted descending, cut at k (trec_eval
+    ``ndcg_cut``); 0 when nothing is judged relevant.
+    """
+    d = _discounts(k)
+    dcg = (np.maximum(m.grades[:, :k], 0) * d).sum(axis=1)
+    return _safe_divide(dcg, (m.ideal[:, :k] * d).sum(axis=1))
+
+
+def average_precision(m: GradeMatrix, k: int) -> np.ndarray:
+    """AP@k = sum_{r<=k, rel_r} P@r / |relevant judged| (trec_eval ``map_cut``; mean: MAP@k)."""
+    rel = _relevant_top(m, k)
+    precision_at = np.cumsum(rel, axis=1) / np.arange(1, k + 1)
+    return _safe_divide((precision_at * rel).sum(axis=1), m.n_relevant)
+
+
+# name -> per-query kernel. The names are what reports and MetricSpec use.
+KERNELS: dict[str, Callable[[GradeMatrix, int], np.ndarray]] = {
+    "precision": precision,
+    "recall": recall,
+    "hit_rate": hit_rate,
+    "mrr": reciprocal_rank,
+    "ndcg": ndcg,
+    "map": average_precision,
+}
+METRICS: tuple[str, ...] = tuple(KERNELS)
+
+
+@dataclass(frozen=True, slots=True)
+class MetricSpec:
+    """A metric at a cutoff, e.g. ``ndcg@10``: a value, usable as a dict key."""
+
+    name: str
+    k: int
+
+    def __post_init__(self) -> None:
+        if self.name not in KERNELS:
+            raise ConfigError(f"unknown metric {self.name!r}; valid metrics: {', '.join(METRICS)}")
+        if isinstance(self.k, bool) or not isinstance(self.k, int) or self.k <= 0:
+            raise ConfigError(f"cutoff k of {self.name} must be a positive integer, got {self.k!r}")
+
+    @classmethod
+    def parse(cls, text: str) -> MetricSpec:
+        """Parse ``"ndcg@10"`` (case-insensitive)."""
+        name, sep, k = text.strip().lower().partition("@")
+        if not sep or not k.strip().isdigit():
+            raise ConfigError(f"metric {text!r} must look like name@k, e.g. ndcg@10")
+        return cls(name.strip(), int(k))
+
+    def __str__(self) -> str:
+        return f"{self.name}@{self.k}"
+
+    @property
+    def mlflow_key(self) -> str:
+        """MLflow metric keys cannot hold '@': ``ndcg_at_10``."""
+        return f"{self.name}_at_{self.k}"
+
+
+@dataclass(frozen=True)
+class PerQueryScores:
+    """Per-query metric values; ``values["ndcg@10"][i]`` belongs to ``query_ids[i]``."""
+
+    query_ids: tuple[str, ...]
+    values: dict[str, np.ndarray]
+    first_relevant_rank: np.ndarray
+
+    def mean(self) -> dict[str, float]:
+        """Mean of each metric over all queries (NaN when there are no queries)."""
+        n = len(self.query_ids)
+        return {key: float(v.mean()) if n else float("nan") for key, v in self.values.items()}
+
+    def to_rows(self) -> list[dict]:
+        """One dict per query: ``query_id``, every metric, ``first_relevant_rank``."""
+        cols = {key: v.tolist() for key, v in self.values.items()}
+        cols["first_relevant_rank"] = self.first_relevant_rank.tolist()
+        return [
+            {"query_id": q, **{key: col[i] for key, col in cols.items()}}
+            for i, q in enumerate(self.query_ids)
+        ]
+
+
+def grade_matrix(
+    query_ids: Sequence[str],
+    rankings: Sequence[Sequence[str] | RankedList],
+    qrels: Qrels,
+    depth: int,
+) -> tuple[GradeMatrix, int]:
+    """Join rankings with qrels into a :class:`GradeMatrix` cut at ``depth``.
+
+    Returns the matrix and the number of rankings that held duplicate ids (later ones dropped).
+    """
+    if len(query_ids) != len(rankings):
+        raise InputError(f"{len(query_ids)} query ids but {len(rankings)} rankings")
+    n = len(query_ids)
+    empty: Mapping[str, int] = {}
+    judged_rows = list(map(qrels.get, query_ids, repeat(empty)))
+    id_lists = [r.ids if isinstance(r, RankedList) else r for r in rankings]
+    rows: list[int] = []
+    firsts: list[int] = []
+    top: list[int] = []
+    n_dup = 0
+    # Only results that are judged relevant need a position: one set per ranking finds them (and
+    # duplicates) in C; a grade lookup is needed for the top `depth` results only. The GC is paused
+    # because these short-lived containers would otherwise trigger full collections of a big heap.
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for i, ids, judged in zip(count(), id_lists, judged_rows):
+            seen = set(ids)
+            if len(seen) != len(ids):
+                n_dup += 1
+                ids = list(dict.fromkeys(ids))
+            if not judged:
+                continue
+            relevant = {d for d in seen.intersection(judged) if judged[d] >= 1}
+            if not relevant:
+                continue
+            rows.append(i)
+            firsts.append(ids.index(next(filter(relevant.__contains__, ids))) + 1)
+            head = list(map(judged.get, ids[:depth], repeat(0)))
+            top += head
+            if len(head) < depth:
+                top += repeat(0, depth - len(head))
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    grades = np.zeros((n, depth), dtype=np.int64)
+    grades[rows] = np.array(top, dtype=np.int64).reshape(len(rows), depth)
+    first = np.zeros(n, dtype=np.int64)
+    first[rows] = firsts
+    ideal, n_relevant = _ideal(judged_rows, depth)
+    return GradeMatrix(grades, ideal, n_relevant, first), n_dup
+
+
+def _ideal(judged_rows: list[Mapping[str, int]], depth: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each query's relevant grades sorted descending and cut at ``depth``, and their count."""
+    n = len(judged_rows)
+    sizes = np.fromiter(map(len, judged_rows), dtype=np.int64, count=n)
+    all_grades = chain.from_iterable(map(methodcaller("values"), judged_rows))
+    g = np.fromiter(all_grades, dtype=np.int64, count=int(sizes.sum()))
+    owner = np.repeat(np.arange(n), sizes)
+    keep = g >= 1
+    g, owner = g[keep], owner[keep]
+    n_relevant = np.bincount(owner, minlength=n)
+    order = np.lexsort((-g, owner))
+    g, owner = g[order], owner[order]
+    rank = np.arange(len(g)) - (np.cumsum(n_relevant) - n_relevant)[owner]
+    cut = rank < depth
+    ideal = np.zeros((n, depth), dtype=np.int64)
+    ideal[owner[cut], rank[cut]] = g[cut]
+    return ideal, n_relevant
+
+
+def check_ks(ks: Iterable[int]) -> tuple[int, ...]:
+    """Validate cutoffs (positive integers); duplicates dropped, order kept."""
+    out = tuple(dict.fromkeys(ks))
+    if not out:
+        raise ConfigError("at least one cutoff k is needed, e.g. 1,5,10")
+    for k in out:
+        if isinstance(k, bool) or not isinstance(k, int | np.integer) or k <= 0:
+            raise ConfigError(f"cutoff k must be a positive integer, got {k!r}")
+    return tuple(int(k) for k in out)
+
+
+def score_rankings(
+    query_ids: Sequence[str],
+    rankings: Sequence[Sequence[str] | RankedList],
+    qrels: Qrels,
+    ks: Iterable[int],
+    metrics: Sequence[str] = METRICS,
+) -> PerQueryScores:
+    """Score each ranking (best first) against ``qrels`` at every cutoff in ``ks``, in one pass.
+
+    ``rankings[i]`` belongs to ``query_ids[i]``. Returns per-query values keyed ``"<metric>@<k>"``
+    for every metric and k (see each kernel's docstring for its formula). Warns once when some
+    rankings held duplicate ids.
+    """
+    ks = check_ks(ks)
+    specs = [MetricSpec(name, k) for name in metrics for k in ks]
+    matrix, n_dup = grade_matrix(query_ids, rankings, qrels, max(ks))
+    if n_dup:
+        warnings.warn(
+            f"{n_dup} of {len(query_ids)} rankings held duplicate ids; "
+            "later occurrences were dropped before scoring",
+            stacklevel=2,
+        )
+    values = {str(s): KERNELS[s.name](matrix, s.k) for s in specs}
+    return PerQueryScores(tuple(query_ids), values, matrix.first_relevant_rank)

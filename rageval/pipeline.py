@@ -1,0 +1,208 @@
+"""``evaluate``: the one place that sequences the stages of a run.
+
+golden + corpus -> chunks -> qrels for this chunking -> index (embeddings via the cache) ->
+search all queries at once -> metrics per query -> means, CIs, slices -> EvalReport.
+Takes plain objects (no Hydra, no MLflow), so tests and users' scripts can call it directly.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from rageval.chunking import ChunkingSpec, chunk_documents, load_tokenizer
+from rageval.corpus import corpus_digest, load_corpus
+from rageval.errors import ConfigError, IndexMismatchError
+from rageval.golden import load_golden
+from rageval.metrics import score_rankings
+from rageval.relevance import resolve
+from rageval.report import EvalReport, summarise
+from rageval.retrieval.base import Encoder, Retriever
+from rageval.spans import span_metrics
+from rageval.types import Chunk, RankedList
+
+log = logging.getLogger("rageval")
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """What to evaluate: data, chunking, cutoffs and evaluation level."""
+
+    corpus: str
+    golden: str
+    tokenizer_dir: str
+    chunking: ChunkingSpec = field(default_factory=ChunkingSpec)
+    k: int = 5
+    ks: tuple[int, ...] = (1, 3, 5, 10)
+    level: str = "auto"
+    depth: int | None = None
+    latency_sample: int = 20
+    allow_model_mismatch: bool = False
+
+    def __post_init__(self) -> None:
+        if self.k <= 0 or any(int(x) <= 0 for x in self.ks):
+            raise ConfigError(
+                f"k and every value in ks must be > 0 (k={self.k}, ks={list(self.ks)})"
+            )
+        object.__setattr__(self, "ks", tuple(sorted({int(x) for x in (*self.ks, self.k)})))
+
+
+class PairedEncoder:
+    """Documents through one model, queries through another (only when explicitly allowed)."""
+
+    def __init__(self, documents: Encoder, queries: Encoder):
+        self.documents, self.queries = documents, queries
+
+    @property
+    def fingerprint(self) -> str:
+        return self.documents.fingerprint
+
+    @property
+    def dim(self) -> int:
+        return self.documents.dim
+
+    def encode_documents(self, texts):
+        return self.documents.encode_documents(texts)
+
+    def encode_queries(self, texts):
+        return self.queries.encode_queries(texts)
+
+
+def check_query_model(index_encoder: Encoder, query_encoder: Encoder, allow: bool) -> Encoder:
+    """Refuse queries embedded by another model than the index, the classic silent regression."""
+    if query_encoder is index_encoder or query_encoder.fingerprint == index_encoder.fingerprint:
+        return index_encoder
+    if not allow:
+        raise IndexMismatchError(
+            "queries would be embedded with a different model than the index "
+            f"(index {index_encoder.fingerprint[:12]}, queries {query_encoder.fingerprint[:12]}); "
+            "their vectors are not comparable and every metric would collapse. Use one model "
+            "(drop embedding.query_model) or set allow_model_mismatch=true to measure it anyway"
+        )
+    warnings.warn("queries and index use different embedding models", stacklevel=2)
+    return PairedEncoder(index_encoder, query_encoder)
+
+
+def collapse_to_documents(rl: RankedList, doc_of: dict[str, str]) -> RankedList:
+    """A chunk ranking as a document ranking: first occurrence of each document wins, score kept."""
+    seen: set[str] = set()
+    ids, scores = [], []
+    for cid, s in zip(rl.ids, rl.scores, strict=True):
+        d = doc_of.get(cid, cid)
+        if d not in seen:
+            seen.add(d)
+            ids.append(d)
+            scores.append(s)
+    return RankedList(tuple(ids), tuple(scores))
+
+
+def evaluate(
+    spec: RunSpec,
+    retriever: Retriever,
+    encoder: Encoder | None,
+    query_encoder: Encoder | None = None,
+    config: dict | None = None,
+) -> EvalReport:
+    """Run one evaluation and return its report (metrics, per-query rows, timings, digests)."""
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    golden = load_golden(spec.golden)
+    docs = load_corpus(spec.corpus)
+    timings["load_s"] = time.perf_counter() - t0
+
+    t = time.perf_counter()
+    max_len = getattr(encoder, "max_seq_length", None)
+    if max_len and spec.chunking.size > max_len:
+        warnings.warn(
+            f"chunk={spec.chunking.size} exceeds the embedding model's max_seq_length={max_len}: "
+            "the tail of every chunk is invisible to the vector index",
+            stacklevel=2,
+        )
+    chunks = chunk_documents(docs, spec.chunking, load_tokenizer(spec.tokenizer_dir))
+    timings["chunk_s"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    res = resolve(golden, {d.id: d for d in docs}, chunks, spec.level)
+    timings["resolve_s"] = time.perf_counter() - t
+
+    if encoder is not None and query_encoder is not None:
+        encoder = check_query_model(encoder, query_encoder, spec.allow_model_mismatch)
+
+    t = time.perf_counter()
+    retriever.index(chunks, encoder)
+    timings["index_s"] = time.perf_counter() - t
+
+    queries = [q.query for q in golden.queries]
+    depth = spec.depth or (max(spec.ks) * (10 if res.level == "doc" else 1))
+    t = time.perf_counter()
+    results = retriever.search(queries, depth)
+    timings["search_s"] = time.perf_counter() - t
+    if len(results) != len(queries):
+        raise ConfigError(
+            f"the retriever returned {len(results)} rankings for {len(queries)} queries; "
+            "search() must return one RankedList per query, in order"
+        )
+    latency = _latency(retriever, queries, depth, spec.latency_sample)
+
+    t = time.perf_counter()
+    chunk_rankings = results
+    if res.level == "doc":
+        doc_of = {c.id: c.doc_id for c in chunks}
+        results = [collapse_to_documents(r, doc_of) for r in results]
+    qids = [q.id for q in golden.queries]
+    scores = score_rankings(qids, [r.ids for r in results], res.qrels, spec.ks)
+    values = dict(scores.values)
+    if any(res.spans.values()):
+        by_id = {c.id: c for c in chunks}
+        values.update(
+            span_metrics(qids, [r.ids for r in chunk_rankings], res.spans, by_id, spec.ks)
+        )
+    timings["score_s"] = time.perf_counter() - t
+    timings["total_s"] = time.perf_counter() - t0
+
+    return summarise(
+        golden=golden,
+        chunks=chunks,
+        qrels=res.qrels,
+        level=res.level,
+        rankings=results,
+        values=values,
+        first_relevant_rank=scores.first_relevant_rank,
+        spec=spec,
+        timings=timings,
+        latency=latency,
+        digests={
+            "golden": golden.digest,
+            "corpus": corpus_digest(docs),
+            "model": getattr(encoder, "fingerprint", "") or "",
+        },
+        counts={"documents": len(docs), "chunks": len(chunks), "queries": len(qids)},
+        config=config or {},
+    )
+
+
+def _latency(retriever: Retriever, queries: Sequence[str], depth: int, n: int) -> dict:
+    """Per-query search latency over a sample of single-query calls (query vectors are cached)."""
+    sample = list(queries[: max(0, n)])
+    ms = []
+    for q in sample:
+        t = time.perf_counter()
+        retriever.search([q], depth)
+        ms.append((time.perf_counter() - t) * 1000)
+    if not ms:
+        return {}
+    return {
+        "p50_ms": float(np.percentile(ms, 50)),
+        "p95_ms": float(np.percentile(ms, 95)),
+        "queries_sampled": len(ms),
+    }
+
+
+def chunk_token_stats(chunks: Sequence[Chunk]) -> dict:
+    n = np.array([c.n_tokens for c in chunks]) if chunks else np.zeros(1)
+    return {"chunk_tokens_mean": float(n.mean()), "chunk_tokens_max": int(n.max())}

@@ -1,0 +1,450 @@
+"""Azure AI Search as a rageval retriever, through the ``azure-search-documents`` SDK.
+
+Either builds a throwaway index from the run's chunks (deleted by :meth:`close`) or queries an
+existing one. The API key is read from an environment variable when a client is built; it is
+never stored on the retriever, logged or put into an error message.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import subprocess
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from itertools import islice
+from typing import Any
+
+from rageval.errors import BackendError, ConfigError, IndexMismatchError, InputError, RagevalError
+from rageval.retrieval.base import Encoder
+from rageval.types import Chunk, RankedList
+
+log = logging.getLogger(__name__)
+
+MODES = ("vector", "bm25", "hybrid", "semantic")  # semantic = hybrid + Azure's semantic ranker
+_VECTOR_MODES = {"vector", "hybrid", "semantic"}
+_TEXT_MODES = {"bm25", "hybrid", "semantic"}
+SEMANTIC_WINDOW = 50  # Azure reranks this many results; the rest keep their hybrid order
+DEFAULT_SEMANTIC_CONFIG = "rageval-semantic"
+VISIBILITY_TIMEOUT_S = 120.0  # uploads turn searchable within seconds; wait at most this long
+_INDEX_NAME = re.compile(r"^(?!.*--)[a-z0-9](?:[a-z0-9-]{0,126}[a-z0-9])?$")
+_FIELD_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,127}$")
+_DOC_KEY = re.compile(r"^[A-Za-z0-9_\-=]{1,1024}$")
+_RETRYABLE_ITEM = {409, 422, 429, 503}  # per-document statuses in a 207 answer worth retrying
+INSTALL_HINT = "pip install 'rageval[azure]'"
+
+
+class AzureSearchRetriever:
+    """Retriever backed by an Azure AI Search index (see docs/backends-azure.md)."""
+
+    def __init__(
+        self,
+        endpoint: str,
+        index_name: str | None = None,
+        api_key_env: str = "AZURE_SEARCH_API_KEY",
+        mode: str = "hybrid",
+        semantic_configuration: str | None = None,
+        existing: bool = False,
+        id_field: str = "id",
+        text_field: str = "text",
+        vector_field: str = "vector",
+        keep_index: bool = False,
+        upload_batch_size: int = 500,
+        parallelism: int = 4,
+        max_retries: int = 5,
+        retry_backoff: float = 0.5,
+        run_key: str = "",
+    ) -> None:
+        problems = [
+            (
+                not re.match(r"^https?://[^/\s]+", endpoint or ""),
+                f"endpoint {endpoint!r} is no URL",
+            ),
+            (mode not in MODES, f"mode must be one of {', '.join(MODES)}, got {mode!r}"),
+            (existing and not index_name, "existing=true needs index_name: the index to query"),
+            (
+                bool(index_name) and not _INDEX_NAME.match(index_name or ""),
+                f"index_name {index_name!r} is not legal: lower-case letters, digits, single dashes",
+            ),
+            (
+                not isinstance(retry_backoff, int | float) or retry_backoff < 0,
+                f"retry_backoff must be >= 0, got {retry_backoff!r}",
+            ),
+        ]
+        names = {"id_field": id_field, "text_field": text_field, "vector_field": vector_field}
+        for name, value in names.items():
+            problems.append((not _FIELD_NAME.match(value or ""), f"{name} {value!r} is not legal"))
+        counts = {
+            "upload_batch_size": (upload_batch_size, 1, 1000),
+            "parallelism": (parallelism, 1, 64),
+        }
+        counts["max_retries"] = (max_retries, 0, 50)
+        for name, (value, low, high) in counts.items():
+            bad = not isinstance(value, int) or not low <= value <= high
+            problems.append((bad, f"{name} must be an integer from {low} to {high}, got {value!r}"))
+        for failed, message in problems:
+            if failed:
+                raise ConfigError(message, path="backend (azure)")
+        self.endpoint = endpoint.rstrip("/")
+        self.api_key_env, self.mode = api_key_env, mode
+        self.existing, self.keep_index = existing, keep_index
+        self.id_field, self.text_field, self.vector_field = id_field, text_field, vector_field
+        self.semantic_configuration = semantic_configuration
+        self.upload_batch_size, self.parallelism = upload_batch_size, parallelism
+        self.max_retries, self.retry_backoff = max_retries, retry_backoff
+        self.index_name = index_name or self._throwaway_name(run_key)
+        self._encoder: Encoder | None = None
+        self._created = False
+        self._clients: dict[str, Any] = {}
+
+    def __repr__(self) -> str:
+        return f"AzureSearchRetriever({self.endpoint!r}, index_name={self.index_name!r}, mode={self.mode!r})"  # noqa: E501
+
+    def index(self, chunks: Sequence[Chunk], encoder: Encoder | None) -> None:
+        """Build the throwaway index from ``chunks`` and their embeddings; with ``existing``,
+        check that the existing index has the configured fields and vector size instead."""
+        _require_azure()
+        if self.mode in _VECTOR_MODES and encoder is None:
+            raise ConfigError(f"mode {self.mode!r} needs an encoder for the vectors")
+        self._encoder = encoder
+        if self.existing:
+            return self._check_existing(len(chunks))
+        ids = [c.id for c in chunks]
+        bad = next((i for i in ids if not _DOC_KEY.match(i)), None)
+        if bad is not None:
+            raise InputError(f"chunk id {bad!r} is no Azure document key (letters, digits, _-=)")
+        if len(set(ids)) != len(ids):
+            raise InputError("chunk ids are not unique; Azure would keep only the last of each")
+        docs = [{self.id_field: c.id, self.text_field: c.text} for c in chunks]
+        dim = None
+        if encoder is not None and self.mode in _VECTOR_MODES:
+            dim, vectors = encoder.dim, encoder.encode_documents([c.text for c in chunks])
+            if vectors.shape != (len(chunks), dim):
+                raise RagevalError(
+                    f"encoder gave shape {vectors.shape}, not ({len(chunks)}, {dim})"
+                )
+            for doc, row in zip(docs, vectors.tolist(), strict=True):
+                doc[self.vector_field] = row
+        step = self.upload_batch_size
+        try:
+            self._create_index(dim)
+            with ThreadPoolExecutor(max_workers=self.parallelism) as pool:
+                list(
+                    pool.map(self._upload, [docs[i : i + step] for i in range(0, len(docs), step)])
+                )
+            self._wait_until_searchable(len(docs))
+        except Exception as exc:
+            self.close()
+            if isinstance(exc, RagevalError) or not _is_azure_error(exc):
+                raise
+            raise BackendError(
+                f"building Azure index {self.index_name!r}: {self._why(exc)}"
+            ) from None
+        log.info("indexed %d chunks into Azure index %s", len(docs), self.index_name)
+
+    def search(self, queries: Sequence[str], depth: int) -> list[RankedList]:
+        """Top ``depth`` ids per query, best first. Every query succeeds or BackendError names
+        the ones that failed after retries; nothing partial is returned."""
+        _require_azure()
+        if depth < 1:
+            raise ConfigError(f"depth must be >= 1, got {depth}")
+        if self.mode in _VECTOR_MODES and self._encoder is None:
+            raise RagevalError("call index() before search(): there is no encoder yet")
+        queries = list(queries)
+        if not queries:
+            return []
+        vectors: list[Any] = [None] * len(queries)
+        if self.mode in _VECTOR_MODES and self._encoder is not None:
+            vectors = self._encoder.encode_queries(queries).tolist()
+        with ThreadPoolExecutor(max_workers=min(self.parallelism, len(queries))) as pool:
+            futures = [
+                pool.submit(self._search_one, q, v, depth)
+                for q, v in zip(queries, vectors, strict=True)
+            ]
+        failed = [(i, f.exception()) for i, f in enumerate(futures) if f.exception() is not None]
+        for _, exc in failed:
+            if not _is_azure_error(exc):
+                raise exc  # type: ignore[misc]
+        if failed:
+            listed = "; ".join(f"#{i} {queries[i]!r}: {self._why(e)}" for i, e in failed[:10])
+            more = f"; and {len(failed) - 10} more" if len(failed) > 10 else ""
+            raise BackendError(
+                f"Azure AI Search failed {len(failed)} of {len(queries)} queries on index "
+                f"{self.index_name!r} after {self.max_retries} retries: {listed}{more}. No results "
+                "were kept; check the service's limits, raise max_retries or lower parallelism.",
+                failed_queries=[queries[i] for i, _ in failed],
+            )
+        return [f.result() for f in futures]
+
+    def close(self) -> None:
+        """Delete the throwaway index unless ``keep_index``; close the HTTP sessions."""
+        if self._created and not self.keep_index:
+            try:
+                self._index_client().delete_index(self.index_name)
+                log.info("deleted Azure index %s", self.index_name)
+            except Exception as exc:
+                if not _is_azure_error(exc):
+                    raise
+                log.warning("could not delete Azure index %s: %s", self.index_name, self._why(exc))
+            self._created = False
+        for client in self._clients.values():
+            client.close()
+        self._clients.clear()
+
+    def __enter__(self) -> AzureSearchRetriever:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _search_one(self, text: str, vector: list[float] | None, depth: int) -> RankedList:
+        from azure.search.documents.models import VectorizedQuery
+
+        kwargs: dict[str, Any] = {"top": depth, "select": [self.id_field]}
+        if self.mode in _TEXT_MODES:
+            kwargs["search_text"] = text
+        if vector is not None:
+            k = depth if self.mode == "vector" else max(depth, SEMANTIC_WINDOW)
+            query = VectorizedQuery(vector=vector, k_nearest_neighbors=k, fields=self.vector_field)
+            kwargs["vector_queries"] = [query]
+        if self.mode == "semantic":
+            kwargs.update(query_type="semantic", semantic_configuration_name=self._semantic_name())
+        ids: list[str] = []
+        scores: list[float] = []
+        for hit in islice(self._search_client().search(**kwargs), depth):
+            ids.append(str(hit[self.id_field]))
+            reranker = hit.get("@search.reranker_score")
+            if self.mode != "semantic":
+                scores.append(float(hit["@search.score"]))
+            elif reranker is not None:
+                scores.append(float(reranker))
+            else:  # past the reranked window: keep Azure's order, below every reranker score (>= 0)
+                scores.append(-float(len(ids)))
+        return RankedList(ids=tuple(ids), scores=tuple(scores))
+
+    def _create_index(self, dim: int | None) -> None:
+        semantic = self._semantic_name() if self.mode == "semantic" else None
+        fields = (self.id_field, self.text_field, self.vector_field)
+        definition = index_definition(self.index_name, *fields, dim=dim, semantic=semantic)
+        client = self._index_client()
+        if self.index_name in set(client.list_index_names()):
+            log.warning("Azure index %s exists (a crashed run?): recreating it", self.index_name)
+            client.delete_index(self.index_name)
+        client.create_or_update_index(definition)
+        self._created = True
+        log.info("created Azure index %s for mode %s", self.index_name, self.mode)
+
+    def _upload(self, docs: list[dict[str, Any]]) -> None:
+        pending = docs
+        for attempt in range(self.max_retries + 1):
+            results = self._search_client().upload_documents(documents=pending)
+            failed = {r.key: r for r in results if not r.succeeded}
+            if not failed:
+                return
+            permanent = any(r.status_code not in _RETRYABLE_ITEM for r in failed.values())
+            if permanent or attempt == self.max_retries:
+                sample = ", ".join(
+                    f"{r.key} ({r.status_code}: {r.error_message})" for r in [*failed.values()][:5]
+                )
+                raise BackendError(f"Azure rejected {len(failed)} documents of a batch: {sample}")
+            pending = [d for d in pending if d[self.id_field] in failed]
+            time.sleep(self.retry_backoff * 2**attempt)
+
+    def _wait_until_searchable(self, expected: int) -> None:
+        deadline, pause = time.monotonic() + VISIBILITY_TIMEOUT_S, 0.05
+        while (count := self._search_client().get_document_count()) < expected:
+            if time.monotonic() > deadline:
+                raise BackendError(f"Azure index shows {count} of {expected} documents after 120 s")
+            time.sleep(pause)
+            pause = min(pause * 2, 2.0)
+
+    def _check_existing(self, n_chunks: int) -> None:
+        from azure.core.exceptions import ResourceNotFoundError
+
+        name = self.index_name
+        try:
+            index = self._index_client().get_index(name)
+        except ResourceNotFoundError:
+            raise ConfigError(f"index {name!r} is not at {self.endpoint}; drop existing") from None
+        fields = {f.name: f for f in index.fields}
+        need = [(self.id_field, "key")]
+        need += [(self.text_field, "searchable")] if self.mode in _TEXT_MODES else []
+        need += [(self.vector_field, "vector_search_dimensions")] * (self.mode in _VECTOR_MODES)
+        for field, prop in need:
+            if field not in fields or not getattr(fields[field], prop, None):
+                raise ConfigError(
+                    f"index {name!r} lacks a {prop} field {field!r}: {sorted(fields)}"
+                )
+        dim = (
+            fields[self.vector_field].vector_search_dimensions if self.vector_field in fields else 0
+        )
+        if self._encoder is not None and self.mode in _VECTOR_MODES and dim != self._encoder.dim:
+            raise IndexMismatchError(
+                f"index {name!r} holds {dim}-d vectors but the encoder makes {self._encoder.dim}-d"
+            )
+        if self.mode == "semantic":
+            sem = index.semantic_search
+            known = [c.name for c in sem.configurations or []] if sem else []
+            wanted = self.semantic_configuration or (
+                sem.default_configuration_name if sem else None
+            )
+            if wanted not in known:
+                raise ConfigError(
+                    f"index {name!r} has no semantic configuration {wanted!r}: {known}"
+                )
+            self.semantic_configuration = wanted
+        count = self._search_client().get_document_count()
+        if count != n_chunks:
+            log.warning(
+                "Azure index %s holds %d documents, the run %d chunks", name, count, n_chunks
+            )
+
+    def _semantic_name(self) -> str:
+        return self.semantic_configuration or DEFAULT_SEMANTIC_CONFIG
+
+    def _search_client(self) -> Any:
+        if "search" not in self._clients:
+            from azure.search.documents import SearchClient
+
+            options = self._client_options()
+            client = SearchClient(self.endpoint, self.index_name, self._credential(), **options)
+            self._clients["search"] = client
+        return self._clients["search"]
+
+    def _index_client(self) -> Any:
+        if "index" not in self._clients:
+            from azure.search.documents.indexes import SearchIndexClient
+
+            options = self._client_options()
+            self._clients["index"] = SearchIndexClient(self.endpoint, self._credential(), **options)
+        return self._clients["index"]
+
+    def _client_options(self) -> dict[str, Any]:
+        from azure.core.pipeline.transport import RequestsTransport
+        from requests import Session
+        from requests.adapters import HTTPAdapter
+
+        session = Session()  # a pooled connection per worker thread
+        for prefix in ("https://", "http://"):
+            session.mount(prefix, HTTPAdapter(pool_maxsize=max(10, self.parallelism)))
+        transport = RequestsTransport(session=session, session_owner=True)
+        return {"transport": transport, "retry_policy": _retry_policy(self)}
+
+    def _credential(self) -> Any:
+        key = os.environ.get(self.api_key_env, "")
+        if key:
+            from azure.core.credentials import AzureKeyCredential
+
+            return AzureKeyCredential(key)
+        try:
+            from azure.identity import DefaultAzureCredential
+        except ImportError:
+            raise RagevalError(f"set {self.api_key_env}, or {INSTALL_HINT} for Entra ID") from None
+        log.info("%s is not set: signing in with DefaultAzureCredential", self.api_key_env)
+        return DefaultAzureCredential()
+
+    def _why(self, exc: BaseException) -> str:
+        """One line about a failure, with the API key (should the service echo it) masked."""
+        status = getattr(exc, "status_code", None)
+        lines = str(getattr(exc, "message", None) or exc).strip().splitlines() or [
+            type(exc).__name__
+        ]
+        why = (f"HTTP {status}: " if status else "") + lines[0][:200]
+        key = os.environ.get(self.api_key_env, "")
+        return why.replace(key, "***") if key else why
+
+    def _throwaway_name(self, run_key: str) -> str:
+        keys = ("endpoint", "mode", "semantic_configuration", "id_field", "text_field")
+        config = {k: getattr(self, k) for k in (*keys, "vector_field")} | {"run_key": run_key}
+        digest = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:12]
+        return f"rageval-{_git_short_commit()}-{digest}"
+
+
+def index_definition(
+    name: str,
+    id_field: str,
+    text_field: str,
+    vector_field: str,
+    *,
+    dim: int | None,
+    semantic: str | None = None,
+) -> dict[str, Any]:
+    """The REST JSON of a throwaway index: key, searchable text, and (with ``dim``) a vector
+    field searched exhaustively by cosine, plus a semantic configuration over the text."""
+    fields: list[dict[str, Any]] = [
+        {"name": id_field, "type": "Edm.String", "key": True, "filterable": True},
+        {"name": text_field, "type": "Edm.String", "searchable": True},
+    ]
+    definition: dict[str, Any] = {"name": name, "fields": fields}
+    if dim is not None:
+        fields.append(
+            {
+                "name": vector_field,
+                "type": "Collection(Edm.Single)",
+                "searchable": True,
+                "retrievable": False,
+                "dimensions": dim,
+                "vectorSearchProfile": "exact",
+            }
+        )
+        algorithm = {"name": "eknn", "kind": "exhaustiveKnn"}
+        algorithm["exhaustiveKnnParameters"] = {"metric": "cosine"}  # type: ignore[assignment]
+        profiles = [{"name": "exact", "algorithm": "eknn"}]
+        definition["vectorSearch"] = {"algorithms": [algorithm], "profiles": profiles}
+    if semantic is not None:
+        content = {"prioritizedContentFields": [{"fieldName": text_field}]}
+        config = {"name": semantic, "prioritizedFields": content}
+        definition["semantic"] = {"defaultConfiguration": semantic, "configurations": [config]}
+    return definition
+
+
+def _git_short_commit() -> str:
+    """The current checkout's short commit, or ``nogit``."""
+    command = ["git", "rev-parse", "--short=7", "HEAD"]
+    try:
+        run = subprocess.run(command, capture_output=True, text=True, timeout=5, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return "nogit"
+    out = run.stdout.strip().lower()
+    return out if re.fullmatch(r"[0-9a-f]{4,40}", out) else "nogit"
+
+
+def _require_azure() -> None:
+    try:
+        import azure.search.documents  # noqa: F401
+    except ImportError:
+        raise RagevalError(
+            f"the Azure backend needs azure-search-documents: {INSTALL_HINT}"
+        ) from None
+
+
+def _is_azure_error(exc: BaseException | None) -> bool:
+    from azure.core.exceptions import AzureError
+
+    return isinstance(exc, AzureError)
+
+
+def _retry_policy(retriever: AzureSearchRetriever) -> Any:
+    """azure-core's RetryPolicy (honours Retry-After, else exponential backoff), also for POST:
+    rageval's POSTs (search, upload) are idempotent, and azure-core retries a POST only on
+    500/503/504 or when Retry-After is present, so a bare 429 or 502 would fail at once."""
+    from azure.core.pipeline.policies import RetryPolicy
+
+    class IdempotentPostRetryPolicy(RetryPolicy):
+        def configure_retries(self, options: dict[str, Any]) -> dict[str, Any]:
+            settings = super().configure_retries(options)
+            settings["methods"] = frozenset(settings["methods"]) | {"POST"}
+            return settings
+
+    n = retriever.max_retries
+    return IdempotentPostRetryPolicy(
+        retry_total=n,
+        retry_status=n,
+        retry_connect=n,
+        retry_read=n,
+        retry_backoff_factor=retriever.retry_backoff,
+    )

@@ -1,0 +1,55 @@
+import pytest
+
+from rageval.chunking import ChunkingSpec, chunk_documents, chunk_id
+from rageval.corpus import load_corpus
+from rageval.errors import ConfigError
+from rageval.types import Document
+
+
+def test_windows_have_exact_token_counts_offsets_and_overlap(tokenizer):
+    text = " ".join(f"word{i}" for i in range(400))
+    doc = Document("d", text)
+    chunks = chunk_documents([doc], ChunkingSpec(64, 16), tokenizer)
+    ids = tokenizer.encode(text, add_special_tokens=False)
+    n = len(ids.ids)
+    # windows never split a word, so each holds at most 64 tokens and at least 64 minus one word
+    assert all(60 < c.n_tokens <= 64 for c in chunks[:-1])
+    assert chunks[-1].n_tokens <= 64
+    assert all(c.text.startswith("word") and c.text.split()[-1][4:].isdigit() for c in chunks)
+    assert sum(c.n_tokens for c in chunks) - 16 * (len(chunks) - 1) <= n + len(chunks) * 3
+    assert chunks[-1].end == len(text.rstrip())
+    for c in chunks:
+        assert text[c.start : c.end] == c.text
+        assert len(tokenizer.encode(c.text, add_special_tokens=False).ids) == c.n_tokens
+        assert c.label == f"d:{c.ordinal}"
+    # neighbours share about 16 tokens (moved back to a word start)
+    for a, b in zip(chunks, chunks[1:], strict=False):
+        shared = len(tokenizer.encode(text[b.start : a.end], add_special_tokens=False).ids)
+        assert 16 <= shared <= 19
+
+
+def test_chunk_zero_is_one_chunk_per_document(mini, tokenizer):
+    docs = load_corpus(mini / "corpus")
+    chunks = chunk_documents(docs, ChunkingSpec(0), tokenizer)
+    assert [c.doc_id for c in chunks] == [d.id for d in docs]
+    assert all(c.text == d.text and c.start == 0 for c, d in zip(chunks, docs, strict=True))
+
+
+def test_ids_are_content_derived_and_stable(mini, tokenizer):
+    docs = load_corpus(mini / "corpus")
+    a = chunk_documents(docs, ChunkingSpec(32), tokenizer)
+    b = chunk_documents(list(reversed(docs)), ChunkingSpec(32), tokenizer)
+    assert {c.id for c in a} == {c.id for c in b}
+    assert len({c.id for c in a}) == len(a)
+    c = a[0]
+    assert c.id == chunk_id(c.doc_id, c.ordinal, c.text)
+
+
+@pytest.mark.parametrize("size, overlap", [(-1, 0), (64, 64), (64, 100), (64, -1)])
+def test_bad_specs(size, overlap):
+    with pytest.raises(ConfigError):
+        ChunkingSpec(size, overlap)
+
+
+def test_whitespace_only_document_gives_no_chunks(tokenizer):
+    assert chunk_documents([Document("d", "   \n ")], ChunkingSpec(16), tokenizer) == []
