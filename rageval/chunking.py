@@ -89,10 +89,7 @@ def _chunk_batch(docs: Sequence[Document], spec: ChunkingSpec, tokenizer) -> Ite
         n = len(offsets)
         if n == 0:
             continue
-        if spec.size == 0:
-            windows = [(0, n)]
-        else:
-            windows = _windows(enc.word_ids, spec.size, spec.overlap)
+        windows = [(0, n)] if spec.size == 0 else _windows(enc.word_ids, spec.size, spec.overlap)
         for ordinal, (i, j) in enumerate(windows):
             start, end = offsets[i][0], offsets[j - 1][1]
             if spec.size == 0:
