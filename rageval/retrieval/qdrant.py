@@ -20,13 +20,15 @@ from typing import Any
 
 from rageval.errors import BackendError, ConfigError, RagevalError
 from rageval.retrieval.base import Encoder
+from rageval.retrieval.fusion import rrf, weighted
+from rageval.retrieval.ordering import break_ties, ranked
 from rageval.types import Chunk, RankedList
 
 log = logging.getLogger(__name__)
 
 DENSE, SPARSE = "dense", "bm25"  # vector names in the collection
 MODES = {"vector": (True, False), "bm25": (False, True), "hybrid": (True, True)}  # (dense, sparse)
-FUSIONS = ("rrf", "dbsf")
+FUSIONS = ("rrf", "dbsf", "weighted")  # weighted: min-max score fusion, done by rageval
 QDRANT_RRF_K = 2  # Qdrant's default: 0-based position p in a prefetch adds 1 / (k + p)
 INSTALL_HINT = "pip install 'rageval[qdrant]'"
 _QUERY_BATCH = 128  # requests per query_batch_points call
@@ -48,20 +50,17 @@ def _check(ok: bool, message: str) -> None:
         raise ConfigError(f"qdrant backend: {message}")
 
 
-def _server_fuses(models: Any, fusion: str, rrf_k: int | None) -> bool:
-    """Whether this client can ask Qdrant to fuse (``Rrf(k=...)`` came after ``FusionQuery``)."""
-    if rrf_k is not None:
-        return hasattr(models, "RrfQuery")
-    return hasattr(models, "FusionQuery") and hasattr(models.Fusion, fusion.upper())
-
-
-def qdrant_rrf(rankings: Sequence[Sequence[int]], k: int, limit: int) -> list[tuple[int, float]]:
-    """Fuse rankings as Qdrant does: score = sum of 1 / (k + 0-based position), best first."""
-    scores: dict[int, float] = {}
-    for ranking in rankings:
-        for position, point_id in enumerate(ranking):
-            scores[point_id] = scores.get(point_id, 0.0) + 1.0 / (k + position)
-    return sorted(scores.items(), key=lambda item: -item[1])[:limit]
+def _qdrant_fusion(models: Any, fusion: str, rrf_k: float | None) -> Any:
+    """The fusion query Qdrant can run for these settings, or None when rageval must fuse."""
+    if fusion == "weighted":
+        return None
+    if fusion == "dbsf" or rrf_k is None:
+        kind = getattr(getattr(models, "Fusion", None), fusion.upper(), None)
+        return models.FusionQuery(fusion=kind) if hasattr(models, "FusionQuery") and kind else None
+    k = rrf_k + 1  # rageval ranks from 1 (1 / (rrf_k + rank)); Qdrant counts positions from 0
+    if float(k).is_integer() and hasattr(models, "RrfQuery"):
+        return models.RrfQuery(rrf=models.Rrf(k=int(k)))
+    return None
 
 
 class BM25Vectors:
@@ -115,7 +114,9 @@ class QdrantRetriever:
     """Retriever on a Qdrant collection that it creates, fills and, when throwaway, drops.
 
     ``mode``: ``vector`` (dense, cosine), ``bm25`` (sparse) or ``hybrid`` (a dense and a sparse
-    prefetch of ``candidate_depth`` each, fused inside Qdrant by ``fusion`` / ``rrf_k``).
+    prefetch of ``candidate_depth`` each, fused by Qdrant with ``fusion`` rrf or dbsf, or by rageval
+    for ``weighted``, ``fuse_in_qdrant=False`` or an old client). ``rrf_k`` follows rageval's
+    fusion module, 1 / (rrf_k + 1-based rank); None keeps Qdrant's default (its k=2, rrf_k=1).
     """
 
     def __init__(
@@ -128,7 +129,9 @@ class QdrantRetriever:
         run_key: str | None = None,
         mode: str = "vector",
         fusion: str = "rrf",
-        rrf_k: int | None = None,
+        rrf_k: float | None = None,
+        weights: Sequence[float] = (0.5, 0.5),
+        fuse_in_qdrant: bool = True,
         candidate_depth: int = 100,
         exact: bool = True,
         hnsw_m: int | None = None,
@@ -138,23 +141,27 @@ class QdrantRetriever:
         k1: float = 1.5,
         b: float = 0.75,
         stemmer: str | None = "english",
-        stopwords: str | Sequence[str] | None = "english",
+        stopwords: str | Sequence[str] | None = "en",
+        bm25_method: str = "lucene",
     ) -> None:
         _check(mode in MODES, f"mode must be one of {sorted(MODES)}, got {mode!r}")
         _check(fusion in FUSIONS, f"fusion must be one of {list(FUSIONS)}, got {fusion!r}")
-        _check(rrf_k is None or (fusion == "rrf" and rrf_k >= 1), "rrf_k >= 1, with fusion=rrf")
+        _check(rrf_k is None or rrf_k >= 0, f"rrf_k must be >= 0, got {rrf_k}")
+        _check(fusion != "weighted" or len(weights) == 2, "weights: one for vector, one for bm25")
+        _check(bm25_method == "lucene", "bm25_method: Qdrant's IDF modifier is Lucene's")
         _check(min(candidate_depth, upload_batch_size) >= 1, "depths and batch sizes are >= 1")
         _check(path is None or url is None, "give path= (embedded) or url= (server), not both")
         _check(k1 >= 0 and 0 <= b <= 1, f"BM25 needs k1 >= 0 and 0 <= b <= 1, got {k1}, {b}")
         models = _qdrant().models  # fails now, with the install hint, if the client is missing
-        self._fuse_here = mode == "hybrid" and not _server_fuses(models, fusion, rrf_k)
-        _check(not self._fuse_here or fusion == "rrf", f"{fusion} needs a newer qdrant-client")
+        qdrant_fuses = mode == "hybrid" and fuse_in_qdrant
+        self._fusion_query = _qdrant_fusion(models, fusion, rrf_k) if qdrant_fuses else None
+        self._fuse_here = mode == "hybrid" and self._fusion_query is None
+        _check(fusion != "dbsf" or not self._fuse_here, "dbsf: Qdrant fuses it, on a newer client")
         self.location, self.path, self.url, self.api_key_env = location, path, url, api_key_env
-        self.mode, self.fusion, self.rrf_k = mode, fusion, rrf_k
+        self.mode, self.fusion, self.rrf_k, self.weights = mode, fusion, rrf_k, list(weights)
         self.exact, self.hnsw_m, self.hnsw_ef = exact, hnsw_m, hnsw_ef
         self.candidate_depth = candidate_depth
         self._search_params = {"exact": exact, "hnsw_ef": hnsw_ef}
-        self._rrf_k = rrf_k or QDRANT_RRF_K
         self.upload_batch_size, self.keep_collection = upload_batch_size, keep_collection
         self.collection = collection or _throwaway_name(run_key)
         self._throwaway = collection is None
@@ -274,16 +281,25 @@ class QdrantRetriever:
         results, cursor = [], 0
         for requests in per_query:
             mine, cursor = answers[cursor : cursor + len(requests)], cursor + len(requests)
-            got = [[(p.id, p.score) for p in answer.points] for answer in mine]
-            if self._fuse_here:  # this client cannot ask Qdrant to fuse: same formula, here
-                hits = qdrant_rrf(
-                    [[pid for pid, _ in ranking] for ranking in got], self._rrf_k, depth
-                )
+            lists = [self._ranked(answer.points) for answer in mine]
+            if self._fuse_here:  # vector list first; a query with no known term has no bm25 list
+                lists += [RankedList((), ())] * (2 - len(lists))
+                results.append(self._fuse(lists, depth))
+            elif self.mode == "hybrid":  # the whole fused list came back: cut after the tie rule
+                results.append(ranked(zip(lists[0].ids, lists[0].scores, strict=True), depth))
             else:
-                hits = got[0] if got else []
-            ids = tuple(self._chunk_ids[pid] for pid, _ in hits)
-            results.append(RankedList(ids=ids, scores=tuple(float(s) for _, s in hits)))
+                results.append(lists[0] if lists else RankedList((), ()))
         return results
+
+    def _ranked(self, points: Sequence[Any]) -> RankedList:
+        ids = tuple(self._chunk_ids[p.id] for p in points)
+        return break_ties(RankedList(ids=ids, scores=tuple(float(p.score) for p in points)))
+
+    def _fuse(self, lists: list[RankedList], depth: int) -> RankedList:
+        """Fusion in rageval: weighted, or RRF where this client cannot ask Qdrant for it."""
+        if self.fusion == "weighted":
+            return weighted(lists, self.weights, depth)
+        return rrf(lists, QDRANT_RRF_K - 1 if self.rrf_k is None else self.rrf_k, depth)
 
     def _requests(self, models: Any, i: int, dense: Any, sparse: Any, depth: int) -> list[Any]:
         """Query ``i``'s requests: one search, or the rankings to fuse (in Qdrant or here)."""
@@ -302,13 +318,9 @@ class QdrantRetriever:
             legs.append(leg(query=vector, using=SPARSE, limit=pool, **extra))
         if not in_qdrant:
             return legs
-        fusion = self._fusion_query(models)
-        return [models.QueryRequest(prefetch=legs, query=fusion, limit=depth, **_NO_PAYLOAD)]
-
-    def _fusion_query(self, models: Any) -> Any:
-        if self.rrf_k is not None:
-            return models.RrfQuery(rrf=models.Rrf(k=self.rrf_k))
-        return models.FusionQuery(fusion=getattr(models.Fusion, self.fusion.upper()))
+        # every fused candidate, so that a tie at the cut is broken by the rule, not by chance
+        query, limit = self._fusion_query, pool * len(legs)
+        return [models.QueryRequest(prefetch=legs, query=query, limit=limit, **_NO_PAYLOAD)]
 
     def close(self) -> None:
         """Drop a throwaway collection (unless ``keep_collection``) and release the client."""
