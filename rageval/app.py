@@ -94,7 +94,7 @@ def build(cfg) -> tuple[Any, Any, Any, Any]:
 
 
 def run_job(cfg, output_dir: str | Path, overrides: list[str] | None = None,
-            choices: dict[str, str] | None = None, sweep_dir: str | None = None):  # fmt: skip
+            choices: dict[str, str] | None = None, sweep_dir: str | None = None, quiet: bool = False):  # fmt: skip
     """Evaluate one composed config; writes report.json (+ TREC files) and logs to MLflow."""
     from omegaconf import OmegaConf
 
@@ -105,11 +105,14 @@ def run_job(cfg, output_dir: str | Path, overrides: list[str] | None = None,
     out.mkdir(parents=True, exist_ok=True)
     spec, encoder, query_encoder, retriever = build(cfg)
     config = OmegaConf.to_container(cfg, resolve=True)
-    report = evaluate(spec, retriever, encoder, query_encoder, config=redact(config))
+    try:
+        report = evaluate(spec, retriever, encoder, query_encoder, config=redact(config))
+    finally:
+        close = getattr(retriever, "close", None)
+        if callable(close):
+            close()
     report.overrides = list(overrides or [])
-    close = getattr(retriever, "close", None)
-    if callable(close):
-        close()
+    report.choices = dict(choices or {})
     qids = [r["id"] for r in report.per_query]
     write_run(out / "run.trec", qids, report.rankings, tag="rageval")
     write_qrels(out / "qrels.trec", report.qrels)
@@ -129,8 +132,9 @@ def run_job(cfg, output_dir: str | Path, overrides: list[str] | None = None,
                 f"{scrub(str(err), secret_values(config))[:300]}); the report is at {out / 'report.json'}",
                 stacklevel=1,
             )
-    print(report.table())
-    print(f"report: {out / 'report.json'}")
+    if not quiet:
+        print(report.table())
+        print(f"report: {out / 'report.json'}")
     return report
 
 

@@ -62,13 +62,13 @@ class AzureSearchRetriever:
         problems = [
             (
                 not re.match(r"^https?://[^/\s]+", endpoint or ""),
-                f"endpoint {endpoint!r} is no URL",
+                f"endpoint {endpoint!r} is not a URL like https://<service>.search.windows.net",
             ),
             (mode not in MODES, f"mode must be one of {', '.join(MODES)}, got {mode!r}"),
             (existing and not index_name, "existing=true needs index_name: the index to query"),
             (
                 bool(index_name) and not _INDEX_NAME.match(index_name or ""),
-                f"index_name {index_name!r} is not legal: lower-case letters, digits, single dashes",
+                f"index_name {index_name!r} is not legal: use a-z, 0-9 and single dashes",
             ),
             (
                 not isinstance(retry_backoff, int | float) or retry_backoff < 0,
@@ -96,13 +96,16 @@ class AzureSearchRetriever:
         self.semantic_configuration = semantic_configuration
         self.upload_batch_size, self.parallelism = upload_batch_size, parallelism
         self.max_retries, self.retry_backoff = max_retries, retry_backoff
-        self.index_name = index_name or self._throwaway_name(run_key)
+        self.index_name = index_name  # a throwaway index is named by index(), from its content
+        self.run_key = run_key
+        self._named_by_user = index_name is not None
         self._encoder: Encoder | None = None
         self._created = False
         self._clients: dict[str, Any] = {}
 
     def __repr__(self) -> str:
-        return f"AzureSearchRetriever({self.endpoint!r}, index_name={self.index_name!r}, mode={self.mode!r})"  # noqa: E501
+        name, mode = self.index_name, self.mode
+        return f"AzureSearchRetriever({self.endpoint!r}, index_name={name!r}, mode={mode!r})"
 
     def index(self, chunks: Sequence[Chunk], encoder: Encoder | None) -> None:
         """Build the throwaway index from ``chunks`` and their embeddings; with ``existing``,
@@ -113,10 +116,17 @@ class AzureSearchRetriever:
         self._encoder = encoder
         if self.existing:
             return self._check_existing(len(chunks))
+        if not self._named_by_user:
+            name = self._throwaway_name(chunks, encoder)
+            if name != self.index_name:
+                self.close()  # a second index() with other content: drop the first index
+                self.index_name = name
         ids = [c.id for c in chunks]
         bad = next((i for i in ids if not _DOC_KEY.match(i)), None)
         if bad is not None:
-            raise InputError(f"chunk id {bad!r} is no Azure document key (letters, digits, _-=)")
+            raise InputError(
+                f"chunk id {bad!r} cannot be an Azure document key: use letters, digits, _ - ="
+            )
         if len(set(ids)) != len(ids):
             raise InputError("chunk ids are not unique; Azure would keep only the last of each")
         docs = [{self.id_field: c.id, self.text_field: c.text} for c in chunks]
@@ -130,13 +140,13 @@ class AzureSearchRetriever:
             for doc, row in zip(docs, vectors.tolist(), strict=True):
                 doc[self.vector_field] = row
         step = self.upload_batch_size
+        batches = [docs[i : i + step] for i in range(0, len(docs), step)]
         try:
             self._create_index(dim)
+            client = self._search_client()  # built here: worker threads share one client
             with ThreadPoolExecutor(max_workers=self.parallelism) as pool:
-                list(
-                    pool.map(self._upload, [docs[i : i + step] for i in range(0, len(docs), step)])
-                )
-            self._wait_until_searchable(len(docs))
+                list(pool.map(lambda batch: self._upload(client, batch), batches))
+            self._wait_until_searchable(client, len(docs))
         except Exception as exc:
             self.close()
             if isinstance(exc, RagevalError) or not _is_azure_error(exc):
@@ -152,17 +162,18 @@ class AzureSearchRetriever:
         _require_azure()
         if depth < 1:
             raise ConfigError(f"depth must be >= 1, got {depth}")
-        if self.mode in _VECTOR_MODES and self._encoder is None:
-            raise RagevalError("call index() before search(): there is no encoder yet")
+        if self.index_name is None or (self.mode in _VECTOR_MODES and self._encoder is None):
+            raise RagevalError("call index() before search(): there is no index or encoder yet")
         queries = list(queries)
         if not queries:
             return []
         vectors: list[Any] = [None] * len(queries)
         if self.mode in _VECTOR_MODES and self._encoder is not None:
             vectors = self._encoder.encode_queries(queries).tolist()
+        client = self._search_client()  # built here: worker threads share one client
         with ThreadPoolExecutor(max_workers=min(self.parallelism, len(queries))) as pool:
             futures = [
-                pool.submit(self._search_one, q, v, depth)
+                pool.submit(self._search_one, client, q, v, depth)
                 for q, v in zip(queries, vectors, strict=True)
             ]
         failed = [(i, f.exception()) for i, f in enumerate(futures) if f.exception() is not None]
@@ -201,7 +212,7 @@ class AzureSearchRetriever:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _search_one(self, text: str, vector: list[float] | None, depth: int) -> RankedList:
+    def _search_one(self, client: Any, text: str, vector: Any, depth: int) -> RankedList:
         from azure.search.documents.models import VectorizedQuery
 
         kwargs: dict[str, Any] = {"top": depth, "select": [self.id_field]}
@@ -213,9 +224,10 @@ class AzureSearchRetriever:
             kwargs["vector_queries"] = [query]
         if self.mode == "semantic":
             kwargs.update(query_type="semantic", semantic_configuration_name=self._semantic_name())
+            kwargs["semantic_error_mode"] = "fail"  # never score unreranked results as reranked
         ids: list[str] = []
         scores: list[float] = []
-        for hit in islice(self._search_client().search(**kwargs), depth):
+        for hit in islice(client.search(**kwargs), depth):
             ids.append(str(hit[self.id_field]))
             reranker = hit.get("@search.reranker_score")
             if self.mode != "semantic":
@@ -227,21 +239,26 @@ class AzureSearchRetriever:
         return RankedList(ids=tuple(ids), scores=tuple(scores))
 
     def _create_index(self, dim: int | None) -> None:
+        from azure.core.exceptions import ResourceNotFoundError
+
         semantic = self._semantic_name() if self.mode == "semantic" else None
         fields = (self.id_field, self.text_field, self.vector_field)
         definition = index_definition(self.index_name, *fields, dim=dim, semantic=semantic)
         client = self._index_client()
-        if self.index_name in set(client.list_index_names()):
+        try:
+            client.get_index(self.index_name)
             log.warning("Azure index %s exists (a crashed run?): recreating it", self.index_name)
             client.delete_index(self.index_name)
+        except ResourceNotFoundError:
+            pass
         client.create_or_update_index(definition)
         self._created = True
         log.info("created Azure index %s for mode %s", self.index_name, self.mode)
 
-    def _upload(self, docs: list[dict[str, Any]]) -> None:
+    def _upload(self, client: Any, docs: list[dict[str, Any]]) -> None:
         pending = docs
         for attempt in range(self.max_retries + 1):
-            results = self._search_client().upload_documents(documents=pending)
+            results = client.upload_documents(documents=pending)
             failed = {r.key: r for r in results if not r.succeeded}
             if not failed:
                 return
@@ -250,15 +267,20 @@ class AzureSearchRetriever:
                 sample = ", ".join(
                     f"{r.key} ({r.status_code}: {r.error_message})" for r in [*failed.values()][:5]
                 )
-                raise BackendError(f"Azure rejected {len(failed)} documents of a batch: {sample}")
+                raise BackendError(
+                    f"Azure rejected {len(failed)} documents in {self.index_name!r}: {sample}"
+                )
             pending = [d for d in pending if d[self.id_field] in failed]
             time.sleep(self.retry_backoff * 2**attempt)
 
-    def _wait_until_searchable(self, expected: int) -> None:
+    def _wait_until_searchable(self, client: Any, expected: int) -> None:
         deadline, pause = time.monotonic() + VISIBILITY_TIMEOUT_S, 0.05
-        while (count := self._search_client().get_document_count()) < expected:
+        while (count := client.get_document_count()) < expected:
             if time.monotonic() > deadline:
-                raise BackendError(f"Azure index shows {count} of {expected} documents after 120 s")
+                raise BackendError(
+                    f"index {self.index_name!r} shows {count} of {expected} uploaded documents "
+                    f"after {VISIBILITY_TIMEOUT_S:.0f} s; is the service overloaded?"
+                )
             time.sleep(pause)
             pause = min(pause * 2, 2.0)
 
@@ -269,7 +291,10 @@ class AzureSearchRetriever:
         try:
             index = self._index_client().get_index(name)
         except ResourceNotFoundError:
-            raise ConfigError(f"index {name!r} is not at {self.endpoint}; drop existing") from None
+            raise ConfigError(
+                f"index {name!r} does not exist at {self.endpoint}; fix index_name, or set "
+                "existing=false to build a throwaway index from the run's chunks"
+            ) from None
         fields = {f.name: f for f in index.fields}
         need = [(self.id_field, "key")]
         need += [(self.text_field, "searchable")] if self.mode in _TEXT_MODES else []
@@ -277,14 +302,16 @@ class AzureSearchRetriever:
         for field, prop in need:
             if field not in fields or not getattr(fields[field], prop, None):
                 raise ConfigError(
-                    f"index {name!r} lacks a {prop} field {field!r}: {sorted(fields)}"
+                    f"index {name!r} has no {prop} field {field!r} (its fields: {sorted(fields)}); "
+                    "set id_field / text_field / vector_field to the index's names"
                 )
         dim = (
             fields[self.vector_field].vector_search_dimensions if self.vector_field in fields else 0
         )
         if self._encoder is not None and self.mode in _VECTOR_MODES and dim != self._encoder.dim:
             raise IndexMismatchError(
-                f"index {name!r} holds {dim}-d vectors but the encoder makes {self._encoder.dim}-d"
+                f"index {name!r} holds {dim}-d vectors in {self.vector_field!r} but the encoder "
+                f"makes {self._encoder.dim}-d ones: the index was built with another model"
             )
         if self.mode == "semantic":
             sem = index.semantic_search
@@ -294,7 +321,8 @@ class AzureSearchRetriever:
             )
             if wanted not in known:
                 raise ConfigError(
-                    f"index {name!r} has no semantic configuration {wanted!r}: {known}"
+                    f"index {name!r} has no semantic configuration {wanted!r}; set "
+                    f"semantic_configuration to one of {known}"
                 )
             self.semantic_configuration = wanted
         count = self._search_client().get_document_count()
@@ -350,16 +378,19 @@ class AzureSearchRetriever:
     def _why(self, exc: BaseException) -> str:
         """One line about a failure, with the API key (should the service echo it) masked."""
         status = getattr(exc, "status_code", None)
-        lines = str(getattr(exc, "message", None) or exc).strip().splitlines() or [
-            type(exc).__name__
-        ]
-        why = (f"HTTP {status}: " if status else "") + lines[0][:200]
+        text = str(getattr(exc, "message", None) or exc).strip()
+        first = text.splitlines()[0][:200] if text else type(exc).__name__
+        why = (f"HTTP {status}: " if status else "") + first
         key = os.environ.get(self.api_key_env, "")
         return why.replace(key, "***") if key else why
 
-    def _throwaway_name(self, run_key: str) -> str:
+    def _throwaway_name(self, chunks: Sequence[Chunk], encoder: Encoder | None) -> str:
+        """``rageval-<commit>-<sha>``: the sha covers the index config, run_key, the encoder and
+        the chunk ids, so concurrent sweep jobs over other chunkings never share an index."""
         keys = ("endpoint", "mode", "semantic_configuration", "id_field", "text_field")
-        config = {k: getattr(self, k) for k in (*keys, "vector_field")} | {"run_key": run_key}
+        config: dict[str, Any] = {k: getattr(self, k) for k in (*keys, "vector_field", "run_key")}
+        config["encoder"] = encoder.fingerprint if encoder and self.mode in _VECTOR_MODES else None
+        config["chunks"] = hashlib.sha256("\n".join(c.id for c in chunks).encode()).hexdigest()
         digest = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:12]
         return f"rageval-{_git_short_commit()}-{digest}"
 
