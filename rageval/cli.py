@@ -18,6 +18,9 @@ from rageval.errors import RagevalError
 # for torch or MLflow.
 COMMANDS: dict[str, tuple[str, str]] = {
     "score": ("rageval.score", "score a TREC run file against qrels, like trec_eval"),
+    "promote": ("rageval.promote", "make a run (MLflow run id or report.json) the committed baseline"),
+    "check": ("rageval.check", "re-run the baseline's config and fail (exit 1) if retrieval got worse"),
+    "golden": ("rageval.golden_cli", "validate a golden set against its corpus, or print its statistics"),
 }
 
 

@@ -38,6 +38,7 @@ class EvalReport:
     ks: list[int]
     mlflow_run_id: str | None = None
     overrides: list[str] = field(default_factory=list)
+    choices: dict[str, str] = field(default_factory=dict)
     rankings: list[RankedList] = field(default_factory=list, repr=False)
     qrels: dict[str, dict[str, int]] = field(default_factory=dict, repr=False)
 

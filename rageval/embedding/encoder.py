@@ -146,7 +146,9 @@ class SentenceTransformerEncoder:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
             from sentence_transformers import SentenceTransformer
+            from transformers.utils import logging as hf_logging
 
+            hf_logging.disable_progress_bar()
             self._model = SentenceTransformer(str(self.model_path), device=self.device)
         return self._model
 

@@ -1,0 +1,185 @@
+"""``rageval golden validate|stats``: check a golden set against its corpus, and describe it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from collections import Counter
+from pathlib import Path
+
+from rageval.errors import InputError, RagevalError
+
+DEMO = Path(__file__).resolve().parent.parent / "golden"
+SYNTHETIC_LIMIT = 0.40
+
+
+def _default_golden() -> Path:
+    local = Path("golden/retriever.jsonl")
+    return local if local.is_file() else DEMO / "retriever.jsonl"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="golden_command", metavar="ACTION", required=True)
+    v = sub.add_parser(
+        "validate", help="every quote found in its document, ids unique, labels non-empty"
+    )
+    v.add_argument("path", nargs="?", help="golden JSONL (default: golden/retriever.jsonl)")
+    v.add_argument(
+        "--corpus", help="corpus folder or JSONL (default: golden/corpus beside the golden set)"
+    )
+    v.add_argument(
+        "--chunk",
+        type=int,
+        default=256,
+        help="chunking to check chunk labels against (default 256)",
+    )
+    s = sub.add_parser(
+        "stats", help="queries per source, labels per query, documents covered, evidence lengths"
+    )
+    s.add_argument("path", nargs="?", help="golden JSONL (default: golden/retriever.jsonl)")
+    s.add_argument("--corpus", help="corpus, to report how many documents the labels cover")
+    s.add_argument("--json", action="store_true", help="print the statistics as JSON")
+
+
+def _paths(args) -> tuple[Path, Path | None]:
+    golden = Path(args.path) if args.path else _default_golden()
+    corpus = Path(args.corpus) if args.corpus else golden.parent / "corpus"
+    return golden, (corpus if corpus.exists() else None)
+
+
+def run(args) -> int:
+    if args.golden_command == "validate":
+        return validate(*_paths(args), chunk=args.chunk)
+    return stats(*_paths(args), as_json=args.json)
+
+
+def validate(golden_path: Path, corpus_path: Path | None, chunk: int = 256) -> int:
+    """Print every problem as ``file:line: message``; exit 2 if there is any, else 0."""
+    from rageval.chunking import ChunkingSpec, chunk_documents, load_tokenizer
+    from rageval.corpus import load_corpus
+    from rageval.embedding import resolve_model_path
+    from rageval.golden import load_golden
+    from rageval.relevance import resolve
+    from rageval.types import GoldenSet
+
+    golden = load_golden(golden_path)
+    if corpus_path is None:
+        raise InputError(
+            f"no corpus to check the quotes against: pass --corpus (looked for {golden_path.parent / 'corpus'})"
+        )
+    docs = load_corpus(corpus_path)
+    chunks = chunk_documents(
+        docs, ChunkingSpec(chunk), load_tokenizer(str(resolve_model_path("all-MiniLM-L6-v2")))
+    )
+    by_id = {d.id: d for d in docs}
+    problems = []
+    for q in golden.queries:
+        try:
+            resolve(GoldenSet(golden.path, (q,), golden.digest), by_id, chunks, level="chunk")
+        except RagevalError as err:
+            problems.append(str(err))
+    for p in problems:
+        print(p, file=sys.stderr)
+    if problems:
+        print(
+            f"rageval: {len(problems)} of {len(golden.queries)} queries have problems",
+            file=sys.stderr,
+        )
+        return 2
+    print(
+        f"ok: {len(golden.queries)} queries, every label resolves against {len(docs)} documents ({golden_path})"
+    )
+    return 0
+
+
+def describe(golden, n_corpus_docs: int | None = None) -> dict:
+    """The statistics ``golden stats`` prints."""
+    n = len(golden.queries)
+    sources = Counter(q.source or "unspecified" for q in golden.queries)
+    labels = [len(q.relevant) + len(q.relevant_docs) + len(q.evidence) for q in golden.queries]
+    docs: set[str] = set()
+    multi = []
+    words = []
+    for q in golden.queries:
+        q_docs = (
+            {lbl.rsplit(":", 1)[0] for lbl in q.relevant}
+            | set(q.relevant_docs)
+            | {e.doc for e in q.evidence}
+        )
+        docs |= q_docs
+        if len(q_docs) > 1:
+            multi.append(q.id)
+        words += [len(e.quote.split()) for e in q.evidence]
+    synthetic = sources.get("synthetic", 0) / n
+    out = {
+        "queries": n,
+        "sources": {s: {"count": c, "share": round(c / n, 4)} for s, c in sources.most_common()},
+        "labels_per_query": {
+            "mean": round(statistics.mean(labels), 2),
+            "min": min(labels),
+            "max": max(labels),
+        },
+        "graded_queries": sum(
+            1
+            for q in golden.queries
+            if len(
+                {e.grade for e in q.evidence}
+                | set(q.relevant.values())
+                | set(q.relevant_docs.values())
+            )
+            > 1
+        ),
+        "documents_covered": len(docs),
+        "evidence_words": (
+            {
+                "min": min(words),
+                "median": statistics.median(words),
+                "max": max(words),
+                "quotes": len(words),
+            }
+            if words
+            else {}
+        ),
+        "multi_document_queries": {"count": len(multi), "ids": multi},
+        "tags": dict(Counter(t for q in golden.queries for t in q.tags).most_common()),
+        "warnings": [],
+    }
+    if n_corpus_docs:
+        out["corpus_documents"] = n_corpus_docs
+    if synthetic > SYNTHETIC_LIMIT:
+        out["warnings"].append(
+            f"{synthetic:.0%} of the queries are synthetic (above {SYNTHETIC_LIMIT:.0%}): generated questions "
+            "follow the text's wording and flatter lexical search; add real ticket questions"
+        )
+    return out
+
+
+def stats(golden_path: Path, corpus_path: Path | None, as_json: bool = False) -> int:
+    from rageval.corpus import load_corpus
+    from rageval.golden import load_golden
+
+    golden = load_golden(golden_path)
+    n_docs = len(load_corpus(corpus_path)) if corpus_path else None
+    s = describe(golden, n_docs)
+    if as_json:
+        print(json.dumps(s, indent=2))
+    else:
+        print(f"{golden_path}: {s['queries']} queries")
+        for src, v in s["sources"].items():
+            print(f"  source {src:<12} {v['count']:>5}  {v['share']:.0%}")
+        lp = s["labels_per_query"]
+        print(f"  labels per query    mean {lp['mean']}, min {lp['min']}, max {lp['max']}")
+        print(f"  graded queries      {s['graded_queries']}")
+        cov = f" of {n_docs}" if n_docs else ""
+        print(f"  documents covered   {s['documents_covered']}{cov}")
+        if s["evidence_words"]:
+            ew = s["evidence_words"]
+            print(
+                f"  evidence words      min {ew['min']}, median {ew['median']}, max {ew['max']} ({ew['quotes']} quotes)"
+            )
+        print(f"  multi-document      {s['multi_document_queries']['count']} queries")
+    for w in s["warnings"]:
+        print(f"warning: {w}", file=sys.stderr)
+    return 0
