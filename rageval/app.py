@@ -78,9 +78,16 @@ def build(cfg) -> tuple[Any, Any, Any, Any]:
         from rageval.embedding import resolve_model_path
 
         tokenizer_dir = resolve_model_path("all-MiniLM-L6-v2")
+    ds = c["dataset"]
+    if ds.get("format") == "beir":
+        from rageval.beir import beir_dataset
+
+        corpus, golden = beir_dataset(ds["path"], ds.get("split", "test"))
+    else:
+        corpus, golden = str(Path(ds["corpus"]).expanduser()), str(Path(ds["golden"]).expanduser())
     spec = RunSpec(
-        corpus=str(Path(c["dataset"]["corpus"]).expanduser()),
-        golden=str(Path(c["dataset"]["golden"]).expanduser()),
+        corpus=corpus,
+        golden=golden,
         tokenizer_dir=str(tokenizer_dir),
         chunking=ChunkingSpec(c["chunk"], c["chunk_overlap"]),
         k=c["k"],

@@ -26,12 +26,13 @@ from rageval.types import Qrels, RankedList
 
 @dataclass(frozen=True, slots=True)
 class GradeMatrix:
-    """What the metrics need to know about a batch of rankings, as arrays.
+    """What the metrics need to know about a batch of rankings, as arrays (one row per query).
 
-    ``grades[i, r]`` is the grade of the result at rank ``r + 1`` of query ``i`` (0 when unjudged
-    or past the end of the ranking); ``ideal[i]`` holds the query's relevant grades in descending
-    order; both are cut at the largest k. ``n_relevant[i]`` counts all judgements with grade >= 1;
-    ``first_relevant_rank[i]`` is the 1-based rank of the first relevant result (0 if none).
+    ``grades[i, r]``: grade of the result at rank ``r + 1`` (0 when unjudged or past the end);
+    ``first_relevant_rank[i]``: 1-based rank of the first relevant result in the whole ranking (0 if
+    none); ``n_relevant[i]``: number of judgements with grade >= 1; ``ideal[i]``: those grades in
+    descending order. Matrices are cut at the largest k. ``n_relevant`` and ``ideal`` are filled
+    only for queries with a relevant result in that cut: elsewhere no metric reads them.
     """
 
     grades: np.ndarray
@@ -164,57 +165,67 @@ def grade_matrix(
 ) -> tuple[GradeMatrix, int]:
     """Join rankings with qrels into a :class:`GradeMatrix` cut at ``depth``.
 
-    Returns the matrix and the number of rankings that held duplicate ids (later ones dropped).
+    Duplicate ids are dropped (first kept) from the part of a ranking that metrics read: the top
+    ``depth`` results and everything down to the first relevant one (a deeper duplicate changes no
+    number). Returns the matrix and the number of rankings that had such duplicates.
     """
     if len(query_ids) != len(rankings):
         raise InputError(f"{len(query_ids)} query ids but {len(rankings)} rankings")
     n = len(query_ids)
-    empty: Mapping[str, int] = {}
-    judged_rows = list(map(qrels.get, query_ids, repeat(empty)))
-    id_lists = [r.ids if isinstance(r, RankedList) else r for r in rankings]
-    rows: list[int] = []
-    firsts: list[int] = []
-    top: list[int] = []
-    n_dup = 0
-    # Only results that are judged relevant need a position: one set per ranking finds them (and
-    # duplicates) in C; a grade lookup is needed for the top `depth` results only. The GC is paused
-    # because these short-lived containers would otherwise trigger full collections of a big heap.
+    # Paused GC: the many short-lived objects below would trigger full collections, each walking
+    # every object of a big heap (the rankings themselves). That alone can double the time.
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        for i, ids, judged in zip(count(), id_lists, judged_rows):
-            seen = set(ids)
-            if len(seen) != len(ids):
+        judged_rows = list(map(qrels.get, query_ids, repeat({})))
+        rows: list[int] = []
+        firsts: list[int] = []
+        top: list[float] = []
+        n_dup = 0
+        # Per ranking: one scan in C down to the first result with a non-zero grade, a duplicate
+        # check of what metrics read, and grade lookups for the top `depth` results only.
+        for i, ranking, judged in zip(count(), rankings, judged_rows):
+            ids = ranking.ids if isinstance(ranking, RankedList) else ranking
+            first = next(filter(judged.get, ids), None)
+            if first is not None and not judged[first] >= 1:  # a grade below 1: rescan
+                first = next(filter(_relevant_ids(judged).__contains__, ids), None)
+            head = ids[:depth]
+            p = -1 if first is None else ids.index(first)
+            read = ids[: p + 1] if p >= depth else head
+            if len(set(read)) != len(read):
                 n_dup += 1
                 ids = list(dict.fromkeys(ids))
-            if not judged:
-                continue
-            relevant = {d for d in seen.intersection(judged) if judged[d] >= 1}
-            if not relevant:
-                continue
-            rows.append(i)
-            firsts.append(ids.index(next(filter(relevant.__contains__, ids))) + 1)
-            head = list(map(judged.get, ids[:depth], repeat(0)))
-            top += head
-            if len(head) < depth:
-                top += repeat(0, depth - len(head))
+                head = ids[:depth]
+                p = -1 if first is None else ids.index(first)
+            if p >= 0:
+                rows.append(i)
+                firsts.append(p + 1)
+                top += map(judged.get, head, repeat(0))
+                if len(head) < depth:
+                    top += repeat(0, depth - len(head))
+        grades = np.zeros((n, depth))
+        grades[rows] = np.array(top, dtype=float).reshape(len(rows), depth)
+        hits = np.flatnonzero((grades >= 1).any(axis=1))
+        ideal, n_relevant = np.zeros((n, depth)), np.zeros(n, dtype=np.int64)
+        ideal[hits], n_relevant[hits] = _ideal([judged_rows[i] for i in hits.tolist()], depth)
     finally:
         if gc_was_enabled:
             gc.enable()
-    grades = np.zeros((n, depth), dtype=np.int64)
-    grades[rows] = np.array(top, dtype=np.int64).reshape(len(rows), depth)
-    first = np.zeros(n, dtype=np.int64)
-    first[rows] = firsts
-    ideal, n_relevant = _ideal(judged_rows, depth)
-    return GradeMatrix(grades, ideal, n_relevant, first), n_dup
+    first_rank = np.zeros(n, dtype=np.int64)
+    first_rank[rows] = firsts
+    return GradeMatrix(grades, ideal, n_relevant, first_rank), n_dup
 
 
-def _ideal(judged_rows: list[Mapping[str, int]], depth: int) -> tuple[np.ndarray, np.ndarray]:
-    """Each query's relevant grades sorted descending and cut at ``depth``, and their count."""
+def _relevant_ids(judged: Mapping[str, float]) -> set[str]:
+    return {d for d, g in judged.items() if g >= 1}
+
+
+def _ideal(judged_rows: list[Mapping[str, float]], depth: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per query: its relevant grades sorted descending and cut at ``depth``, and their count."""
     n = len(judged_rows)
     sizes = np.fromiter(map(len, judged_rows), dtype=np.int64, count=n)
     all_grades = chain.from_iterable(map(methodcaller("values"), judged_rows))
-    g = np.fromiter(all_grades, dtype=np.int64, count=int(sizes.sum()))
+    g = np.fromiter(all_grades, dtype=float, count=int(sizes.sum()))
     owner = np.repeat(np.arange(n), sizes)
     keep = g >= 1
     g, owner = g[keep], owner[keep]
@@ -223,7 +234,7 @@ def _ideal(judged_rows: list[Mapping[str, int]], depth: int) -> tuple[np.ndarray
     g, owner = g[order], owner[order]
     rank = np.arange(len(g)) - (np.cumsum(n_relevant) - n_relevant)[owner]
     cut = rank < depth
-    ideal = np.zeros((n, depth), dtype=np.int64)
+    ideal = np.zeros((n, depth))
     ideal[owner[cut], rank[cut]] = g[cut]
     return ideal, n_relevant
 
@@ -261,5 +272,12 @@ def score_rankings(
             "later occurrences were dropped before scoring",
             stacklevel=2,
         )
-    values = {str(s): KERNELS[s.name](matrix, s.k) for s in specs}
-    return PerQueryScores(tuple(query_ids), values, matrix.first_relevant_rank)
+    # Every metric is 0 for a query without a relevant result in the top max(k): score the rest.
+    first = matrix.first_relevant_rank
+    hits = np.flatnonzero((first > 0) & (first <= max(ks)))
+    sub = GradeMatrix(*(a[hits] for a in (matrix.grades, matrix.ideal, matrix.n_relevant, first)))
+    values = {}
+    for spec in specs:
+        values[str(spec)] = np.zeros(len(first))
+        values[str(spec)][hits] = KERNELS[spec.name](sub, spec.k)
+    return PerQueryScores(tuple(query_ids), values, first)

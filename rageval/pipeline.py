@@ -25,7 +25,7 @@ from rageval.report import EvalReport, summarise
 from rageval.retrieval.base import Encoder, Retriever
 from rageval.retrieval.guard import check_query_model
 from rageval.spans import span_metrics
-from rageval.types import Chunk, RankedList
+from rageval.types import Chunk, GoldenSet, RankedList
 
 log = logging.getLogger("rageval")
 
@@ -35,7 +35,7 @@ class RunSpec:
     """What to evaluate: data, chunking, cutoffs and evaluation level."""
 
     corpus: str
-    golden: str
+    golden: str | GoldenSet
     tokenizer_dir: str
     chunking: ChunkingSpec = field(default_factory=ChunkingSpec)
     k: int = 5
@@ -76,7 +76,7 @@ def evaluate(
     """Run one evaluation and return its report (metrics, per-query rows, timings, digests)."""
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    golden = load_golden(spec.golden)
+    golden = spec.golden if isinstance(spec.golden, GoldenSet) else load_golden(spec.golden)
     docs = load_corpus(spec.corpus)
     timings["load_s"] = time.perf_counter() - t0
 
