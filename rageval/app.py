@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from rageval.errors import ConfigError, RagevalError
-from rageval.redact import redact, scrub, secret_values
+from rageval.redact import redact, redact_override, scrub, secret_values
 
 ROOT = Path(__file__).resolve().parent.parent
 CONF_DIR = ROOT / "conf"
@@ -103,8 +103,10 @@ def build(cfg) -> tuple[Any, Any, Any, Any]:
 def run_job(cfg, output_dir: str | Path, overrides: list[str] | None = None,
             choices: dict[str, str] | None = None, sweep_dir: str | None = None, quiet: bool = False):  # fmt: skip
     """Evaluate one composed config; writes report.json (+ TREC files) and logs to MLflow."""
+    import yaml
     from omegaconf import OmegaConf
 
+    from rageval.atomic import atomic_write_text
     from rageval.pipeline import evaluate
     from rageval.trec import write_qrels, write_run
 
@@ -124,6 +126,7 @@ def run_job(cfg, output_dir: str | Path, overrides: list[str] | None = None,
     write_run(out / "run.trec", qids, report.rankings, tag="rageval")
     write_qrels(out / "qrels.trec", report.qrels)
     report.write_json(out / "report.json")
+    atomic_write_text(out / "config.yaml", yaml.safe_dump(redact(config), sort_keys=False))
     if cfg.mlflow.enabled:
         from rageval.sweep import parent_run_id
         from rageval.tracking import log_run, tracking_uri
@@ -151,7 +154,7 @@ def _hydra_task(cfg) -> None:
     from omegaconf import OmegaConf
 
     hc = HydraConfig.get()
-    overrides = list(hc.overrides.task)
+    overrides = [redact_override(o) for o in hc.overrides.task]
     multirun = hc.mode == RunMode.MULTIRUN
     sweep_dir = str(hc.sweep.dir) if multirun else None
     choices = {g: str(hc.runtime.choices.get(g)) for g in GROUPS if hc.runtime.choices.get(g)}

@@ -76,3 +76,11 @@ def scrub(text: str, secrets: Iterable[str]) -> str:
         if s:
             text = text.replace(s, MASK)
     return mask_url(text)
+
+
+def redact_override(override: str) -> str:
+    """A Hydra override ``key=value`` with the value masked when the key looks secret."""
+    key, sep, value = override.partition("=")
+    if sep and is_secret_key(key.lstrip("+~").rsplit(".", 1)[-1]):
+        return f"{key}={MASK}"
+    return mask_url(override)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from rageval.atomic import atomic_write_text
+from rageval.redact import redact_override
 from rageval.report import HEADLINE
 from rageval.tracking import PARENT_ENV, PARENT_FILE, client_for, ensure_experiment, tracking_uri
 
@@ -30,7 +31,7 @@ def start_sweep(config) -> None:
         return
     client = client_for(tracking_uri(config.mlflow.tracking_uri))
     exp_id = ensure_experiment(client, config.mlflow.experiment)
-    overrides = " ".join(config.hydra.overrides.task)
+    overrides = " ".join(redact_override(o) for o in config.hydra.overrides.task)
     run = client.create_run(
         exp_id,
         run_name=f"sweep {sweep_dir.name}",
@@ -89,6 +90,12 @@ def comparison(rows: list[dict[str, Any]], compare_metric: str) -> tuple[str, st
             key = o.split("=", 1)[0]
             if key not in keys:
                 keys.append(key)
+    values = {
+        k_: {dict(o.split("=", 1) for o in r["overrides"] if "=" in o).get(k_) for r in rows}
+        for k_ in keys
+    }
+    swept = [k_ for k_ in keys if len(values[k_]) > 1]
+    keys = swept or keys
     best = max(ok, key=lambda r: r["metrics"].get(compare_metric, float("-inf")), default=None)
     header = ["job", *keys, *metrics, "status"]
     table = []

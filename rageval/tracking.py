@@ -162,7 +162,14 @@ def log_run(
         report.mlflow_run_id = run_id
         report.write_json(output_dir / "report.json")
         _log_artifacts(client, run_id, report, config, output_dir)
-        mlflow.log_table(_table(report.per_query), artifact_file="per_query.json", run_id=run_id)
+        previous = mlflow.get_tracking_uri()
+        mlflow.set_tracking_uri(uri)  # log_table is fluent-only: point it at this store
+        try:
+            mlflow.log_table(
+                _table(report.per_query), artifact_file="per_query.json", run_id=run_id
+            )
+        finally:
+            mlflow.set_tracking_uri(previous)
         client.set_terminated(run_id, "FINISHED")
     except BaseException:
         client.set_terminated(run_id, "FAILED")
@@ -192,17 +199,10 @@ def per_query_csv(rows: list[dict]) -> str:
 
 
 def _log_artifacts(client, run_id: str, report, config, output_dir: Path) -> None:
-    import yaml
-
     from rageval.atomic import atomic_write_text
     from rageval.plots import curve_png
 
-    files = {
-        "per_query.csv": per_query_csv(report.per_query),
-        "config.yaml": yaml.safe_dump(redact(dict(config)), sort_keys=False),
-    }
-    for name, text in files.items():
-        atomic_write_text(output_dir / name, text)
+    atomic_write_text(output_dir / "per_query.csv", per_query_csv(report.per_query))
     curve_png(report, output_dir / "metrics_at_k.png")
     for name in (
         "report.json",

@@ -1,0 +1,101 @@
+"""Integration: log to a real `mlflow server` on 127.0.0.1 and read the runs back over REST."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from rageval.app import run_app
+
+pytestmark = pytest.mark.integration
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def mlflow_server(tmp_path):
+    port = free_port()
+    mlflow_bin = Path(sys.executable).with_name("mlflow")
+    proc = subprocess.Popen(
+        [str(mlflow_bin), "server", "--host", "127.0.0.1", "--port", str(port),
+         "--backend-store-uri", f"sqlite:///{tmp_path / 'server.db'}",
+         "--artifacts-destination", str(tmp_path / "artifacts"), "--workers", "1"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 90
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                if proc.poll() is not None or time.time() > deadline:
+                    raise RuntimeError("mlflow server did not start") from None
+                time.sleep(0.5)
+        yield url
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def rest(url, path, body):
+    req = urllib.request.Request(f"{url}/api/2.0/mlflow/{path}", data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})  # fmt: skip
+    with urllib.request.urlopen(req, timeout=30) as r:
+        return json.loads(r.read())
+
+
+def test_runs_logged_to_a_real_tracking_server_read_back_over_rest(
+    mlflow_server, mini, shared_cache, tmp_path
+):
+    code = run_app([
+        "-m", "dataset=custom", f"dataset.corpus={mini / 'corpus'}", f"dataset.golden={mini / 'golden.jsonl'}",
+        f"cache_dir={shared_cache}", f"mlflow.tracking_uri={mlflow_server}", "mlflow.experiment=server-test",
+        f"hydra.sweep.dir={tmp_path / 'sweep'}", "latency_sample=0", "chunk=32,64", "search=vector",
+    ])  # fmt: skip
+    assert code == 0
+    with urllib.request.urlopen(
+        f"{mlflow_server}/api/2.0/mlflow/experiments/get-by-name?experiment_name=server-test",
+        timeout=30,
+    ) as r:
+        exp = json.loads(r.read())
+    exp_id = exp["experiment"]["experiment_id"]
+    runs = rest(mlflow_server, "runs/search", {"experiment_ids": [exp_id], "max_results": 100})[
+        "runs"
+    ]
+    assert len(runs) == 3
+    tags = [{t["key"]: t["value"] for t in r["data"].get("tags", [])} for r in runs]
+    parent = next(
+        r["info"]["run_id"]
+        for r, t in zip(runs, tags, strict=True)
+        if t.get("rageval.sweep") == "parent"
+    )
+    children = [r for r, t in zip(runs, tags, strict=True) if t.get("mlflow.parentRunId") == parent]
+    assert len(children) == 2
+    for r in children:
+        metrics = {m["key"]: m["value"] for m in r["data"]["metrics"]}
+        params = {p["key"]: p["value"] for p in r["data"]["params"]}
+        assert 0 <= metrics["ndcg_at_5"] <= 1 and params["chunk"] in ("32", "64")
+        assert r["info"]["status"] == "FINISHED"
+    # artifacts went through the server's artifact proxy
+    with urllib.request.urlopen(
+        f"{mlflow_server}/api/2.0/mlflow/artifacts/list?run_id={parent}", timeout=30
+    ) as r:
+        files = {f["path"] for f in json.loads(r.read()).get("files", [])}
+    assert {"comparison.md", "comparison.csv"} <= files
