@@ -123,7 +123,7 @@ class Comparison:
             f"RANK {q['id']}: {_rank(q['baseline_rank'])} -> {_rank(q['current_rank'])}: {q['query']}"
             for q in self.rank_drops
         ]
-        out += [f"HIT  {q['id']}: {q['query']}" for q in self.gained_hits]
+        out += [f"HIT {q['id']}: {q['query']}" for q in self.gained_hits]
         out += self.notes
         verdict = {PASS: "PASS: nothing regressed beyond tolerance", REGRESSED: "FAIL: " + ", ".join(
             r.metric for r in self.rows if r.verdict == "regressed") + " regressed",
