@@ -20,6 +20,7 @@ def atomic_open(path: str | Path, mode: str = "w", encoding: str | None = "utf-8
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
+        os.chmod(tmp, target.stat().st_mode & 0o7777 if target.exists() else 0o666 & ~_umask())
         with os.fdopen(fd, mode, encoding=None if "b" in mode else encoding) as fh:
             yield fh
             fh.flush()
@@ -39,3 +40,9 @@ def atomic_write_text(path: str | Path, text: str) -> None:
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     with atomic_open(path, "wb") as fh:
         fh.write(data)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
