@@ -3,7 +3,8 @@
 Semantics (each checked against pytrec_eval in the tests):
 
 - A ranking is taken as given, best first; ties were broken by whoever produced it (``read_run``
-  orders a TREC run as trec_eval does). Duplicate ids are dropped, the first kept, with one warning.
+  orders a TREC run as trec_eval does). Duplicate ids are dropped, the first kept, with one warning
+  (the check covers what metrics read: the top max(k) and down to the first relevant result).
 - Grade >= 1 is relevant; 0 (or negative) is judged non-relevant and gains nothing.
 - A query with no results scores 0 on every metric and stays in the mean.
 - A query without any relevant judgement scores 0 on every metric (trec_eval does the same).
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import gc
 import warnings
+from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain, count, repeat
@@ -70,19 +72,15 @@ def reciprocal_rank(m: GradeMatrix, k: int) -> np.ndarray:
     return _safe_divide(((r > 0) & (r <= k)).astype(float), r)
 
 
-def _discounts(k: int) -> np.ndarray:
-    return 1.0 / np.log2(np.arange(2, k + 2))
-
-
 def ndcg(m: GradeMatrix, k: int) -> np.ndarray:
     """nDCG@k = DCG@k / IDCG@k, DCG@k = sum_{r<=k} grade_r / log2(r + 1) (linear gain).
 
     IDCG@k is the DCG of all judged relevant grades sorted descending, cut at k (trec_eval
     ``ndcg_cut``); 0 when nothing is judged relevant.
     """
-    d = _discounts(k)
-    dcg = (np.maximum(m.grades[:, :k], 0) * d).sum(axis=1)
-    return _safe_divide(dcg, (m.ideal[:, :k] * d).sum(axis=1))
+    discount = 1.0 / np.log2(np.arange(2, k + 2))
+    dcg = (np.where(_relevant_top(m, k), m.grades[:, :k], 0.0) * discount).sum(axis=1)
+    return _safe_divide(dcg, (m.ideal[:, :k] * discount).sum(axis=1))
 
 
 def average_precision(m: GradeMatrix, k: int) -> np.ndarray:
@@ -144,8 +142,7 @@ class PerQueryScores:
 
     def mean(self) -> dict[str, float]:
         """Mean of each metric over all queries (NaN when there are no queries)."""
-        n = len(self.query_ids)
-        return {key: float(v.mean()) if n else float("nan") for key, v in self.values.items()}
+        return {k: float(v.mean()) if v.size else float("nan") for k, v in self.values.items()}
 
     def to_rows(self) -> list[dict]:
         """One dict per query: ``query_id``, every metric, ``first_relevant_rank``."""
@@ -180,7 +177,7 @@ def grade_matrix(
         judged_rows = list(map(qrels.get, query_ids, repeat({})))
         rows: list[int] = []
         firsts: list[int] = []
-        top: list[float] = []
+        top = array("d")  # grades of the top `depth` results of each row in `rows`
         n_dup = 0
         # Per ranking: one scan in C down to the first result with a non-zero grade, a duplicate
         # check of what metrics read, and grade lookups for the top `depth` results only.
@@ -188,7 +185,8 @@ def grade_matrix(
             ids = ranking.ids if isinstance(ranking, RankedList) else ranking
             first = next(filter(judged.get, ids), None)
             if first is not None and not judged[first] >= 1:  # a grade below 1: rescan
-                first = next(filter(_relevant_ids(judged).__contains__, ids), None)
+                relevant = {d for d, g in judged.items() if g >= 1}
+                first = next(filter(relevant.__contains__, ids), None)
             head = ids[:depth]
             p = -1 if first is None else ids.index(first)
             read = ids[: p + 1] if p >= depth else head
@@ -200,11 +198,11 @@ def grade_matrix(
             if p >= 0:
                 rows.append(i)
                 firsts.append(p + 1)
-                top += map(judged.get, head, repeat(0))
+                top.extend(map(judged.get, head, repeat(0)))
                 if len(head) < depth:
-                    top += repeat(0, depth - len(head))
+                    top.extend(repeat(0, depth - len(head)))
         grades = np.zeros((n, depth))
-        grades[rows] = np.array(top, dtype=float).reshape(len(rows), depth)
+        grades[rows] = np.frombuffer(top).reshape(len(rows), depth)
         hits = np.flatnonzero((grades >= 1).any(axis=1))
         ideal, n_relevant = np.zeros((n, depth)), np.zeros(n, dtype=np.int64)
         ideal[hits], n_relevant[hits] = _ideal([judged_rows[i] for i in hits.tolist()], depth)
@@ -214,10 +212,6 @@ def grade_matrix(
     first_rank = np.zeros(n, dtype=np.int64)
     first_rank[rows] = firsts
     return GradeMatrix(grades, ideal, n_relevant, first_rank), n_dup
-
-
-def _relevant_ids(judged: Mapping[str, float]) -> set[str]:
-    return {d for d, g in judged.items() if g >= 1}
 
 
 def _ideal(judged_rows: list[Mapping[str, float]], depth: int) -> tuple[np.ndarray, np.ndarray]:
@@ -242,12 +236,11 @@ def _ideal(judged_rows: list[Mapping[str, float]], depth: int) -> tuple[np.ndarr
 def check_ks(ks: Iterable[int]) -> tuple[int, ...]:
     """Validate cutoffs (positive integers); duplicates dropped, order kept."""
     out = tuple(dict.fromkeys(ks))
-    if not out:
-        raise ConfigError("at least one cutoff k is needed, e.g. 1,5,10")
-    for k in out:
-        if isinstance(k, bool) or not isinstance(k, int | np.integer) or k <= 0:
-            raise ConfigError(f"cutoff k must be a positive integer, got {k!r}")
-    return tuple(int(k) for k in out)
+    if not out or any(isinstance(k, bool) or not isinstance(k, int | np.integer) for k in out):
+        raise ConfigError(f"cutoffs must be positive integers like 1,5,10; got {list(out)}")
+    if min(out) <= 0:
+        raise ConfigError(f"cutoff k must be a positive integer, got {min(out)}")
+    return tuple(map(int, out))
 
 
 def score_rankings(
