@@ -24,6 +24,7 @@ from rageval.relevance import resolve
 from rageval.report import EvalReport, summarise
 from rageval.retrieval.base import Encoder, Retriever
 from rageval.retrieval.guard import check_query_model
+from rageval.retrieval.ordering import break_ties
 from rageval.spans import span_metrics
 from rageval.types import Chunk, GoldenSet, RankedList
 
@@ -54,7 +55,11 @@ class RunSpec:
 
 
 def collapse_to_documents(rl: RankedList, doc_of: dict[str, str]) -> RankedList:
-    """A chunk ranking as a document ranking: first occurrence of each document wins, score kept."""
+    """A chunk ranking as a document ranking: first occurrence of each document wins, score kept.
+
+    Documents that tie on score are then ordered by id descending, as trec_eval orders them, so the
+    exported run file scores the same as this ranking.
+    """
     seen: set[str] = set()
     ids, scores = [], []
     for cid, s in zip(rl.ids, rl.scores, strict=True):
@@ -63,7 +68,7 @@ def collapse_to_documents(rl: RankedList, doc_of: dict[str, str]) -> RankedList:
             seen.add(d)
             ids.append(d)
             scores.append(s)
-    return RankedList(tuple(ids), tuple(scores))
+    return break_ties(RankedList(tuple(ids), tuple(scores)))
 
 
 def evaluate(
@@ -115,7 +120,9 @@ def evaluate(
     latency = _latency(retriever, queries, depth, spec.latency_sample)
 
     t = time.perf_counter()
-    chunk_rankings = results
+    # The one tie rule (rageval.retrieval.ordering), also for plug-in retrievers: the run file
+    # written from these rankings then re-ranks the same under trec_eval.
+    results = chunk_rankings = [break_ties(r) for r in results]
     if res.level == "doc":
         doc_of = {c.id: c.doc_id for c in chunks}
         results = [collapse_to_documents(r, doc_of) for r in results]
@@ -146,7 +153,13 @@ def evaluate(
             "corpus": corpus_digest(docs),
             "model": getattr(encoder, "fingerprint", "") or "",
         },
-        counts={"documents": len(docs), "chunks": len(chunks), "queries": len(qids)},
+        counts={
+            "documents": len(docs),
+            "chunks": len(chunks),
+            "queries": len(qids),
+            # texts that went through the embedding model in this run (cache misses)
+            "texts_embedded": int(getattr(encoder, "texts_encoded", 0) or 0),
+        },
         config=config or {},
     )
 
