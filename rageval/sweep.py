@@ -66,7 +66,7 @@ def collect(sweep_dir: Path) -> list[dict[str, Any]]:
         row: dict[str, Any] = {"job": int(d.name)}
         if (d / "report.json").is_file():
             rep = json.loads((d / "report.json").read_text())
-            row.update(status="ok", overrides=rep.get("overrides", []), metrics=rep["metrics"],
+            row.update(status="ok", overrides=rep.get("overrides", []), metrics=rep["metrics"], ci=rep.get("ci", {}),
                        run_id=rep.get("mlflow_run_id"), k=rep.get("k"))  # fmt: skip
         elif (d / "error.json").is_file():
             err = json.loads((d / "error.json").read_text())
@@ -80,7 +80,7 @@ def collect(sweep_dir: Path) -> list[dict[str, Any]]:
 
 
 def comparison(rows: list[dict[str, Any]], compare_metric: str) -> tuple[str, str, int | None]:
-    """Markdown and CSV tables of the jobs; the best job by ``compare_metric`` is marked."""
+    """Markdown and CSV tables of the jobs (means with 95% CIs); the best by ``compare_metric`` is marked."""
     ok = [r for r in rows if r["status"] == "ok"]
     k = ok[0]["k"] if ok else 5
     metrics = [f"{m}@{k}" for m in HEADLINE]
@@ -103,7 +103,7 @@ def comparison(rows: list[dict[str, Any]], compare_metric: str) -> tuple[str, st
         vals = dict(o.split("=", 1) for o in r["overrides"] if "=" in o)
         cells = [str(r["job"]), *[vals.get(k_, "") for k_ in keys]]
         if r["status"] == "ok":
-            cells += [f"{r['metrics'].get(m, float('nan')):.4f}" for m in metrics]
+            cells += [_cell(r, m) for m in metrics]
             cells.append("best" if r is best else "ok")
         else:
             cells += ["" for _ in metrics] + [f"FAILED: {r['error']}"]
@@ -112,6 +112,13 @@ def comparison(rows: list[dict[str, Any]], compare_metric: str) -> tuple[str, st
     md += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in table]
     csv_lines = [",".join(header)] + [",".join(_csv(c) for c in row) for row in table]
     return "\n".join(md) + "\n", "\n".join(csv_lines) + "\n", (best["job"] if best else None)
+
+
+def _cell(row: dict[str, Any], metric: str) -> str:
+    """``0.618 [0.558, 0.682]``: the mean and its 95% bootstrap CI."""
+    mean = row["metrics"].get(metric, float("nan"))
+    lo, hi = (row.get("ci") or {}).get(metric, (None, None))
+    return f"{mean:.3f} [{lo:.3f}, {hi:.3f}]" if lo is not None else f"{mean:.3f}"
 
 
 def _csv(cell: str) -> str:
