@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "promote": ("rageval.promote", "make a run (MLflow run id or report.json) the committed baseline"),
     "check": ("rageval.check", "re-run the baseline's config and fail (exit 1) if retrieval got worse"),
     "golden": ("rageval.golden_cli", "validate a golden set against its corpus, or print its statistics"),
+    "import": ("rageval.import_cli", "turn a BEIR dataset into a golden JSONL and a corpus"),
 }
 
 
