@@ -113,6 +113,10 @@ def summarise(
         v = v[~np.isnan(v)]
         ci[name] = list(bootstrap_ci(v)) if v.size else [float("nan"), float("nan")]
     tokens = {c.id: c.n_tokens for c in chunks}
+    if level == "doc":  # rankings hold document ids: a document costs all of its chunks' tokens
+        tokens = defaultdict(int)
+        for c in chunks:
+            tokens[c.doc_id] += c.n_tokens
     rows = []
     for i, q in enumerate(golden.queries):
         top = list(rankings[i].ids[: spec.k])
