@@ -20,7 +20,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "score": ("rageval.score", "score a TREC run file against qrels, like trec_eval"),
     "promote": ("rageval.promote", "make a run (MLflow run id or report.json) the committed baseline"),
     "check": ("rageval.check", "re-run the baseline's config and fail (exit 1) if retrieval got worse"),
-    "golden": ("rageval.golden_cli", "validate a golden set against its corpus, or print its statistics"),
+    "golden": ("rageval.golden_cli", "golden-set tools: validate, stats, generate, add, migrate"),
     "import": ("rageval.import_cli", "turn a BEIR dataset into a golden JSONL and a corpus"),
 }
 

@@ -1,6 +1,6 @@
 """Load and validate a golden set (JSONL, one query a line) and compute its digest.
 
-Three label kinds, any mix per query (see docs/golden-format.md):
+Three label kinds, any mix per query (see docs/golden-set.md and README.md):
 ``relevant`` (chunk labels, list or {label: grade}), ``relevant_docs`` (document ids, list or
 {doc: grade}) and ``evidence`` (verbatim quotes: [{"doc", "quote", "grade"?}]).
 """

@@ -1,4 +1,6 @@
-"""``rageval golden validate|stats``: check a golden set against its corpus, and describe it."""
+"""``rageval golden validate|stats|generate|add|migrate``: check a golden set against its corpus,
+describe it, grow it (synthetic questions for review, or one real query at a time) and make its
+chunk labels chunk-independent. The last three live in generate_cli and golden_edit_cli."""
 
 from __future__ import annotations
 
@@ -41,6 +43,27 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     s.add_argument("path", nargs="?", help="golden JSONL (default: golden/retriever.jsonl)")
     s.add_argument("--corpus", help="corpus, to report how many documents the labels cover")
     s.add_argument("--json", action="store_true", help="print the statistics as JSON")
+    s.add_argument(
+        "--with",
+        dest="with_paths",
+        action="append",
+        default=[],
+        metavar="JSONL",
+        help="also count these entries, e.g. golden/generated.jsonl (repeatable)",
+    )
+    from rageval import generate_cli, golden_edit_cli
+
+    generate_cli.add_arguments(
+        sub.add_parser("generate", help="synthetic questions from an LLM endpoint, for review")
+    )
+    golden_edit_cli.add_add_arguments(
+        sub.add_parser(
+            "add", help="append a query (typed or from a log line) with checked evidence"
+        )
+    )
+    golden_edit_cli.add_migrate_arguments(
+        sub.add_parser("migrate", help="turn chunk labels into chunk-independent evidence quotes")
+    )
 
 
 def _paths(args) -> tuple[Path, Path | None]:
@@ -50,9 +73,16 @@ def _paths(args) -> tuple[Path, Path | None]:
 
 
 def run(args) -> int:
-    if args.golden_command == "validate":
-        return validate(*_paths(args), chunk=args.chunk)
-    return stats(*_paths(args), as_json=args.json)
+    from rageval import generate_cli, golden_edit_cli
+
+    actions = {
+        "validate": lambda: validate(*_paths(args), chunk=args.chunk),
+        "stats": lambda: stats(*_paths(args), as_json=args.json, with_paths=args.with_paths),
+        "generate": lambda: generate_cli.run(args),
+        "add": lambda: golden_edit_cli.run_add(args),
+        "migrate": lambda: golden_edit_cli.run_migrate(args),
+    }
+    return actions[args.golden_command]()
 
 
 def validate(golden_path: Path, corpus_path: Path | None, chunk: int = 256) -> int:
@@ -112,7 +142,6 @@ def describe(golden, n_corpus_docs: int | None = None) -> dict:
         if len(q_docs) > 1:
             multi.append(q.id)
         words += [len(e.quote.split()) for e in q.evidence]
-    synthetic = sources.get("synthetic", 0) / n
     out = {
         "queries": n,
         "sources": {s: {"count": c, "share": round(c / n, 4)} for s, c in sources.most_common()},
@@ -148,25 +177,47 @@ def describe(golden, n_corpus_docs: int | None = None) -> dict:
     }
     if n_corpus_docs:
         out["corpus_documents"] = n_corpus_docs
-    if synthetic > SYNTHETIC_LIMIT:
-        out["warnings"].append(
-            f"{synthetic:.0%} of the queries are synthetic (above {SYNTHETIC_LIMIT:.0%}): generated questions "
-            "follow the text's wording and flatter lexical search; add real ticket questions"
-        )
+    warning = synthetic_line(golden.queries)[1]
+    if warning:
+        out["warnings"].append(warning)
     return out
 
 
-def stats(golden_path: Path, corpus_path: Path | None, as_json: bool = False) -> int:
+def synthetic_line(queries, what: str = "") -> tuple[str, str | None]:
+    """A line giving the synthetic share of ``queries``, and the warning when it is above the limit."""
+    n = len(queries)
+    share = sum(q.source == "synthetic" for q in queries) / n if n else 0.0
+    line = f"{what + ': ' if what else ''}{n} queries, {share:.0%} synthetic (limit {SYNTHETIC_LIMIT:.0%})"
+    if share <= SYNTHETIC_LIMIT:
+        return line, None
+    return line, (
+        f"{share:.0%} of the queries are synthetic (above {SYNTHETIC_LIMIT:.0%}): generated questions "
+        "follow the text's wording and flatter lexical search; add real ticket questions"
+    )
+
+
+def stats(golden_path: Path, corpus_path: Path | None, as_json: bool = False, with_paths=()) -> int:
     from rageval.corpus import load_corpus
     from rageval.golden import load_golden
+    from rageval.types import GoldenSet
 
     golden = load_golden(golden_path)
+    sets = [golden, *(load_golden(p) for p in with_paths)]
+    queries = tuple(q for g in sets for q in g.queries)
     n_docs = len(load_corpus(corpus_path)) if corpus_path else None
-    s = describe(golden, n_docs)
+    s = describe(GoldenSet(golden.path, queries, golden.digest), n_docs)
+    seen: dict[str, str] = {}
+    for g in sets:
+        clash = [q.id for q in g.queries if seen.setdefault(q.id, g.path) != g.path]
+        if clash:
+            s["warnings"].append(
+                f"{len(clash)} ids of {g.path} are also used earlier, e.g. {clash[0]!r}"
+            )
+    title = " + ".join(g.path for g in sets)
     if as_json:
         print(json.dumps(s, indent=2))
     else:
-        print(f"{golden_path}: {s['queries']} queries")
+        print(f"{title}: {s['queries']} queries")
         for src, v in s["sources"].items():
             print(f"  source {src:<12} {v['count']:>5}  {v['share']:.0%}")
         lp = s["labels_per_query"]

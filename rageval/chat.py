@@ -1,0 +1,269 @@
+"""A small client for OpenAI-compatible chat-completions endpoints: OpenAI, Azure OpenAI, vLLM,
+Ollama. Plain ``urllib``; a per-run budget on requests and tokens; retries with backoff.
+
+Two URL and header styles: ``openai`` (``<base_url>/chat/completions``, ``Authorization: Bearer``,
+the model in the body) and ``azure`` (``<base_url>/openai/deployments/<model>/chat/completions
+?api-version=...``, ``api-key`` header). The key is read from the environment variable named by
+``api_key_env``; it is sent in a header only, never printed or written: every message this module
+raises goes through :func:`rageval.redact.scrub`. Redirects are not followed (they would carry
+the key to another host).
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import os
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Mapping
+from dataclasses import dataclass
+from urllib.parse import quote
+
+from rageval.errors import ConfigError, RagevalError
+from rageval.redact import scrub, secret_values
+
+API_STYLES = ("openai", "azure")
+RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
+AZURE_API_VERSION = "2024-10-21"
+_sleep = time.sleep  # tests replace this
+
+
+class EndpointError(RagevalError):
+    """The endpoint kept failing (429, 5xx, timeouts) after every retry."""
+
+
+class BudgetExhausted(Exception):
+    """The run's request or token budget is spent; no request was sent."""
+
+
+class MalformedAnswer(Exception):
+    """HTTP 200, but the body is not a chat completion (or its content is unusable)."""
+
+
+class Rejected(Exception):
+    """The endpoint refused this one prompt (e.g. Azure's content filter); others may pass."""
+
+
+@dataclass(frozen=True)
+class EndpointConfig:
+    """Where and how to call the chat endpoint. ``model`` is the Azure deployment name for azure."""
+
+    base_url: str
+    model: str
+    api_style: str = "openai"
+    api_key_env: str = "OPENAI_API_KEY"
+    api_version: str = AZURE_API_VERSION
+    timeout: float = 60.0
+    max_retries: int = 4
+    backoff: float = 1.0
+    max_backoff: float = 60.0
+    temperature: float | None = 0.7  # None: not sent (some reasoning models accept only 1)
+    max_answer_tokens: int = 1024  # 0: not sent
+
+    def __post_init__(self) -> None:
+        if self.api_style not in API_STYLES:
+            raise ConfigError(
+                f"api_style must be one of {', '.join(API_STYLES)}, got {self.api_style!r}"
+            )
+        if not self.base_url.startswith(("http://", "https://")):
+            raise ConfigError(
+                f"base_url must start with http:// or https://, got {self.base_url!r} "
+                "(e.g. http://localhost:11434/v1 for Ollama, https://<resource>.openai.azure.com for Azure)"
+            )
+        for name in ("timeout", "max_retries", "backoff", "max_backoff", "max_answer_tokens"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)!r}")
+
+    @property
+    def url(self) -> str:
+        base = self.base_url.rstrip("/")
+        if self.api_style == "azure":
+            return (
+                f"{base}/openai/deployments/{quote(self.model, safe='')}/chat/completions"
+                f"?api-version={quote(self.api_version, safe='')}"
+            )
+        return f"{base}/chat/completions"
+
+
+@dataclass
+class Budget:
+    """Requests (every HTTP attempt, retries included) and tokens (as the endpoint reports them in
+    ``usage``, else estimated at 4 characters a token) a run may spend. Checked before each request,
+    so the last request may overshoot the token budget by its own size."""
+
+    max_requests: int = 100
+    max_tokens: int = 200_000
+    requests: int = 0
+    tokens: int = 0
+
+    def exhausted(self) -> str | None:
+        if self.requests >= self.max_requests:
+            return f"request budget of {self.max_requests} spent"
+        if self.tokens >= self.max_tokens:
+            return f"token budget of {self.max_tokens:,} spent ({self.tokens:,} used)"
+        return None
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        return None
+
+
+class ChatClient:
+    """``complete(messages)`` returns the answer's text, spending from ``budget``."""
+
+    def __init__(
+        self,
+        cfg: EndpointConfig,
+        budget: Budget | None = None,
+        environ: Mapping[str, str] | None = None,
+        sleep=None,
+    ):
+        env = os.environ if environ is None else environ
+        self.cfg = cfg
+        self.budget = budget or Budget()
+        self.key = env.get(cfg.api_key_env, "")
+        if cfg.api_style == "azure" and not self.key:
+            raise ConfigError(
+                f"Azure OpenAI needs an API key: export it in ${cfg.api_key_env} "
+                "(or name another variable with --api-key-env)"
+            )
+        self._secrets = secret_values(None, env) | ({self.key} if self.key else set())
+        self._sleep = sleep
+        self._opener = urllib.request.build_opener(_NoRedirect)
+
+    def scrub(self, text: str) -> str:
+        return scrub(text, self._secrets)
+
+    def _headers(self) -> dict[str, str]:
+        h = {"Content-Type": "application/json", "User-Agent": "rageval"}
+        if self.key:
+            azure = self.cfg.api_style == "azure"
+            h["api-key" if azure else "Authorization"] = self.key if azure else f"Bearer {self.key}"
+        return h
+
+    def complete(self, messages: list[dict[str, str]]) -> str:
+        """The text of the first choice. Raises BudgetExhausted, MalformedAnswer, Rejected,
+        EndpointError (retries spent) or ConfigError (401/403/404, redirects, other 4xx)."""
+        body: dict = {"messages": messages}
+        if self.cfg.temperature is not None:
+            body["temperature"] = self.cfg.temperature
+        if self.cfg.max_answer_tokens:
+            body["max_tokens"] = self.cfg.max_answer_tokens
+        if self.cfg.api_style == "openai":
+            body["model"] = self.cfg.model
+        data = json.dumps(body).encode()
+        prompt_chars = sum(len(m.get("content", "")) for m in messages)
+        attempt = 0
+        while True:
+            reason = self.budget.exhausted()
+            if reason:
+                raise BudgetExhausted(reason)
+            self.budget.requests += 1
+            status, headers, raw, problem = self._post(data)
+            if status == 200:
+                return self._parse(raw, prompt_chars)
+            if status is not None and status not in RETRY_STATUS:
+                self._fail(status, headers, raw)
+            if attempt >= self.cfg.max_retries:
+                what = f"HTTP {status}" if status else problem
+                raise EndpointError(self.scrub(
+                    f"{self.cfg.url}: still failing after {attempt + 1} attempts ({what}); "
+                    "wait and re-run, lower the request rate, or raise --retries"
+                ))  # fmt: skip
+            (self._sleep or _sleep)(self._delay(attempt, headers))
+            attempt += 1
+
+    def _post(self, data: bytes):
+        req = urllib.request.Request(
+            self.cfg.url, data=data, headers=self._headers(), method="POST"
+        )
+        try:
+            with self._opener.open(req, timeout=self.cfg.timeout) as resp:
+                return resp.status, resp.headers, resp.read(), None
+        except urllib.error.HTTPError as err:
+            return err.code, err.headers or {}, err.read() if err.fp else b"", None
+        except (OSError, ValueError) as err:  # URLError, timeouts, refused or reset connections
+            return None, {}, b"", f"{type(err).__name__}: {getattr(err, 'reason', err)}"
+
+    def _delay(self, attempt: int, headers) -> float:
+        """Retry-After (seconds, milliseconds or an HTTP date) if given, else exponential backoff."""
+        wait = None
+        if headers.get("retry-after-ms"):
+            wait = _number(headers["retry-after-ms"], 1000.0)
+        elif headers.get("Retry-After"):
+            value = headers["Retry-After"]
+            wait = _number(value, 1.0)
+            if wait is None:
+                try:
+                    wait = email.utils.parsedate_to_datetime(value).timestamp() - time.time()
+                except (TypeError, ValueError):
+                    wait = None
+        if wait is None:
+            wait = self.cfg.backoff * 2**attempt
+        return max(0.0, min(wait, self.cfg.max_backoff))
+
+    def _parse(self, raw: bytes, prompt_chars: int) -> str:
+        try:
+            obj = json.loads(raw.decode("utf-8"))
+            content = obj["choices"][0]["message"]["content"]
+        except (UnicodeDecodeError, ValueError, KeyError, IndexError, TypeError):
+            obj, content = None, None
+        usage = obj.get("usage") if isinstance(obj, dict) else None
+        total = usage.get("total_tokens") if isinstance(usage, dict) else None
+        if isinstance(total, int) and not isinstance(total, bool) and total >= 0:
+            self.budget.tokens += total
+        else:
+            self.budget.tokens += (prompt_chars + len(content or "")) // 4
+        if not isinstance(content, str):
+            raise MalformedAnswer(
+                "not a chat completion with text in choices[0].message.content: "
+                + self.scrub(_snippet(raw))
+            )
+        return content
+
+    def _fail(self, status: int, headers, raw: bytes):
+        detail = self.scrub(_snippet(raw))
+        url = self.scrub(self.cfg.url)
+        if status in (401, 403):
+            unset = "" if self.key else f" (${self.cfg.api_key_env} is not set)"
+            msg = (
+                f"{url}: the endpoint refused the credentials (HTTP {status}){unset}: export a "
+                f"valid key in ${self.cfg.api_key_env}, or name another variable with --api-key-env"
+            )
+        elif status == 404:
+            msg = (
+                f"{url}: not found (HTTP 404): check --base-url (OpenAI style includes /v1, e.g. "
+                "http://localhost:11434/v1), --model (the deployment name for Azure) and --api-style"
+            )
+        elif 300 <= status < 400:
+            where = self.scrub(str(headers.get("Location", "?")))
+            msg = (
+                f"{url}: redirected (HTTP {status}) to {where}; set --base-url to the final address"
+            )
+        elif status == 400 and "content_filter" in detail:
+            raise Rejected(f"HTTP 400 content filter: {detail}")
+        else:
+            msg = f"{url}: HTTP {status}: {detail}; check the endpoint settings"
+        raise ConfigError(self.scrub(msg))
+
+
+def _number(value: str, per_second: float) -> float | None:
+    try:
+        return float(value) / per_second
+    except (TypeError, ValueError):
+        return None
+
+
+def _snippet(raw: bytes, n: int = 200) -> str:
+    text = raw.decode("utf-8", "replace").strip()
+    try:
+        err = json.loads(text).get("error")
+        if isinstance(err, dict) and isinstance(err.get("message"), str):
+            text = f"{err.get('code') or ''} {err['message']}".strip()
+    except (ValueError, AttributeError):
+        pass
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 3] + "..."
