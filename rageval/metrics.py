@@ -15,10 +15,9 @@ from __future__ import annotations
 import gc
 import warnings
 from array import array
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from itertools import chain, count, repeat
-from operator import methodcaller
+from itertools import count, repeat
 
 import numpy as np
 
@@ -28,13 +27,13 @@ from rageval.types import Qrels, RankedList
 
 @dataclass(frozen=True, slots=True)
 class GradeMatrix:
-    """What the metrics need to know about a batch of rankings, as arrays (one row per query).
+    """Rankings that have a relevant result in their top ``depth``, as arrays, one row each.
 
     ``grades[i, r]``: grade of the result at rank ``r + 1`` (0 when unjudged or past the end);
-    ``first_relevant_rank[i]``: 1-based rank of the first relevant result in the whole ranking (0 if
-    none); ``n_relevant[i]``: number of judgements with grade >= 1; ``ideal[i]``: those grades in
-    descending order. Matrices are cut at the largest k. ``n_relevant`` and ``ideal`` are filled
-    only for queries with a relevant result in that cut: elsewhere no metric reads them.
+    ``ideal[i]``: the query's grades >= 1 in descending order (0 past them); both cut at
+    ``depth``, the largest k. ``n_relevant[i]``: number of judgements with grade >= 1;
+    ``first_relevant_rank[i]``: 1-based rank of the first relevant result. A ranking without a
+    relevant result in its top ``depth`` has no row: every metric of it is 0.
     """
 
     grades: np.ndarray
@@ -159,29 +158,31 @@ def grade_matrix(
     rankings: Sequence[Sequence[str] | RankedList],
     qrels: Qrels,
     depth: int,
-) -> tuple[GradeMatrix, int]:
-    """Join rankings with qrels into a :class:`GradeMatrix` cut at ``depth``.
+) -> tuple[GradeMatrix, np.ndarray, np.ndarray, int]:
+    """Join rankings with qrels: the :class:`GradeMatrix` of the rankings with a relevant result
+    in their top ``depth``, their indices, every ranking's first relevant rank (0 if none) and the
+    number of rankings that held duplicate ids.
 
     Duplicate ids are dropped (first kept) from the part of a ranking that metrics read: the top
     ``depth`` results and everything down to the first relevant one (a deeper duplicate changes no
-    number). Returns the matrix and the number of rankings that had such duplicates.
+    number).
     """
     if len(query_ids) != len(rankings):
         raise InputError(f"{len(query_ids)} query ids but {len(rankings)} rankings")
-    n = len(query_ids)
+    firsts = array("q")  # every ranking's first relevant rank
+    hits = array("q")  # rankings with a relevant result in the top `depth`, with
+    top = array("d")  # the grades of their top `depth` results,
+    sizes = array("q")  # how many judgements they have,
+    pool = array("d")  # and the grades of those
+    n_dup = 0
     # Paused GC: the many short-lived objects below would trigger full collections, each walking
     # every object of a big heap (the rankings themselves). That alone can double the time.
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        judged_rows = list(map(qrels.get, query_ids, repeat({})))
-        rows: list[int] = []
-        firsts: list[int] = []
-        top = array("d")  # grades of the top `depth` results of each row in `rows`
-        n_dup = 0
         # Per ranking: one scan in C down to the first result with a non-zero grade, a duplicate
         # check of what metrics read, and grade lookups for the top `depth` results only.
-        for i, ranking, judged in zip(count(), rankings, judged_rows):
+        for i, ranking, judged in zip(count(), rankings, map(qrels.get, query_ids, repeat({}))):
             ids = ranking.ids if isinstance(ranking, RankedList) else ranking
             first = next(filter(judged.get, ids), None)
             if first is not None and not judged[first] >= 1:  # a grade below 1: rescan
@@ -195,40 +196,34 @@ def grade_matrix(
                 ids = list(dict.fromkeys(ids))
                 head = ids[:depth]
                 p = -1 if first is None else ids.index(first)
-            if p >= 0:
-                rows.append(i)
-                firsts.append(p + 1)
+            firsts.append(p + 1)
+            if 0 <= p < depth:
+                hits.append(i)
                 top.extend(map(judged.get, head, repeat(0)))
-                if len(head) < depth:
-                    top.extend(repeat(0, depth - len(head)))
-        grades = np.zeros((n, depth))
-        grades[rows] = np.frombuffer(top).reshape(len(rows), depth)
-        hits = np.flatnonzero((grades >= 1).any(axis=1))
-        ideal, n_relevant = np.zeros((n, depth)), np.zeros(n, dtype=np.int64)
-        ideal[hits], n_relevant[hits] = _ideal([judged_rows[i] for i in hits.tolist()], depth)
+                top.extend(repeat(0, depth - len(head)))
+                sizes.append(len(judged))
+                pool.extend(judged.values())
     finally:
         if gc_was_enabled:
             gc.enable()
-    first_rank = np.zeros(n, dtype=np.int64)
-    first_rank[rows] = firsts
-    return GradeMatrix(grades, ideal, n_relevant, first_rank), n_dup
+    rows, first_rank = np.frombuffer(hits, dtype=np.int64), np.frombuffer(firsts, dtype=np.int64)
+    ideal, n_relevant = _ideal(np.frombuffer(pool), np.frombuffer(sizes, dtype=np.int64), depth)
+    grades = np.frombuffer(top).reshape(len(rows), depth)
+    return GradeMatrix(grades, ideal, n_relevant, first_rank[rows]), rows, first_rank, n_dup
 
 
-def _ideal(judged_rows: list[Mapping[str, float]], depth: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per query: its relevant grades sorted descending and cut at ``depth``, and their count."""
-    n = len(judged_rows)
-    sizes = np.fromiter(map(len, judged_rows), dtype=np.int64, count=n)
-    all_grades = chain.from_iterable(map(methodcaller("values"), judged_rows))
-    g = np.fromiter(all_grades, dtype=float, count=int(sizes.sum()))
-    owner = np.repeat(np.arange(n), sizes)
-    keep = g >= 1
-    g, owner = g[keep], owner[keep]
-    n_relevant = np.bincount(owner, minlength=n)
+def _ideal(grades: np.ndarray, sizes: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per query (its ``sizes[i]`` grades in a row): relevant grades sorted descending and cut at
+    ``depth``, and how many there are."""
+    owner = np.repeat(np.arange(len(sizes)), sizes)
+    keep = grades >= 1
+    g, owner = grades[keep], owner[keep]
+    n_relevant = np.bincount(owner, minlength=len(sizes))
     order = np.lexsort((-g, owner))
     g, owner = g[order], owner[order]
     rank = np.arange(len(g)) - (np.cumsum(n_relevant) - n_relevant)[owner]
     cut = rank < depth
-    ideal = np.zeros((n, depth))
+    ideal = np.zeros((len(sizes), depth))
     ideal[owner[cut], rank[cut]] = g[cut]
     return ideal, n_relevant
 
@@ -258,19 +253,15 @@ def score_rankings(
     """
     ks = check_ks(ks)
     specs = [MetricSpec(name, k) for name in metrics for k in ks]
-    matrix, n_dup = grade_matrix(query_ids, rankings, qrels, max(ks))
+    matrix, rows, first, n_dup = grade_matrix(query_ids, rankings, qrels, max(ks))
     if n_dup:
         warnings.warn(
             f"{n_dup} of {len(query_ids)} rankings held duplicate ids; "
             "later occurrences were dropped before scoring",
             stacklevel=2,
         )
-    # Every metric is 0 for a query without a relevant result in the top max(k): score the rest.
-    first = matrix.first_relevant_rank
-    hits = np.flatnonzero((first > 0) & (first <= max(ks)))
-    sub = GradeMatrix(*(a[hits] for a in (matrix.grades, matrix.ideal, matrix.n_relevant, first)))
     values = {}
     for spec in specs:
-        values[str(spec)] = np.zeros(len(first))
-        values[str(spec)][hits] = KERNELS[spec.name](sub, spec.k)
+        values[str(spec)] = np.zeros(len(query_ids))
+        values[str(spec)][rows] = KERNELS[spec.name](matrix, spec.k)
     return PerQueryScores(tuple(query_ids), values, first)

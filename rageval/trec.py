@@ -14,33 +14,17 @@ from __future__ import annotations
 
 import math
 import os
-from array import array
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from rageval.atomic import atomic_write_text
 from rageval.errors import InputError
+from rageval.retrieval.ordering import order_like_trec_eval  # noqa: F401 (re-exported)
 from rageval.types import Qrels, RankedList
 
 _TREC_QRELS = "qid 0 docid grade"
 _BEIR_HEADER = ("query-id", "corpus-id", "score")
 _RUN_LINE = "qid Q0 docid rank score tag"
-
-
-def order_like_trec_eval(results: Iterable[tuple[str, float]]) -> RankedList:
-    """Order ``(docid, score)`` pairs as trec_eval does: score descending, ties by docid descending.
-
-    trec_eval keeps scores as C ``float``, so scores equal in single precision are ties (1.0 and
-    1.0 + 1e-9 are); docids compare as plain strings, which for UTF-8 is trec_eval's byte order.
-    Pairs sharing a docid keep their order, so the best-scored copy comes first. The returned
-    scores are the given ones, unrounded.
-    """
-    pairs = list(results)
-    keys = array("f", [score for _, score in pairs]).tolist()  # rounded like trec_eval's floats
-    order = sorted(range(len(pairs)), key=keys.__getitem__, reverse=True)
-    if len(set(keys)) < len(keys):  # ties: sort again, by docid within a score
-        order.sort(key=lambda i: (keys[i], pairs[i][0]), reverse=True)
-    return RankedList(tuple(pairs[i][0] for i in order), tuple(pairs[i][1] for i in order))
 
 
 def _lines(path: str | os.PathLike) -> Iterable[tuple[int, list[str], str]]:

@@ -72,3 +72,11 @@ def test_hybrid_fetches_candidate_depth_and_fuses():
     assert out[0].ids == ("b", "a")
     with pytest.raises(ConfigError, match="search.fusion"):
         HybridRetriever(d, lx, method="max")
+
+
+def test_ties_are_judged_in_single_precision_like_trec_eval():
+    # 1.0 and 1.0 + 1e-9 are the same float32: trec_eval orders them by id descending
+    rl = RankedList(("a", "b"), (1.0 + 1e-9, 1.0))
+    assert break_ties(rl).ids == ("b", "a")
+    assert break_ties(rl).scores == (1.0, 1.0 + 1e-9)  # scores travel with their ids
+    assert ranked([("a", 1.0 + 1e-9), ("b", 1.0), ("c", 0.5)]).ids == ("b", "a", "c")

@@ -1,0 +1,142 @@
+"""Benchmark: rageval.metrics.score_rankings against pytrec_eval on the same inputs.
+
+Synthetic data: 100,000 queries x 100 results. Each query has a pool of 200 candidates, 8 of them
+judged (5 relevant with grades 1-3, 3 judged non-relevant); every candidate gets a random score,
+relevant ones plus ``boost``, and the top 100 form the ranking. Two data sets: boost 0 puts
+relevant results at random ranks (the worst case for rageval, which scans each ranking down to its
+first relevant result), boost 0.15 looks like a decent retriever (MRR about 0.6). pytrec_eval gets
+``{qid: {docid: score}}`` (scores distinct by rank); rageval gets the same rankings as lists, best
+first (what a retriever returns), and, in the "score dicts" columns, those dicts, ordered with
+``order_like_trec_eval``. Both share the qrels dict. Each timing is the median of ``--repeat``
+runs, after a GC collection; the script fails if any mean differs from pytrec_eval's by 1e-9.
+
+    .venv/bin/python scripts/bench_metrics.py [--queries 100000] [--depth 100] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import platform
+import statistics
+import time
+from importlib.metadata import version
+
+import numpy as np
+
+from rageval.metrics import score_rankings
+from rageval.trec import order_like_trec_eval
+
+PYTREC_MEASURES = {
+    "P_5", "P_10", "recall_5", "recall_10", "ndcg_cut_5", "ndcg_cut_10",
+    "map_cut_5", "map_cut_10", "recip_rank",
+}  # fmt: skip
+# pytrec_eval measure -> rageval key
+SAME = {
+    "P_5": "precision@5", "P_10": "precision@10", "recall_5": "recall@5",
+    "recall_10": "recall@10", "ndcg_cut_5": "ndcg@5", "ndcg_cut_10": "ndcg@10",
+    "map_cut_5": "map@5", "map_cut_10": "map@10",
+}  # fmt: skip
+
+
+def make_data(n: int, depth: int, boost: float, seed: int = 0):
+    """qrels {qid: {docid: grade}}, run {qid: {docid: score}}, query ids, rankings (lists)."""
+    rng = np.random.default_rng(seed)
+    pool = 2 * depth
+    judged = rng.permuted(np.tile(np.arange(pool), (n, 1)), axis=1)[:, :8]
+    grades = np.concatenate([rng.integers(1, 4, size=(n, 5)), np.zeros((n, 3), int)], axis=1)
+    scores = rng.random((n, pool))
+    scores[np.arange(n)[:, None], judged[:, :5]] += boost
+    ranked = np.argsort(-scores, axis=1)[:, :depth]
+    # Run scores: distinct integers by rank, so trec_eval's single-precision scores hold no ties.
+    top_scores = [float(depth - r) for r in range(depth)]
+    qrels, run, query_ids, rankings = {}, {}, [], []
+    for i in range(n):
+        qid = f"q{i}"
+        ids = [f"d{i}-{j}" for j in ranked[i].tolist()]
+        query_ids.append(qid)
+        rankings.append(ids)
+        run[qid] = dict(zip(ids, top_scores, strict=True))
+        qrels[qid] = {
+            f"d{i}-{j}": g for j, g in zip(judged[i].tolist(), grades[i].tolist(), strict=True)
+        }
+    return qrels, run, query_ids, rankings
+
+
+def timed(fn, repeat: int):
+    """Median wall-clock and CPU seconds of ``repeat`` calls, and the last result."""
+    wall, cpu, out = [], [], None
+    for _ in range(repeat):
+        out = None
+        gc.collect()
+        start, start_cpu = time.perf_counter(), time.process_time()
+        out = fn()
+        wall.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
+    return statistics.median(wall), statistics.median(cpu), out
+
+
+def bench(pytrec_eval, n: int, depth: int, boost: float, repeat: int) -> str:
+    """Time both on one data set, check the means agree, return a markdown table row."""
+    qrels, run, query_ids, rankings = make_data(n, depth, boost)
+
+    def pytrec():
+        return pytrec_eval.RelevanceEvaluator(qrels, PYTREC_MEASURES).evaluate(run)
+
+    def ours():
+        return score_rankings(query_ids, rankings, qrels, (5, 10))
+
+    def ours_from_scores():
+        ranked = [order_like_trec_eval(run[q].items()) for q in query_ids]
+        return score_rankings(query_ids, ranked, qrels, (5, 10))
+
+    w_ref, c_ref, ref = timed(pytrec, repeat)
+    w_ours, c_ours, scores = timed(ours, repeat)
+    w_dicts, c_dicts, _ = timed(ours_from_scores, repeat)
+
+    mean = scores.mean()
+    first = scores.first_relevant_rank
+    mean["recip_rank"] = float(np.divide(1.0, first, out=np.zeros(n), where=first > 0).mean())
+    worst = max(
+        abs(statistics.fmean(r[m] for r in ref.values()) - mean[SAME.get(m, m)])
+        for m in PYTREC_MEASURES
+    )
+    assert worst < 1e-9, f"means differ from pytrec_eval by {worst}"
+    cells = [
+        f"boost {boost} (MRR {mean['recip_rank']:.2f})",
+        f"{c_ref:.2f} / {w_ref:.2f}",
+        f"{c_ours:.2f} / {w_ours:.2f}",
+        f"**{c_ref / c_ours:.1f}x** / {w_ref / w_ours:.1f}x",
+        f"{c_dicts:.2f} / {w_dicts:.2f}",
+        f"{c_ref / c_dicts:.1f}x / {w_ref / w_dicts:.1f}x",
+        f"{worst:.0e}",
+    ]
+    return "| " + " | ".join(cells) + " |"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--queries", type=int, default=100_000)
+    parser.add_argument("--depth", type=int, default=100)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    import pytrec_eval
+
+    rows = [bench(pytrec_eval, args.queries, args.depth, b, args.repeat) for b in (0.0, 0.15)]
+    print(
+        f"{args.queries:,} queries x {args.depth} results, median of {args.repeat} runs; "
+        f"{os.cpu_count()} cores, Python {platform.python_version()}, numpy {np.__version__}, "
+        f"pytrec_eval-terrier {version('pytrec-eval-terrier')}\n"
+    )
+    print("Seconds as CPU / wall-clock (CPU time is the steadier figure on a shared machine).\n")
+    print(
+        "| data | pytrec_eval s | rageval s, ranked lists | speed-up "
+        "| rageval s, score dicts | speed-up | max diff of means |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("\n".join(rows))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,111 @@
+"""rageval.stats: bootstrap CI, paired randomization test, Holm correction."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rageval.errors import ConfigError, InputError
+from rageval.stats import bootstrap_ci, holm, paired_randomization_test
+
+
+def scores(seed: int, n: int = 200, shift: float = 0.0) -> np.ndarray:
+    return np.clip(np.random.default_rng(seed).normal(0.5 + shift, 0.2, n), 0, 1)
+
+
+def test_bootstrap_ci_contains_the_mean_and_narrows_with_more_queries():
+    x = scores(1)
+    low, high = bootstrap_ci(x)
+    assert low < x.mean() < high
+    wide = bootstrap_ci(x[:20])
+    assert wide[1] - wide[0] > high - low
+    assert bootstrap_ci(x, confidence=0.5)[1] - bootstrap_ci(x, confidence=0.5)[0] < high - low
+
+
+def test_bootstrap_ci_is_seeded_and_deterministic():
+    x = scores(2)
+    assert bootstrap_ci(x, seed=3) == bootstrap_ci(list(x), seed=3)
+    assert bootstrap_ci(x, seed=3) != bootstrap_ci(x, seed=4)
+
+
+def test_bootstrap_ci_matches_the_normal_approximation():
+    x = scores(3, n=2000)
+    low, high = bootstrap_ci(x, n_resamples=4000)
+    half = 1.96 * x.std(ddof=1) / np.sqrt(x.size)
+    assert low == pytest.approx(x.mean() - half, abs=0.15 * half)
+    assert high == pytest.approx(x.mean() + half, abs=0.15 * half)
+
+
+def test_bootstrap_ci_of_one_value_or_constant_values():
+    assert bootstrap_ci([0.25]) == (0.25, 0.25)
+    assert bootstrap_ci([1.0] * 50) == (1.0, 1.0)
+
+
+def test_bootstrap_ci_bounded_memory_for_many_queries():
+    x = scores(4, n=300_000)  # 2000 resamples x 300k queries would be 4.8 GB in one block
+    low, high = bootstrap_ci(x, n_resamples=50)
+    assert low < x.mean() < high
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [
+        ({"values": []}, InputError),
+        ({"values": [0.1, float("nan")]}, InputError),
+        ({"values": [[0.1, 0.2]]}, InputError),
+        ({"values": [0.1], "confidence": 1.0}, ConfigError),
+        ({"values": [0.1], "confidence": 0}, ConfigError),
+        ({"values": [0.1], "n_resamples": 0}, ConfigError),
+    ],
+)
+def test_bootstrap_ci_rejects_bad_input(kwargs, error):
+    with pytest.raises(error):
+        bootstrap_ci(**kwargs)
+
+
+def test_randomization_test_small_p_for_a_clear_shift():
+    a, b = scores(5, shift=0.1), scores(5)
+    p = paired_randomization_test(a, b)
+    assert p == pytest.approx(1 / 10001)  # no sign flip is as extreme: the +1 floor
+    assert paired_randomization_test(b, a) == p  # two-sided
+
+
+def test_randomization_test_identical_runs_give_one():
+    a = scores(6)
+    assert paired_randomization_test(a, a.copy()) == 1.0
+
+
+def test_randomization_test_no_real_difference_gives_a_large_p():
+    a, b = scores(7), scores(8)
+    assert paired_randomization_test(a, b) > 0.05
+
+
+def test_randomization_test_matches_exact_enumeration():
+    d = np.array([0.3, -0.1, 0.2, 0.05, -0.25, 0.4])
+    signs = np.array(np.meshgrid(*[[-1, 1]] * d.size)).reshape(d.size, -1).T
+    exact = np.mean(np.abs(signs @ d) >= abs(d.sum()) - 1e-12)
+    p = paired_randomization_test(d, np.zeros_like(d), n_resamples=20000, seed=1)
+    assert p == pytest.approx(exact, abs=0.01)
+
+
+def test_randomization_test_is_seeded():
+    a, b = scores(9), scores(10)
+    assert paired_randomization_test(a, b, seed=1) == paired_randomization_test(a, b, seed=1)
+
+
+def test_randomization_test_needs_paired_scores():
+    with pytest.raises(InputError, match="same queries"):
+        paired_randomization_test([0.1, 0.2], [0.1])
+
+
+def test_holm_against_a_hand_example():
+    # sorted: 0.01 (x4 = 0.04), 0.02 (x3 = 0.06), 0.03 (x2 = 0.06), 0.04 (x1 = 0.04 -> 0.06)
+    assert holm([0.03, 0.01, 0.04, 0.02]) == pytest.approx([0.06, 0.04, 0.06, 0.06])
+    assert holm([0.5, 0.9]) == [1.0, 1.0]
+    assert holm([]) == []
+    assert holm([0.2]) == [0.2]
+
+
+def test_holm_rejects_values_outside_0_1():
+    with pytest.raises(InputError):
+        holm([0.5, 1.5])
