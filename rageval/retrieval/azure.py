@@ -7,8 +7,6 @@ never stored on the retriever, logged or put into an error message.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import os
 import re
@@ -20,6 +18,14 @@ from itertools import islice
 from typing import Any
 
 from rageval.errors import BackendError, ConfigError, IndexMismatchError, InputError, RagevalError
+from rageval.retrieval.azure_client import INDEX_NAME as _INDEX_NAME
+from rageval.retrieval.azure_client import (
+    INSTALL_HINT,
+    AzureConnection,
+    credential,
+    index_definition,
+    throwaway_index_name,
+)
 from rageval.retrieval.base import Encoder
 from rageval.types import Chunk, RankedList
 
@@ -31,11 +37,9 @@ _TEXT_MODES = {"bm25", "hybrid", "semantic"}
 SEMANTIC_WINDOW = 50  # Azure reranks this many results; the rest keep their hybrid order
 DEFAULT_SEMANTIC_CONFIG = "rageval-semantic"
 VISIBILITY_TIMEOUT_S = 120.0  # uploads turn searchable within seconds; wait at most this long
-_INDEX_NAME = re.compile(r"^(?!.*--)[a-z0-9](?:[a-z0-9-]{0,126}[a-z0-9])?$")
 _FIELD_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,127}$")
 _DOC_KEY = re.compile(r"^[A-Za-z0-9_\-=]{1,1024}$")
 _RETRYABLE_ITEM = {409, 422, 429, 503}  # per-document statuses in a 207 answer worth retrying
-INSTALL_HINT = "pip install 'rageval[azure]'"
 
 
 class AzureSearchRetriever:
@@ -336,44 +340,20 @@ class AzureSearchRetriever:
 
     def _search_client(self) -> Any:
         if "search" not in self._clients:
-            from azure.search.documents import SearchClient
-
-            options = self._client_options()
-            client = SearchClient(self.endpoint, self.index_name, self._credential(), **options)
-            self._clients["search"] = client
+            self._clients["search"] = self._connection().search_client(self.index_name)
         return self._clients["search"]
 
     def _index_client(self) -> Any:
         if "index" not in self._clients:
-            from azure.search.documents.indexes import SearchIndexClient
-
-            options = self._client_options()
-            self._clients["index"] = SearchIndexClient(self.endpoint, self._credential(), **options)
+            self._clients["index"] = self._connection().index_client()
         return self._clients["index"]
 
-    def _client_options(self) -> dict[str, Any]:
-        from azure.core.pipeline.transport import RequestsTransport
-        from requests import Session
-        from requests.adapters import HTTPAdapter
-
-        session = Session()  # a pooled connection per worker thread
-        for prefix in ("https://", "http://"):
-            session.mount(prefix, HTTPAdapter(pool_maxsize=max(10, self.parallelism)))
-        transport = RequestsTransport(session=session, session_owner=True)
-        return {"transport": transport, "retry_policy": _retry_policy(self)}
+    def _connection(self) -> AzureConnection:
+        settings = (self.parallelism, self.max_retries, self.retry_backoff)
+        return AzureConnection(self.endpoint, self.api_key_env, *settings)
 
     def _credential(self) -> Any:
-        key = os.environ.get(self.api_key_env, "")
-        if key:
-            from azure.core.credentials import AzureKeyCredential
-
-            return AzureKeyCredential(key)
-        try:
-            from azure.identity import DefaultAzureCredential
-        except ImportError:
-            raise RagevalError(f"set {self.api_key_env}, or {INSTALL_HINT} for Entra ID") from None
-        log.info("%s is not set: signing in with DefaultAzureCredential", self.api_key_env)
-        return DefaultAzureCredential()
+        return credential(self.api_key_env)
 
     def _why(self, exc: BaseException) -> str:
         """One line about a failure, with the API key (should the service echo it) masked."""
@@ -385,52 +365,11 @@ class AzureSearchRetriever:
         return why.replace(key, "***") if key else why
 
     def _throwaway_name(self, chunks: Sequence[Chunk], encoder: Encoder | None) -> str:
-        """``rageval-<commit>-<sha>``: the sha covers the index config, run_key, the encoder and
-        the chunk ids, so concurrent sweep jobs over other chunkings never share an index."""
+        """The throwaway index's name, from this config, the encoder and the chunk ids."""
         keys = ("endpoint", "mode", "semantic_configuration", "id_field", "text_field")
         config: dict[str, Any] = {k: getattr(self, k) for k in (*keys, "vector_field", "run_key")}
         config["encoder"] = encoder.fingerprint if encoder and self.mode in _VECTOR_MODES else None
-        config["chunks"] = hashlib.sha256("\n".join(c.id for c in chunks).encode()).hexdigest()
-        digest = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:12]
-        return f"rageval-{_git_short_commit()}-{digest}"
-
-
-def index_definition(
-    name: str,
-    id_field: str,
-    text_field: str,
-    vector_field: str,
-    *,
-    dim: int | None,
-    semantic: str | None = None,
-) -> dict[str, Any]:
-    """The REST JSON of a throwaway index: key, searchable text, and (with ``dim``) a vector
-    field searched exhaustively by cosine, plus a semantic configuration over the text."""
-    fields: list[dict[str, Any]] = [
-        {"name": id_field, "type": "Edm.String", "key": True, "filterable": True},
-        {"name": text_field, "type": "Edm.String", "searchable": True},
-    ]
-    definition: dict[str, Any] = {"name": name, "fields": fields}
-    if dim is not None:
-        fields.append(
-            {
-                "name": vector_field,
-                "type": "Collection(Edm.Single)",
-                "searchable": True,
-                "retrievable": False,
-                "dimensions": dim,
-                "vectorSearchProfile": "exact",
-            }
-        )
-        algorithm = {"name": "eknn", "kind": "exhaustiveKnn"}
-        algorithm["exhaustiveKnnParameters"] = {"metric": "cosine"}  # type: ignore[assignment]
-        profiles = [{"name": "exact", "algorithm": "eknn"}]
-        definition["vectorSearch"] = {"algorithms": [algorithm], "profiles": profiles}
-    if semantic is not None:
-        content = {"prioritizedContentFields": [{"fieldName": text_field}]}
-        config = {"name": semantic, "prioritizedFields": content}
-        definition["semantic"] = {"defaultConfiguration": semantic, "configurations": [config]}
-    return definition
+        return throwaway_index_name(config, (c.id for c in chunks), _git_short_commit())
 
 
 def _git_short_commit() -> str:
@@ -457,25 +396,3 @@ def _is_azure_error(exc: BaseException | None) -> bool:
     from azure.core.exceptions import AzureError
 
     return isinstance(exc, AzureError)
-
-
-def _retry_policy(retriever: AzureSearchRetriever) -> Any:
-    """azure-core's RetryPolicy (honours Retry-After, else exponential backoff), also for POST:
-    rageval's POSTs (search, upload) are idempotent, and azure-core retries a POST only on
-    500/503/504 or when Retry-After is present, so a bare 429 or 502 would fail at once."""
-    from azure.core.pipeline.policies import RetryPolicy
-
-    class IdempotentPostRetryPolicy(RetryPolicy):
-        def configure_retries(self, options: dict[str, Any]) -> dict[str, Any]:
-            settings = super().configure_retries(options)
-            settings["methods"] = frozenset(settings["methods"]) | {"POST"}
-            return settings
-
-    n = retriever.max_retries
-    return IdempotentPostRetryPolicy(
-        retry_total=n,
-        retry_status=n,
-        retry_connect=n,
-        retry_read=n,
-        retry_backoff_factor=retriever.retry_backoff,
-    )

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import numpy as np
 
-from rageval.errors import ConfigError
 from rageval.retrieval.base import Encoder
 from rageval.retrieval.ordering import break_ties
+from rageval.retrieval.tokenize import BM25Tokenizer
 from rageval.types import Chunk, RankedList
 
 
@@ -36,27 +36,14 @@ class BM25Retriever:
         self.cache_dir = Path(cache_dir) if cache_dir else None
         self.ids: list[str] = []
         self._bm25 = None
-        self._stemmer = None
+        self._tokenizer: BM25Tokenizer | None = None  # built at first use
         self.build_seconds = 0.0
 
     def _tokenize(self, texts: Sequence[str]):
-        import bm25s
-
-        if self._stemmer is None and self.params["stemmer"]:
-            try:
-                import Stemmer
-            except ImportError:
-                raise ConfigError(
-                    "search.bm25.stemmer needs PyStemmer: pip install PyStemmer"
-                ) from None
-            self._stemmer = Stemmer.Stemmer(self.params["stemmer"])
-        return bm25s.tokenize(
-            list(texts),
-            lower=self.params["lower"],
-            stopwords=self.params["stopwords"] or [],
-            stemmer=self._stemmer,
-            show_progress=False,
-        )
+        if self._tokenizer is None:
+            p = self.params
+            self._tokenizer = BM25Tokenizer(p["stopwords"], p["stemmer"], p["lower"])
+        return self._tokenizer(texts)
 
     def index(self, chunks: Sequence[Chunk], encoder: Encoder | None = None) -> None:
         import bm25s

@@ -49,7 +49,9 @@ def break_ties(rl: RankedList) -> RankedList:
         while j < n and keys[j] == keys[i]:
             j += 1
         if j - i > 1:
-            block = sorted(zip(ids[i:j], scores[i:j], strict=True), key=lambda p: p[0], reverse=True)
+            block = sorted(
+                zip(ids[i:j], scores[i:j], strict=True), key=lambda p: p[0], reverse=True
+            )
             if [b[0] for b in block] != ids[i:j]:
                 ids[i:j] = [b[0] for b in block]
                 scores[i:j] = [b[1] for b in block]

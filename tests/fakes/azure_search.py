@@ -2,28 +2,36 @@
 
 It speaks the subset that ``azure-search-documents`` sends for rageval: index create/get/delete/
 list, document upload, ``$count`` and ``search.post.search`` (BM25 text, exact vector kNN, RRF
-hybrid, a deterministic fake semantic reranker). It checks the ``api-key`` header, records every
-request and injects 429/503 answers with ``Retry-After`` on demand. It is not Azure: no analyzers,
-filters, facets, paging links, HNSW approximation or real semantic model.
+hybrid, a deterministic fake semantic reranker: see azure_search_ranking.py). It checks the
+``api-key`` header, records every request and injects 429/503 answers with ``Retry-After`` on
+demand. It is not Azure: no analyzers, filters, facets, paging links, HNSW approximation or real
+semantic model.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import re
 import threading
 import time
-from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-import numpy as np
+from .azure_search_ranking import (
+    RRF_K,
+    bm25,
+    check_definition,
+    fake_reranker_score,
+    knn,
+    rrf,
+    semantic_rerank,
+    tokens,
+)
 
-RRF_K = 60  # Azure's RRF constant
-SEMANTIC_WINDOW = 50  # the semantic ranker rescores this many L1 results
+# the ranking helpers tests use, re-exported so that they import everything from here
+__all__ = ["RRF_K", "FakeAzureSearch", "Fault", "SeenRequest", "fake_reranker_score", "tokens"]
 _IDX = r"/indexes(?:\('([^'/]+)'\)|/([^/()']+))"
 _ROUTES = [
     ("GET", re.compile(r"/indexes"), "list_indexes"),
@@ -39,21 +47,6 @@ _SEARCH_KEYS = {"search", "vectorQueries", "queryType", "semanticConfiguration",
 _SEARCH_KEYS |= {"select", "count", "searchMode", "semanticErrorHandling"}
 _INDEX_NAME = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,126}[a-z0-9])?$")
 _DOC_KEY = re.compile(r"^[A-Za-z0-9_\-=]{1,1024}$")
-
-
-def tokens(text: str) -> list[str]:
-    """Lower-case word tokens, the stand-in's only analyzer."""
-    return re.findall(r"\w+", text.lower())
-
-
-def fake_reranker_score(query: str, text: str) -> float:
-    """Deterministic stand-in for the semantic ranker: 0..4 from query-term coverage and density."""
-    q, d = set(tokens(query)), tokens(text)
-    if not q or not d:
-        return 0.0
-    coverage = len(q & set(d)) / len(q)
-    density = sum(t in q for t in d) / len(d)
-    return round(4.0 * (0.8 * coverage + 0.2 * density), 6)
 
 
 @dataclass
@@ -252,7 +245,7 @@ class FakeAzureSearch:
         name = name or body["name"]
         if body["name"] != name or not _INDEX_NAME.match(name) or "--" in name:
             return _error(400, f"invalid index name {body['name']!r}")
-        problem = _check_definition(body)
+        problem = check_definition(body)
         if problem:
             return _error(400, problem)
         definition = {k: v for k, v in body.items() if not k.startswith("@odata")}
@@ -322,18 +315,16 @@ class FakeAzureSearch:
         text, vector_queries = body.get("search"), body.get("vectorQueries") or []
         lists: list[list[tuple[float, str]]] = []
         if text is not None and not (text.strip() == "*" and vector_queries):
-            lists.append(_bm25(index, docs, text))
+            lists.append(bm25(index, docs, text))
         for vq in vector_queries:
-            ranked = _knn(index, fields.get(vq.get("fields", "")), docs, vq)
+            ranked = knn(index, fields.get(vq.get("fields", "")), docs, vq)
             if isinstance(ranked, str):
                 return _error(400, ranked)
             lists.append(ranked)
-        ranking = (
-            lists[0] if len(lists) == 1 else _rrf(lists) if lists else [(1.0, k) for k in docs]
-        )
+        ranking = lists[0] if len(lists) == 1 else rrf(lists) if lists else [(1.0, k) for k in docs]
         reranked: dict[str, float] = {}
         if body.get("queryType") == "semantic":
-            ranking = _semantic(index, docs, body, ranking, reranked)
+            ranking = semantic_rerank(index, docs, body, ranking, reranked)
             if isinstance(ranking, str):
                 return _error(400, ranking)
         select = [s.strip() for s in body["select"].split(",")] if body.get("select") else None
@@ -351,116 +342,6 @@ class FakeAzureSearch:
         if body.get("count"):
             payload["@odata.count"] = len(ranking)
         return _Answer(200, payload)
-
-
-def _check_definition(body: dict[str, Any]) -> str | None:
-    fields = body.get("fields") or []
-    keys = [f for f in fields if f.get("key")]
-    if len(keys) != 1 or keys[0].get("type") != "Edm.String":
-        return "an index needs exactly one key field of type Edm.String"
-    vs = body.get("vectorSearch") or {}
-    algorithms = {a["name"] for a in vs.get("algorithms") or []}
-    profiles = {p["name"]: p.get("algorithm") for p in vs.get("profiles") or []}
-    for f in fields:
-        if f.get("type") == "Collection(Edm.Single)":
-            if not isinstance(f.get("dimensions"), int) or not 2 <= f["dimensions"] <= 4096:
-                return f"vector field {f['name']!r} needs dimensions between 2 and 4096"
-            if profiles.get(f.get("vectorSearchProfile")) not in algorithms:
-                return f"vector field {f['name']!r} names no valid vector search profile"
-    names = {f["name"] for f in fields}
-    for config in (body.get("semantic") or {}).get("configurations") or []:
-        prioritized = config.get("prioritizedFields") or {}
-        used = [c["fieldName"] for c in prioritized.get("prioritizedContentFields") or []]
-        if not used or any(n not in names for n in used):
-            return f"semantic configuration {config.get('name')!r} needs existing content fields"
-    return None
-
-
-def _bm25(
-    index: dict[str, Any],
-    docs: dict[str, dict[str, Any]],
-    text: str,
-    k1: float = 1.2,
-    b: float = 0.75,
-) -> list[tuple[float, str]]:
-    searchable = [
-        f["name"] for f in index["fields"] if f.get("searchable") and f["type"] == "Edm.String"
-    ]
-    toks = {k: tokens(" ".join(str(d.get(f) or "") for f in searchable)) for k, d in docs.items()}
-    avg = (sum(map(len, toks.values())) / len(toks) or 1.0) if toks else 1.0
-    df = Counter(t for ts in toks.values() for t in set(ts))
-    ranked = []
-    for key, ts in toks.items():
-        tf, score = Counter(ts), 0.0
-        for term in set(tokens(text)):
-            if tf[term]:
-                idf = math.log(1 + (len(toks) - df[term] + 0.5) / (df[term] + 0.5))
-                score += idf * tf[term] * (k1 + 1) / (tf[term] + k1 * (1 - b + b * len(ts) / avg))
-        if score > 0:
-            ranked.append((score, key))
-    return sorted(ranked, key=lambda sk: (-sk[0], sk[1]))
-
-
-def _knn(
-    index: dict[str, Any],
-    spec: dict[str, Any] | None,
-    docs: dict[str, dict[str, Any]],
-    vq: dict[str, Any],
-) -> list[tuple[float, str]] | str:
-    if vq.get("kind") != "vector" or spec is None or not spec.get("dimensions"):
-        return "only kind 'vector' queries on one existing vector field are supported"
-    query = np.asarray(vq.get("vector") or [], dtype=np.float64)
-    if query.shape != (spec["dimensions"],):
-        return f"the query vector needs {spec['dimensions']} dimensions, got {query.shape}"
-    vs = index.get("vectorSearch") or {}
-    algo_name = {p["name"]: p["algorithm"] for p in vs["profiles"]}[spec["vectorSearchProfile"]]
-    algo = next(a for a in vs["algorithms"] if a["name"] == algo_name)
-    params = algo.get("exhaustiveKnnParameters") or algo.get("hnswParameters") or {}
-    keys = [k for k, d in docs.items() if d.get(spec["name"]) is not None]
-    if not keys:
-        return []
-    mat = np.asarray([docs[k][spec["name"]] for k in keys], dtype=np.float64)
-    metric = params.get("metric", "cosine")
-    if metric == "cosine":  # Azure: 1 / (1 + cosine distance)
-        cos = mat @ query / (np.linalg.norm(mat, axis=1) * np.linalg.norm(query))
-        scores = 1.0 / (2.0 - cos)
-    elif metric == "euclidean":
-        scores = 1.0 / (1.0 + np.linalg.norm(mat - query, axis=1))
-    else:
-        return f"the stand-in does not support metric {metric!r}"
-    ranked = sorted(zip(scores.tolist(), keys, strict=True), key=lambda sk: (-sk[0], sk[1]))
-    return ranked[: int(vq.get("k") or 50)]
-
-
-def _rrf(lists: list[list[tuple[float, str]]]) -> list[tuple[float, str]]:
-    fused: dict[str, float] = defaultdict(float)
-    for ranked in lists:
-        for rank, (_, key) in enumerate(ranked, start=1):
-            fused[key] += 1.0 / (RRF_K + rank)
-    return sorted(((s, k) for k, s in fused.items()), key=lambda sk: (-sk[0], sk[1]))
-
-
-def _semantic(
-    index: dict[str, Any],
-    docs: dict[str, dict[str, Any]],
-    body: dict[str, Any],
-    ranking: list[tuple[float, str]],
-    out: dict[str, float],
-) -> list | str:
-    semantic = index.get("semantic") or {}
-    name = body.get("semanticConfiguration") or semantic.get("defaultConfiguration")
-    config = next((c for c in semantic.get("configurations") or [] if c["name"] == name), None)
-    text = body.get("search")
-    if config is None:
-        return f"semantic configuration {name!r} not found in the index"
-    if not text or text.strip() == "*":
-        return "semantic queries need search text"
-    fields = [c["fieldName"] for c in config["prioritizedFields"]["prioritizedContentFields"]]
-    window = ranking[:SEMANTIC_WINDOW]
-    for _, key in window:
-        out[key] = fake_reranker_score(text, " ".join(str(docs[key].get(f) or "") for f in fields))
-    order = sorted(range(len(window)), key=lambda i: (-out[window[i][1]], i))
-    return [window[i] for i in order] + ranking[SEMANTIC_WINDOW:]
 
 
 class _Handler(BaseHTTPRequestHandler):
