@@ -173,3 +173,11 @@ def test_a_secret_on_the_command_line_never_reaches_mlflow_or_the_console(
         if f.is_file():
             blob += f.read_bytes().decode("utf-8", "replace")
     assert secret not in blob and env_secret not in blob
+
+
+def test_rageval_run_is_the_hydra_app_and_chunk_is_a_plain_integer(tmp_path):
+    rageval = os.path.join(os.path.dirname(sys.executable), "rageval")
+    proc = subprocess.run([rageval, "run", "chunk=512", "search=hybrid", "--cfg", "job"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "chunk: 512" in proc.stdout and "mode: hybrid" in proc.stdout
