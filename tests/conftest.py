@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -10,6 +13,11 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Hermetic: the suite never reads or fills the user's cache (~/.cache/rageval); every default
+# cache_dir in the tests points at one throwaway folder, so the model embeds each text once.
+_CACHE = Path(tempfile.mkdtemp(prefix="rageval-test-cache-"))
+os.environ["RAGEVAL_CACHE_DIR"] = str(_CACHE)
+atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
 
 DATA = Path(__file__).parent / "data"
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,6 +44,6 @@ def tokenizer(model_dir):
 
 
 @pytest.fixture(scope="session")
-def shared_cache(tmp_path_factory) -> Path:
+def shared_cache() -> Path:
     """One embedding cache for the session's integration tests, so the model embeds each text once."""
-    return tmp_path_factory.mktemp("cache")
+    return _CACHE
