@@ -7,13 +7,22 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 import warnings
 from pathlib import Path
 from typing import Any
 
 from rageval.errors import ConfigError, RagevalError
-from rageval.redact import redact, redact_override, scrub, secret_values
+from rageval.redact import (
+    ScrubbingStream,
+    override_secrets,
+    redact,
+    redact_override,
+    scrub,
+    scrub_logging,
+    secret_values,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 CONF_DIR = ROOT / "conf"
@@ -51,6 +60,7 @@ def build(cfg) -> tuple[Any, Any, Any, Any]:
 
     from rageval.chunking import ChunkingSpec
     from rageval.pipeline import RunSpec
+    from rageval.retrieval.retry import RetryingRetriever
 
     try:
         c = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)
@@ -70,6 +80,12 @@ def build(cfg) -> tuple[Any, Any, Any, Any]:
         else None
     )
     retriever = _instantiate(c["backend"], "backend")
+    retries, backoff = c.get("retries", 2), c.get("retry_backoff", 0.5)
+    if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
+        raise ConfigError(f"retries must be an integer >= 0, got {retries!r}")
+    if not isinstance(backoff, int | float) or isinstance(backoff, bool) or backoff < 0:
+        raise ConfigError(f"retry_backoff must be a number of seconds >= 0, got {backoff!r}")
+    retriever = RetryingRetriever(retriever, retries, float(backoff))
     rerank = dict(c.get("rerank") or {})
     if rerank.pop("enabled", False):
         retriever = _instantiate(rerank, "rerank", base=retriever)
@@ -95,6 +111,7 @@ def build(cfg) -> tuple[Any, Any, Any, Any]:
         level=c.get("level", "auto"),
         depth=c.get("depth"),
         latency_sample=c.get("latency_sample", 20),
+        query_batch=c.get("query_batch", 10_000),
         allow_model_mismatch=bool(c.get("allow_model_mismatch", False)),
     )
     return spec, encoder, query_encoder, retriever
@@ -135,11 +152,16 @@ def run_job(cfg, output_dir: str | Path, overrides: list[str] | None = None,
         try:
             log_run(report, config=config, choices=choices or {}, output_dir=out, uri=uri,
                     experiment=cfg.mlflow.experiment, run_name=cfg.mlflow.run_name,
-                    parent_run_id=parent_run_id(sweep_dir), sweep_id=sweep_dir)  # fmt: skip
+                    parent_run_id=parent_run_id(sweep_dir, uri, cfg.mlflow.experiment),
+                    sweep_id=sweep_dir)  # fmt: skip
         except Exception as err:  # the report is safe on disk; say how to log it later
+            secrets = secret_values(config)
+            shown, q = scrub(uri, secrets), shlex.quote
             warnings.warn(
-                f"MLflow logging to {scrub(uri, secret_values(config))} failed ({err.__class__.__name__}: "
-                f"{scrub(str(err), secret_values(config))[:300]}); the report is at {out / 'report.json'}",
+                f"MLflow logging to {shown} failed ({err.__class__.__name__}: "
+                f"{scrub(str(err), secrets)[:300]}); the report is at {out / 'report.json'}; "
+                f"log it later with: rageval log {q(str(out))} --tracking-uri {q(shown)} "
+                f"--experiment {q(str(cfg.mlflow.experiment))}",
                 stacklevel=1,
             )
     if not quiet:
@@ -153,22 +175,51 @@ def _hydra_task(cfg) -> None:
     from hydra.types import RunMode
     from omegaconf import OmegaConf
 
+    register_resolvers()  # a Ray or joblib worker process has not run run_app
     hc = HydraConfig.get()
+    secrets = secret_values(OmegaConf.to_container(cfg, resolve=False))
+    scrub_logging(secrets | override_secrets(hc.overrides.task))  # the console and the .log file
     overrides = [redact_override(o) for o in hc.overrides.task]
     multirun = hc.mode == RunMode.MULTIRUN
     sweep_dir = str(hc.sweep.dir) if multirun else None
     choices = {g: str(hc.runtime.choices.get(g)) for g in GROUPS if hc.runtime.choices.get(g)}
     out = Path(hc.runtime.output_dir)
+    if multirun:
+        _enter_launch_dir(str(hc.runtime.cwd))
     try:
         run_job(cfg, out, overrides, choices, sweep_dir)
     except RagevalError as err:
         msg = scrub(str(err), secret_values(OmegaConf.to_container(cfg, resolve=False)))
         print(f"rageval: error: {msg}", file=sys.stderr)
-        from rageval.atomic import atomic_write_text
-
-        atomic_write_text(out / "error.json", json.dumps({"error": msg, "overrides": overrides}))
+        _write_error(out, msg, overrides)
         if not multirun:
             sys.exit(err.exit_code)
+    except Exception as err:
+        if not multirun:
+            raise
+        # One job's bug or crash must not end the sweep: the others run on, the summary says why.
+        import traceback
+
+        secrets = secret_values(OmegaConf.to_container(cfg, resolve=False))
+        print(scrub(traceback.format_exc(), secrets), file=sys.stderr)
+        _write_error(out, scrub(f"{type(err).__name__}: {err}", secrets), overrides)
+
+
+def _write_error(out: Path, msg: str, overrides: list[str]) -> None:
+    import socket
+
+    from rageval.atomic import atomic_write_text
+
+    atomic_write_text(out / "error.json", json.dumps({"error": msg, "overrides": overrides,
+                                                     "host": socket.gethostname()}))  # fmt: skip
+
+
+def _enter_launch_dir(cwd: str) -> None:
+    """Run a sweep job in the folder the sweep was launched from, as a local job does: a worker of
+    a Ray cluster starts where the cluster was started, and relative paths (corpus, golden set,
+    ./mlflow.db) would point elsewhere. Skipped on a node that does not have that folder."""
+    if cwd and os.path.isdir(cwd) and os.path.abspath(os.getcwd()) != os.path.abspath(cwd):
+        os.chdir(cwd)
 
 
 def run_app(argv: list[str]) -> int:
@@ -178,14 +229,30 @@ def run_app(argv: list[str]) -> int:
     from rageval.sweep import LAST_SWEEP
 
     register_resolvers()
-    LAST_SWEEP.update(failed=0, exit_code=0)
+    LAST_SWEEP.update(failed=0, exit_code=0, pending=None)
     main = hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")(
         _hydra_task
     )
-    saved = sys.argv
+    saved = sys.argv, sys.stdout, sys.stderr
     sys.argv = ["rageval", *argv]
+    # Hydra echoes overrides in its own errors (and --cfg prints the config): mask secrets there
+    secrets = override_secrets(argv) | secret_values()
+    sys.stdout, sys.stderr = (
+        ScrubbingStream(sys.stdout, secrets),
+        ScrubbingStream(sys.stderr, secrets),
+    )
     try:
         main()
+    except BaseException as exc:
+        # The launcher itself failed mid-sweep (a worker died, the cluster went away): summarise
+        # what finished and close the parent run, then exit 2 (or let Ctrl-C through).
+        if LAST_SWEEP.get("pending") is None:
+            raise
+        from rageval.sweep import abort_sweep
+
+        abort_sweep(exc)
+        if not isinstance(exc, SystemExit):
+            raise
     finally:
-        sys.argv = saved
+        sys.argv, sys.stdout, sys.stderr = saved
     return int(LAST_SWEEP["exit_code"])

@@ -8,6 +8,7 @@ Takes plain objects (no Hydra, no MLflow), so tests and users' scripts can call 
 from __future__ import annotations
 
 import logging
+import math
 import time
 import warnings
 from collections.abc import Sequence
@@ -17,7 +18,7 @@ import numpy as np
 
 from rageval.chunking import ChunkingSpec, chunk_documents, load_tokenizer
 from rageval.corpus import corpus_digest, load_corpus
-from rageval.errors import ConfigError
+from rageval.errors import BackendError, ConfigError
 from rageval.golden import load_golden
 from rageval.metrics import score_rankings
 from rageval.relevance import resolve
@@ -45,6 +46,8 @@ class RunSpec:
     depth: int | None = None
     latency_sample: int = 20
     allow_model_mismatch: bool = False
+    # queries searched per retriever call: a golden set of 100,000 queries runs in batches
+    query_batch: int = 10_000
 
     def __post_init__(self) -> None:
         if self.k <= 0 or any(int(x) <= 0 for x in self.ks):
@@ -98,6 +101,10 @@ def evaluate(
 
     t = time.perf_counter()
     res = resolve(golden, {d.id: d for d in docs}, chunks, spec.level)
+    # The documents' text is not needed past this point: drop it before the index is built, so
+    # the corpus text is not held twice (documents and chunks) while embeddings fill memory.
+    n_docs, digest = len(docs), corpus_digest(docs)
+    del docs
     timings["resolve_s"] = time.perf_counter() - t
 
     if encoder is not None and query_encoder is not None:
@@ -110,13 +117,8 @@ def evaluate(
     queries = [q.query for q in golden.queries]
     depth = spec.depth or (max(spec.ks) * (10 if res.level == "doc" else 1))
     t = time.perf_counter()
-    results = retriever.search(queries, depth)
+    results = _search(retriever, queries, depth, spec.query_batch)
     timings["search_s"] = time.perf_counter() - t
-    if len(results) != len(queries):
-        raise ConfigError(
-            f"the retriever returned {len(results)} rankings for {len(queries)} queries; "
-            "search() must return one RankedList per query, in order"
-        )
     latency = _latency(retriever, queries, depth, spec.latency_sample)
 
     t = time.perf_counter()
@@ -150,11 +152,11 @@ def evaluate(
         latency=latency,
         digests={
             "golden": golden.digest,
-            "corpus": corpus_digest(docs),
+            "corpus": digest,
             "model": getattr(encoder, "fingerprint", "") or "",
         },
         counts={
-            "documents": len(docs),
+            "documents": n_docs,
             "chunks": len(chunks),
             "queries": len(qids),
             # texts that went through the embedding model in this run (cache misses)
@@ -162,6 +164,40 @@ def evaluate(
         },
         config=config or {},
     )
+
+
+def _search(retriever: Retriever, queries: list[str], depth: int, batch: int) -> list[RankedList]:
+    """All queries, ``batch`` per retriever call (one call for a golden set up to that size)."""
+    from tqdm.auto import tqdm
+
+    if batch <= 0:
+        raise ConfigError(f"query_batch must be > 0, got {batch}")
+    results: list[RankedList] = []
+    starts = range(0, len(queries), batch)
+    for lo in tqdm(starts, desc="searching", unit="batch", disable=len(starts) < 2):
+        part = queries[lo : lo + batch]
+        got = retriever.search(part, depth)
+        if len(got) != len(part):
+            raise ConfigError(
+                f"the retriever returned {len(got)} rankings for {len(part)} queries; "
+                "search() must return one RankedList per query, in order"
+            )
+        bad = [q for q, r in zip(part, got, strict=True) if not _finite(r.scores)]
+        if bad:  # NaN or inf: no defined order, and no TREC file can hold it
+            raise BackendError(
+                f"the retriever returned scores that are not finite numbers for {len(bad)} "
+                f"queries, e.g. {bad[0]!r}; search() must return real scores",
+                failed_queries=bad,
+            )
+        results.extend(got)
+    return results
+
+
+def _finite(scores: Sequence[float]) -> bool:
+    try:
+        return all(map(math.isfinite, scores))
+    except TypeError:  # None or a string where a score belongs
+        return False
 
 
 def _latency(retriever: Retriever, queries: Sequence[str], depth: int, n: int) -> dict:

@@ -9,8 +9,10 @@ and nothing is ever unpickled (``np.load(allow_pickle=False)``). Segments are me
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
+import mmap
 import os
 import uuid
 import warnings
@@ -34,7 +36,7 @@ class EmbeddingCache:
 
     def __init__(self, root: str | Path, fingerprint: str):
         self.dir = Path(root) / "embeddings" / fingerprint[:32]
-        self._index: dict[bytes, tuple[int, int]] = {}
+        self._index: dict[bytes, int] = {}  # key -> segment << 32 | row (one int, not a tuple)
         self._segments: list[np.ndarray] = []
         self._seen: set[str] = set()
 
@@ -61,7 +63,9 @@ class EmbeddingCache:
             seg = len(self._segments)
             self._segments.append(arr)
             for row in range(n):
-                self._index.setdefault(keys[row * KEY_BYTES : (row + 1) * KEY_BYTES], (seg, row))
+                self._index.setdefault(
+                    keys[row * KEY_BYTES : (row + 1) * KEY_BYTES], seg << 32 | row
+                )
 
     def __len__(self) -> int:
         return len(self._index)
@@ -77,11 +81,12 @@ class EmbeddingCache:
             for i, k in enumerate(keys):
                 hit = self._index.get(k)
                 if hit is not None:
-                    rows = by_seg.setdefault(hit[0], ([], []))
+                    rows = by_seg.setdefault(hit >> 32, ([], []))
                     rows[0].append(i)
-                    rows[1].append(hit[1])
+                    rows[1].append(hit & 0xFFFFFFFF)
             for seg, (dst, src) in by_seg.items():
-                out[dst] = self._segments[seg][src]
+                _copy_rows(out, np.asarray(dst), self._segments[seg], np.asarray(src))
+                release_pages(self._segments[seg])
         return out, missing
 
     def put(self, keys: Sequence[bytes], vectors: np.ndarray) -> None:
@@ -97,3 +102,26 @@ class EmbeddingCache:
         np.save(buf, vectors, allow_pickle=False)
         atomic_write_bytes(self.dir / f"{name}.npy", buf.getvalue())
         atomic_write_bytes(self.dir / f"{name}.keys", b"".join(keys))
+
+
+def _copy_rows(out: np.ndarray, dst: np.ndarray, seg: np.ndarray, src: np.ndarray) -> None:
+    """out[dst] = seg[src] without a temporary of the whole gather: runs of consecutive rows (the
+    usual case: texts are stored in the order they are asked for) copy as slices, scattered rows
+    in blocks of 8192."""
+    breaks = np.flatnonzero((np.diff(dst) != 1) | (np.diff(src) != 1)) + 1
+    if len(breaks) < len(dst) // 64:
+        for a, b in zip([0, *breaks.tolist()], [*breaks.tolist(), len(dst)], strict=True):
+            out[dst[a] : dst[a] + b - a] = seg[src[a] : src[a] + b - a]
+    else:
+        for lo in range(0, len(dst), 8192):
+            out[dst[lo : lo + 8192]] = seg[src[lo : lo + 8192]]
+
+
+def release_pages(arr: np.ndarray) -> None:
+    """Drop a memory-mapped array's pages from this process (they stay in the page cache, and are
+    read back on the next access): after a million-row gather the process holds the copy it asked
+    for, not the whole store as well. A no-op for an array in memory."""
+    m = getattr(arr, "_mmap", None)
+    if m is not None and hasattr(mmap, "MADV_DONTNEED"):
+        with contextlib.suppress(OSError, ValueError):
+            m.madvise(mmap.MADV_DONTNEED)

@@ -11,12 +11,13 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from rageval.atomic import atomic_write_text
+from rageval.embedding.batching import encode_stable
 from rageval.embedding.cache import EmbeddingCache, text_key
 from rageval.errors import ConfigError
 
@@ -164,38 +165,37 @@ class SentenceTransformerEncoder:
         out, missing = self.cache.lookup(keys)
         if not missing:
             return out
-        # Each distinct missing text once, longest first so batches pad little.
-        first: dict[bytes, int] = {}
+        where: dict[bytes, list[int]] = {}
         for i in missing:
-            first.setdefault(keys[i], i)
-        todo = sorted(first.values(), key=lambda i: -len(texts[i]))
-        vectors = self._run_model([texts[i] for i in todo], prompt, desc)
-        if out.shape[1] == 0:
-            out = np.zeros((len(texts), vectors.shape[1]), dtype=np.float32)
-        row_of = {keys[i]: r for r, i in enumerate(todo)}
-        for i in missing:
-            out[i] = vectors[row_of[keys[i]]]
+            where.setdefault(keys[i], []).append(i)
+        # Each distinct missing text once, longest first so batches pad little; every group goes
+        # to the cache and straight into its rows of ``out`` (no second copy of all vectors).
+        todo = sorted((pos[0] for pos in where.values()), key=lambda i: -len(texts[i]))
+        for group, vec in self._run_model(texts, keys, todo, prompt, desc):
+            if out.shape[1] != vec.shape[1]:  # nothing was cached yet: no rows to keep
+                out = np.zeros((len(texts), vec.shape[1]), dtype=np.float32)
+            dst, src = [], []
+            for r, i in enumerate(group):
+                dst += where[keys[i]]
+                src += [r] * len(where[keys[i]])
+            out[dst] = vec[src]
         return out
 
-    def _run_model(self, texts: list[str], prompt: str, desc: str) -> np.ndarray:
+    def _run_model(
+        self, texts: Sequence[str], keys: Sequence[bytes], todo: list[int], prompt: str, desc: str
+    ) -> Iterator[tuple[list[int], np.ndarray]]:
+        """Encode ``texts[i] for i in todo`` ``write_every`` at a time; yield each group's positions
+        and vectors once they are in the cache."""
         from tqdm.auto import tqdm
 
         model = self._load()
-        start = time.perf_counter()
-        parts = []
-        with tqdm(total=len(texts), desc=desc, unit="text", disable=not self.progress) as bar:
-            for lo in range(0, len(texts), self.write_every):
-                group = texts[lo : lo + self.write_every]
-                vec = model.encode(
-                    [prompt + t for t in group],
-                    batch_size=self.batch_size,
-                    normalize_embeddings=True,
-                    convert_to_numpy=True,
-                    show_progress_bar=False,
-                ).astype(np.float32, copy=False)
-                self.cache.put([text_key(t, prompt) for t in group], vec)
-                parts.append(vec)
+        with tqdm(total=len(todo), desc=desc, unit="text", disable=not self.progress) as bar:
+            for lo in range(0, len(todo), self.write_every):
+                start = time.perf_counter()
+                group = todo[lo : lo + self.write_every]
+                vec = encode_stable(model, [prompt + texts[i] for i in group], self.batch_size)
+                self.cache.put([keys[i] for i in group], vec)
+                self.texts_encoded += len(group)
+                self.encode_seconds += time.perf_counter() - start
                 bar.update(len(group))
-        self.texts_encoded += len(texts)
-        self.encode_seconds += time.perf_counter() - start
-        return np.concatenate(parts)
+                yield group, vec
