@@ -1,0 +1,75 @@
+"""Batches that do not change a vector's bits.
+
+A transformer pads every text of a batch to the batch's longest, and the padded length changes
+the last bits of each vector (other matrix shapes, another summation order). A text's vector then
+depends on the texts it happened to share a batch with: a cache filled by parallel sweep jobs, or
+by runs in another order, would not equal a fresh one bit for bit, and a near-tie in a ranking
+could flip. :func:`encode_stable` pads every text to a length that depends on its own token count
+alone (rounded up to a multiple of ``BUCKET``, at most the model's ``max_seq_length``) and puts
+only texts of one padded length in a batch. Bucketing also pads less than a mixed batch does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from itertools import groupby
+
+import numpy as np
+
+BUCKET = 16
+
+
+def encode_stable(model, texts: Sequence[str], batch_size: int) -> np.ndarray:
+    """L2-normalised float32 vectors of ``texts`` from a sentence-transformers ``model``; each row
+    depends on its text alone. Models that do not pad tokens use their own ``encode``."""
+    import torch
+
+    preprocess = getattr(model, "preprocess", None) or model.tokenize  # tokenize before ST 6
+    features = preprocess(list(texts))
+    mask = features.get("attention_mask") if isinstance(features, Mapping) else None
+    cap = getattr(model, "max_seq_length", None)
+    if not texts or not torch.is_tensor(mask) or mask.dim() != 2 or not cap:
+        return _encode(model, texts, batch_size)
+    lengths = mask.sum(dim=1).tolist()
+    width = [min(-(-n // BUCKET) * BUCKET, max(int(cap), n)) for n in lengths]
+    pad_id = getattr(getattr(model, "tokenizer", None), "pad_token_id", None) or 0
+    device = getattr(model, "device", None)
+    order = sorted(range(len(texts)), key=lambda i: (-width[i], i))
+    out: np.ndarray | None = None
+    for w, run in groupby(order, key=width.__getitem__):
+        idx = list(run)
+        for lo in range(0, len(idx), batch_size):
+            rows = idx[lo : lo + batch_size]
+            batch = {
+                k: _fit(v, rows, w, pad_id if k == "input_ids" else 0, device)
+                for k, v in features.items()
+            }
+            with torch.inference_mode():
+                emb = model(batch)["sentence_embedding"]
+                emb = torch.nn.functional.normalize(emb.float(), p=2, dim=1).cpu().numpy()
+            if out is None:
+                out = np.empty((len(texts), emb.shape[1]), dtype=np.float32)
+            out[rows] = emb
+    return out  # type: ignore[return-value]  (texts is not empty)
+
+
+def _fit(value, rows: list[int], width: int, pad: int, device):
+    """``value``'s ``rows``, cut or padded to ``width`` columns (non-token entries as they are)."""
+    import torch
+
+    if not torch.is_tensor(value) or value.dim() != 2:
+        return value
+    value = value[rows] if device is None else value[rows].to(device)
+    if value.shape[1] >= width:
+        return value[:, :width]
+    return torch.nn.functional.pad(value, (0, width - value.shape[1]), value=pad)
+
+
+def _encode(model, texts: Sequence[str], batch_size: int) -> np.ndarray:
+    return model.encode(
+        list(texts),
+        batch_size=batch_size,
+        normalize_embeddings=True,
+        convert_to_numpy=True,
+        show_progress_bar=False,
+    ).astype(np.float32, copy=False)
