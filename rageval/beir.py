@@ -14,7 +14,6 @@ is an :class:`~rageval.errors.InputError` with its file and line.
 
 from __future__ import annotations
 
-import json
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -23,6 +22,7 @@ from pathlib import Path
 from rageval.corpus import load_corpus
 from rageval.errors import InputError
 from rageval.golden import golden_digest
+from rageval.textio import jsonl_objects, lines, read_text
 from rageval.trec import read_qrels
 from rageval.types import Document, GoldenQuery, GoldenSet
 
@@ -138,20 +138,7 @@ def _qrels_error(files: BeirFiles, line: int | None, msg: str) -> InputError:
 
 def _jsonl(path: Path) -> Iterator[tuple[int, dict]]:
     """(line number, object) for each non-blank line; InputError on malformed lines."""
-    try:
-        text = path.read_bytes().decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        raise InputError(f"not valid UTF-8 (byte {err.start})", path=str(path)) from None
-    for lineno, raw in enumerate(text.splitlines(), 1):
-        if not raw.strip():
-            continue
-        try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError as err:
-            raise InputError(f"malformed JSON: {err.msg}", path=str(path), line=lineno) from None
-        if not isinstance(obj, dict):
-            raise InputError("expected a JSON object per line", path=str(path), line=lineno)
-        yield lineno, obj
+    yield from jsonl_objects(path)
 
 
 def _jsonl_ids(path: Path) -> Iterator[tuple[int, str]]:
@@ -180,7 +167,7 @@ def _read_queries(path: Path) -> dict[str, tuple[int, str]]:
 def _qrels_lines(path: Path) -> dict[tuple[str, str], int]:
     """(query id, doc id) -> first line of that judgement (the file was validated by read_qrels)."""
     out: dict[tuple[str, str], int] = {}
-    for lineno, raw in enumerate(path.read_text(encoding="utf-8").split("\n"), 1):
+    for lineno, raw in lines(read_text(path)):
         fields = [f.strip() for f in raw.split("\t")] if "\t" in raw else raw.split()
         if len(fields) == 3:
             out.setdefault((fields[0], fields[1]), lineno)

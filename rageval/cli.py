@@ -13,15 +13,23 @@ import sys
 from collections.abc import Sequence
 
 from rageval.errors import RagevalError
+from rageval.redact import override_secrets, scrub, secret_values
 
 # subcommand -> (module, one-line help). Modules are imported lazily: `rageval score` must not pay
 # for torch or MLflow.
 COMMANDS: dict[str, tuple[str, str]] = {
     "score": ("rageval.score", "score a TREC run file against qrels, like trec_eval"),
-    "promote": ("rageval.promote", "make a run (MLflow run id or report.json) the committed baseline"),
-    "check": ("rageval.check", "re-run the baseline's config and fail (exit 1) if retrieval got worse"),
+    "promote": (
+        "rageval.promote",
+        "make a run (MLflow run id or report.json) the committed baseline",
+    ),
+    "check": (
+        "rageval.check",
+        "re-run the baseline's config and fail (exit 1) if retrieval got worse",
+    ),
     "golden": ("rageval.golden_cli", "golden-set tools: validate, stats, generate, add, migrate"),
     "import": ("rageval.import_cli", "turn a BEIR dataset into a golden JSONL and a corpus"),
+    "log": ("rageval.log_cli", "log a finished run folder to MLflow (when the server was down)"),
 }
 
 
@@ -34,10 +42,11 @@ def _run_hydra(argv: Sequence[str]) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Dispatch ``rageval <command>``; anything that is not a known command goes to the Hydra app."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    secrets = override_secrets(argv)
     if argv and argv[0] == "run":
-        return _exit(lambda: _run_hydra(argv[1:]))
+        return _exit(lambda: _run_hydra(argv[1:]), secrets)
     if not argv or argv[0] not in COMMANDS and argv[0] not in ("-h", "--help"):
-        return _exit(lambda: _run_hydra(argv))
+        return _exit(lambda: _run_hydra(argv), secrets)
     parser = argparse.ArgumentParser(prog="rageval", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.add_parser("run", help="run the Hydra app (the default): rageval run chunk=512 search=bm25")
@@ -50,14 +59,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             sub.add_parser(name, help=help_text)
     args = parser.parse_args(argv)
     mod = importlib.import_module(COMMANDS[args.command][0])
-    return _exit(lambda: mod.run(args))
+    return _exit(lambda: mod.run(args), secrets)
 
 
-def _exit(fn) -> int:
+def _exit(fn, secrets: set[str]) -> int:
     try:
         return int(fn() or 0)
     except RagevalError as err:
-        print(f"rageval: error: {err}", file=sys.stderr)
+        msg = scrub(str(err), secrets | secret_values())  # a key from argv or the environment
+        print(f"rageval: error: {msg}", file=sys.stderr)
         return err.exit_code
     except KeyboardInterrupt:
         print("rageval: interrupted", file=sys.stderr)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
 from rageval.errors import InputError
+from rageval.textio import jsonl_objects, read_text
 from rageval.types import Document
 
 TEXT_SUFFIXES = (".md", ".txt", ".markdown", ".rst")
@@ -45,35 +45,18 @@ def _load_folder(root: Path) -> list[Document]:
         if not f.is_file() or f.suffix.lower() not in TEXT_SUFFIXES:
             continue
         doc_id = f.relative_to(root).with_suffix("").as_posix()
-        text = _read_text(f)
+        text = read_text(f)
         if text.strip():
             docs.append(Document(id=doc_id, text=text))
     return docs
 
 
-def _read_text(f: Path) -> str:
-    try:
-        return f.read_bytes().decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        raise InputError(
-            f"not valid UTF-8 (byte {err.start}); re-save the file as UTF-8", path=str(f)
-        ) from None
-
-
 def _load_jsonl(f: Path) -> list[Document]:
     docs: list[Document] = []
     seen: dict[str, int] = {}
-    for lineno, line in enumerate(_read_text(f).splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise InputError(f"malformed JSON: {err.msg}", path=str(f), line=lineno) from None
-        if not isinstance(obj, dict):
-            raise InputError("expected a JSON object per line", path=str(f), line=lineno)
+    for lineno, obj in jsonl_objects(f):
         doc_id = obj.get("id", obj.get("_id"))
-        if not isinstance(doc_id, str | int) or str(doc_id) == "":
+        if isinstance(doc_id, bool) or not isinstance(doc_id, str | int) or str(doc_id) == "":
             raise InputError('document has no "id" or "_id"', path=str(f), line=lineno)
         doc_id = str(doc_id)
         text = obj.get("text")

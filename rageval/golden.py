@@ -14,9 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from rageval.errors import InputError
+from rageval.textio import lines, loads, read_text
 from rageval.types import Evidence, GoldenQuery, GoldenSet
 
 SOURCES = ("ticket", "synthetic", "adversarial")
+MAX_GRADE = 2**63 - 1  # what trec_eval (a C long) and numpy can hold
 
 
 def load_golden(path: str | Path) -> GoldenSet:
@@ -24,15 +26,9 @@ def load_golden(path: str | Path) -> GoldenSet:
     p = Path(path)
     if not p.is_file():
         raise InputError("golden set not found; set dataset.golden to a JSONL file", path=str(p))
-    try:
-        text = p.read_bytes().decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        raise InputError(f"not valid UTF-8 (byte {err.start})", path=str(p)) from None
     queries: list[GoldenQuery] = []
     first_line: dict[str, int] = {}
-    for lineno, raw in enumerate(text.splitlines(), 1):
-        if not raw.strip():
-            continue
+    for lineno, raw in lines(read_text(p)):
         q = parse_line(raw, path=str(p), lineno=lineno)
         if q.id in first_line:
             raise InputError(
@@ -49,12 +45,7 @@ def load_golden(path: str | Path) -> GoldenSet:
 
 def parse_line(raw: str, *, path: str = "<golden>", lineno: int = 0) -> GoldenQuery:
     """Parse one JSONL line into a GoldenQuery."""
-    try:
-        obj = json.loads(raw)
-    except json.JSONDecodeError as err:
-        raise InputError(
-            f"malformed JSON: {err.msg} (column {err.colno})", path=path, line=lineno
-        ) from None
+    obj = loads(raw, path=path, line=lineno or None)
     return entry_from_dict(obj, path=path, lineno=lineno)
 
 
@@ -101,10 +92,13 @@ def entry_from_dict(obj: Any, *, path: str = "<golden>", lineno: int = 0) -> Gol
 
 
 def _grade(value: Any, where: str, fail) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
+    whole = isinstance(value, int) or isinstance(value, float) and value.is_integer()
+    if isinstance(value, bool) or not whole:  # also NaN and infinity
         raise fail(f"{where}: grade must be a whole number (got {value!r})")
     if value < 0:
         raise fail(f"{where}: grade must be >= 0 (got {value!r})")
+    if value > MAX_GRADE:
+        raise fail(f"{where}: grade must be at most {MAX_GRADE} (got {value!r})")
     return int(value)
 
 

@@ -126,7 +126,7 @@ def query_from_log(where: str, key: str | None = None) -> str:
     """The query text on line LINE of a JSON-lines log, given as ``FILE:LINE``; ``key`` is a dotted
     path (``request.messages.-1.content``), else the first of LOG_FIELDS that holds text."""
     name, _, n = where.rpartition(":")
-    if not name or not n.isdigit() or int(n) < 1:
+    if not name or not n.isdecimal() or int(n) < 1:
         raise ConfigError(f"--from-log expects FILE:LINE, e.g. logs/app.jsonl:1042 (got {where!r})")
     lineno, raw = int(n), None
     try:

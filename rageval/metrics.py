@@ -46,6 +46,11 @@ def _relevant_top(m: GradeMatrix, k: int) -> np.ndarray:
     return m.grades[:, :k] >= 1
 
 
+def _width(m: GradeMatrix, k: int) -> int:
+    """Columns that matter at cutoff k: the matrix is cut where no ranking or ideal reaches."""
+    return min(k, m.grades.shape[1])
+
+
 def _safe_divide(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     return np.divide(num, den, out=np.zeros(num.shape), where=den > 0)
 
@@ -77,7 +82,7 @@ def ndcg(m: GradeMatrix, k: int) -> np.ndarray:
     IDCG@k is the DCG of all judged relevant grades sorted descending, cut at k (trec_eval
     ``ndcg_cut``); 0 when nothing is judged relevant.
     """
-    discount = 1.0 / np.log2(np.arange(2, k + 2))
+    discount = 1.0 / np.log2(np.arange(2, _width(m, k) + 2))
     dcg = (np.where(_relevant_top(m, k), m.grades[:, :k], 0.0) * discount).sum(axis=1)
     return _safe_divide(dcg, (m.ideal[:, :k] * discount).sum(axis=1))
 
@@ -85,7 +90,7 @@ def ndcg(m: GradeMatrix, k: int) -> np.ndarray:
 def average_precision(m: GradeMatrix, k: int) -> np.ndarray:
     """AP@k = sum_{r<=k, rel_r} P@r / |relevant judged| (trec_eval ``map_cut``; mean: MAP@k)."""
     rel = _relevant_top(m, k)
-    precision_at = np.cumsum(rel, axis=1) / np.arange(1, k + 1)
+    precision_at = np.cumsum(rel, axis=1) / np.arange(1, _width(m, k) + 1)
     return _safe_divide((precision_at * rel).sum(axis=1), m.n_relevant)
 
 
@@ -118,7 +123,7 @@ class MetricSpec:
     def parse(cls, text: str) -> MetricSpec:
         """Parse ``"ndcg@10"`` (case-insensitive)."""
         name, sep, k = text.strip().lower().partition("@")
-        if not sep or not k.strip().isdigit():
+        if not sep or not k.strip().isdecimal():
             raise ConfigError(f"metric {text!r} must look like name@k, e.g. ndcg@10")
         return cls(name.strip(), int(k))
 
@@ -253,7 +258,14 @@ def score_rankings(
     """
     ks = check_ks(ks)
     specs = [MetricSpec(name, k) for name in metrics for k in ks]
-    matrix, rows, first, n_dup = grade_matrix(query_ids, rankings, qrels, max(ks))
+    # No metric reads past the longest ranking or the most judgements of a query: a cutoff of a
+    # billion must not allocate a billion columns.
+    longest = max(
+        map(len, (r.ids if isinstance(r, RankedList) else r for r in rankings)), default=0
+    )
+    judged = max((len(qrels.get(q, ())) for q in query_ids), default=0)
+    depth = max(1, min(max(ks), max(longest, judged)))
+    matrix, rows, first, n_dup = grade_matrix(query_ids, rankings, qrels, depth)
     if n_dup:
         warnings.warn(
             f"{n_dup} of {len(query_ids)} rankings held duplicate ids; "

@@ -38,7 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def parse_ks(text: str) -> tuple[int, ...]:
     """Parse ``"1,5,10"`` into cutoffs; anything else is a :class:`ConfigError`."""
     parts = [p.strip() for p in text.split(",")]
-    if not all(p.lstrip("-").isdigit() for p in parts):
+    if not all(p.lstrip("-").isdecimal() for p in parts):
         raise ConfigError(f"--k takes comma-separated positive integers like 1,5,10, not {text!r}")
     return check_ks(int(p) for p in parts)
 

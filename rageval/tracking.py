@@ -10,6 +10,7 @@ job is nested under it and the parent receives the comparison table at the end.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import os
@@ -23,6 +24,9 @@ from hydra.experimental.callback import Callback
 from rageval.redact import redact
 
 PARENT_ENV = "RAGEVAL_PARENT_RUN_ID"
+# The sweep that PARENT_ENV belongs to: a reused worker process (Ray, joblib) may still hold the
+# variables of an earlier sweep launched from the same process.
+SWEEP_ENV = "RAGEVAL_SWEEP_DIR"
 PARENT_FILE = ".rageval_parent_run"
 
 
@@ -41,9 +45,17 @@ def tracking_uri(configured: str | None) -> str:
     return f"sqlite:///{Path.cwd() / 'mlflow.db'}"
 
 
+# MLflow retries a request 7 times with a backoff factor of 2 by default: four minutes before an
+# unreachable server counts as down. rageval keeps the report on disk and says how to log it
+# later, so it gives up sooner; the user's own settings of these variables win.
+HTTP_DEFAULTS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1"}
+
+
 def client_for(uri: str):
     from mlflow.tracking import MlflowClient
 
+    for name, value in HTTP_DEFAULTS.items():
+        os.environ.setdefault(name, value)
     return MlflowClient(tracking_uri=uri)
 
 
@@ -119,26 +131,35 @@ def log_run(
     run_name: str | None = None,
     parent_run_id: str | None = None,
     sweep_id: str | None = None,
+    tags: Mapping[str, str] | None = None,
+    git: bool = True,
 ) -> str:
-    """Log one job's report as an MLflow run; returns the run id."""
+    """Log one job's report as an MLflow run; returns the run id.
+
+    ``tags`` are added to the run's; ``git=False`` leaves out the commit tags (a run logged later,
+    from a checkout that may not be the one it was measured at). A run that fails half-way is
+    marked FAILED, never left RUNNING, and report.json keeps no id of it.
+    """
     import mlflow
     from mlflow.entities import Metric, Param
 
     client = client_for(uri)
     exp_id = ensure_experiment(client, experiment)
-    tags = {
+    run_tags = {
         "rageval.golden_digest": report.digests.get("golden", ""),
         "rageval.corpus_digest": report.digests.get("corpus", ""),
         "rageval.model_fingerprint": report.digests.get("model", ""),
         "rageval.level": report.level,
-        **{f"rageval.{k}": v for k, v in git_info().items()},
+        **{f"rageval.{k}": v for k, v in (git_info() if git else {}).items()},
+        **(tags or {}),
     }
     if sweep_id:
-        tags["rageval.sweep_id"] = sweep_id
+        run_tags["rageval.sweep_id"] = sweep_id
     if parent_run_id:
-        tags["mlflow.parentRunId"] = parent_run_id
-    run = client.create_run(exp_id, tags=tags, run_name=run_name)
+        run_tags["mlflow.parentRunId"] = parent_run_id
+    run = client.create_run(exp_id, tags=run_tags, run_name=run_name)
     run_id = run.info.run_id
+    logged_before = report.mlflow_run_id
     try:
         params = {
             k: ("" if v is None else str(v))[:6000] for k, v in flatten(redact(config)).items()
@@ -171,8 +192,14 @@ def log_run(
         finally:
             mlflow.set_tracking_uri(previous)
         client.set_terminated(run_id, "FINISHED")
-    except BaseException:
-        client.set_terminated(run_id, "FAILED")
+    except BaseException as err:
+        if report.mlflow_run_id == run_id:  # report.json must not point at a half-logged run
+            report.mlflow_run_id = logged_before
+            report.write_json(output_dir / "report.json")
+        with contextlib.suppress(Exception):  # the server may be the thing that failed
+            client.set_terminated(
+                run_id, "KILLED" if isinstance(err, KeyboardInterrupt) else "FAILED"
+            )
         raise
     return run_id
 

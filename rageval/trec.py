@@ -15,11 +15,12 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 
 from rageval.atomic import atomic_write_text
 from rageval.errors import InputError
+from rageval.golden import MAX_GRADE
 from rageval.retrieval.ordering import order_like_trec_eval  # noqa: F401 (re-exported)
+from rageval.textio import lines, read_text
 from rageval.types import Qrels, RankedList
 
 _TREC_QRELS = "qid 0 docid grade"
@@ -29,34 +30,23 @@ _RUN_LINE = "qid Q0 docid rank score tag"
 
 def _lines(path: str | os.PathLike) -> Iterable[tuple[int, list[str], str]]:
     """Yield (line number, whitespace-split fields, raw line) for each non-blank line."""
-    try:
-        data = Path(path).read_bytes()
-    except OSError as err:
-        raise InputError(f"cannot read the file: {err.strerror or err}", path=str(path)) from err
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line = data.count(b"\n", 0, err.start) + 1
-        raise InputError(
-            f"not valid UTF-8 (byte {data[err.start]:#04x}); re-save the file as UTF-8",
-            path=str(path),
-            line=line,
-        ) from err
-    for number, raw in enumerate(text.split("\n"), start=1):
-        fields = raw.split()
-        if fields:
-            yield number, fields, raw.rstrip("\r")
+    for number, raw in lines(read_text(path)):  # UTF-8, a byte-order mark dropped
+        yield number, raw.split(), raw.rstrip("\r")
 
 
 def _grade(text: str, path: str, line: int) -> int:
     try:
-        return int(text)
+        grade = int(text)
     except ValueError:
+        grade = None
+    if grade is None or not -MAX_GRADE <= grade <= MAX_GRADE:
         raise InputError(
-            f"relevance grade {text!r} is not an integer; use 0 for non-relevant, 1+ for relevant",
+            f"relevance grade {text[:40]!r} is not an integer of at most 18 digits; use 0 for "
+            "non-relevant, 1+ for relevant",
             path=path,
             line=line,
-        ) from None
+        )
+    return grade
 
 
 def read_qrels(path: str | os.PathLike) -> dict[str, dict[str, int]]:

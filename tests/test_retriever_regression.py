@@ -13,4 +13,6 @@ BASELINE = Path(__file__).resolve().parent.parent / "golden" / "baseline.json"
 
 def test_demo_retrieval_does_not_regress(tmp_path):
     cmp = assert_no_regression(BASELINE, out=tmp_path)
-    assert {r.metric for r in cmp.rows} == {f"{m}@5" for m in ("precision", "recall", "hit_rate", "mrr", "ndcg", "map")}
+    assert {r.metric for r in cmp.rows} == {
+        f"{m}@5" for m in ("precision", "recall", "hit_rate", "mrr", "ndcg", "map")
+    }

@@ -62,6 +62,7 @@ class AzureSearchRetriever:
         max_retries: int = 5,
         retry_backoff: float = 0.5,
         run_key: str = "",
+        timeout: float = 60.0,
     ) -> None:
         problems = [
             (
@@ -77,6 +78,10 @@ class AzureSearchRetriever:
             (
                 not isinstance(retry_backoff, int | float) or retry_backoff < 0,
                 f"retry_backoff must be >= 0, got {retry_backoff!r}",
+            ),
+            (
+                isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0,
+                f"timeout must be a number of seconds > 0, got {timeout!r}",
             ),
         ]
         names = {"id_field": id_field, "text_field": text_field, "vector_field": vector_field}
@@ -100,6 +105,7 @@ class AzureSearchRetriever:
         self.semantic_configuration = semantic_configuration
         self.upload_batch_size, self.parallelism = upload_batch_size, parallelism
         self.max_retries, self.retry_backoff = max_retries, retry_backoff
+        self.timeout = float(timeout)  # per request; a request that takes longer is retried
         self.index_name = index_name  # a throwaway index is named by index(), from its content
         self.run_key = run_key
         self._named_by_user = index_name is not None
@@ -349,7 +355,7 @@ class AzureSearchRetriever:
         return self._clients["index"]
 
     def _connection(self) -> AzureConnection:
-        settings = (self.parallelism, self.max_retries, self.retry_backoff)
+        settings = (self.parallelism, self.max_retries, self.retry_backoff, self.timeout)
         return AzureConnection(self.endpoint, self.api_key_env, *settings)
 
     def _credential(self) -> Any:

@@ -33,6 +33,7 @@ class AzureConnection:
     parallelism: int
     max_retries: int
     retry_backoff: float
+    timeout: float = 60.0  # seconds to connect, and to wait for an answer, per request
 
     def search_client(self, index_name: str) -> Any:
         """A ``SearchClient`` on one index."""
@@ -58,7 +59,12 @@ class AzureConnection:
         session = Session()  # a pooled connection per worker thread
         for prefix in ("https://", "http://"):
             session.mount(prefix, HTTPAdapter(pool_maxsize=max(10, self.parallelism)))
-        transport = RequestsTransport(session=session, session_owner=True)
+        transport = RequestsTransport(
+            session=session,
+            session_owner=True,
+            connection_timeout=self.timeout,
+            read_timeout=self.timeout,
+        )
         policy = retry_policy(self.max_retries, self.retry_backoff)
         return {"transport": transport, "retry_policy": policy}
 

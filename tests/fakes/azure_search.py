@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -51,13 +52,15 @@ _DOC_KEY = re.compile(r"^[A-Za-z0-9_\-=]{1,1024}$")
 
 @dataclass
 class Fault:
-    """Answer matching requests with ``status`` (and ``Retry-After``), ``times`` times or always."""
+    """Answer matching requests with ``status`` (and ``Retry-After``), ``times`` times or always;
+    ``delay``: wait that many seconds first (a client with a shorter timeout gives up)."""
 
     status: int = 429
     op: str | None = "search"
     times: int | None = 1
     search_contains: str | None = None
     retry_after: str | None = "1"
+    delay: float = 0.0
 
     def hit(self, op: str, body: Any) -> bool:
         if self.op is not None and op != self.op:
@@ -123,7 +126,7 @@ class FakeAzureSearch:
 
     # lifecycle -------------------------------------------------------------------------------
     def __enter__(self) -> FakeAzureSearch:
-        server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        server = _Server(("127.0.0.1", 0), _Handler)
         server.daemon_threads = True
         server.fake = self  # type: ignore[attr-defined]
         self._server = server
@@ -200,6 +203,7 @@ class FakeAzureSearch:
         with self._lock:
             fault = next((f for f in self.faults if f.hit(op, body)), None)
         if fault is not None:
+            time.sleep(fault.delay)
             code = "TooManyRequests" if fault.status == 429 else "ServiceUnavailable"
             answer = _error(fault.status, "injected fault", code)
             if fault.retry_after is not None:
@@ -372,3 +376,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
         pass
+
+
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):  # not a client that timed out
+            super().handle_error(request, client_address)

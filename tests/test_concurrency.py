@@ -1,0 +1,105 @@
+"""Several processes filling one embedding cache at once: no corrupted entry, and every vector
+equal, bit for bit, to the one a single process computes."""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+from rageval.embedding import SentenceTransformerEncoder
+from rageval.embedding.cache import KEY_BYTES, text_key
+
+pytestmark = pytest.mark.integration
+WORDS = [
+    "leave",
+    "contractor",
+    "region",
+    "payments",
+    "deploy",
+    "vault",
+    "secret",
+    "rotate",
+    "invoice",
+    "runbook",
+    "policy",
+    "alert",
+]
+_rng = random.Random(11)
+TEXTS = [
+    f"{i} " + " ".join(_rng.choice(WORDS) for _ in range(_rng.randint(2, 40))) for i in range(50)
+]
+SUBSETS = [TEXTS[0:30], TEXTS[20:50], TEXTS[::2]]  # overlapping: many texts are embedded twice
+
+WORKER = """
+import os, sys, time
+from rageval.embedding import SentenceTransformerEncoder
+cache, ready, go, texts = sys.argv[1], sys.argv[2], sys.argv[3], eval(sys.argv[4])
+encoder = SentenceTransformerEncoder(cache_dir=cache, write_every=4, progress=False)
+encoder._load()  # the model loads before the start line, so the workers write at the same time
+open(ready, "w").close()
+while not os.path.exists(go):
+    time.sleep(0.01)
+encoder.encode_documents(texts)
+"""
+
+
+def test_three_processes_filling_one_cache_match_a_single_process_bit_for_bit(tmp_path):
+    shared = tmp_path / "shared"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    go = tmp_path / "go"
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                WORKER,
+                str(shared),
+                str(tmp_path / f"ready{i}"),
+                str(go),
+                repr(texts),
+            ],
+            env=env,
+            stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+        for i, texts in enumerate(SUBSETS)
+    ]
+    deadline = time.monotonic() + 300
+    while not all((tmp_path / f"ready{i}").exists() for i in range(3)):
+        assert time.monotonic() < deadline and all(p.poll() is None for p in procs)
+        time.sleep(0.05)
+    go.touch()
+    for p in procs:
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err[-2000:]
+
+    single = SentenceTransformerEncoder(cache_dir=str(tmp_path / "single"), progress=False)
+    reference = dict(zip(TEXTS, single.encode_documents(TEXTS), strict=True))
+
+    reader = SentenceTransformerEncoder(cache_dir=str(shared), progress=False)
+    segments = sorted(reader.cache.dir.glob("seg-*.keys"))
+    assert not list(reader.cache.dir.glob(".*.tmp"))  # every write finished
+    assert len(list(reader.cache.dir.glob("seg-*.npy"))) == len(segments) > 3
+    by_key = {text_key(t): t for t in TEXTS}
+    copies = 0
+    for keys_file in segments:  # every stored row, including the duplicates, is the right vector
+        keys = keys_file.read_bytes()
+        rows = np.load(keys_file.with_suffix(".npy"), allow_pickle=False)
+        assert len(keys) == KEY_BYTES * rows.shape[0] and rows.dtype == np.float32
+        for i in range(rows.shape[0]):
+            text = by_key[keys[i * KEY_BYTES : (i + 1) * KEY_BYTES]]
+            assert rows[i].tobytes() == reference[text].tobytes(), text
+            copies += 1
+    assert copies >= len(TEXTS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an unreadable segment would warn
+        vectors = reader.encode_documents(TEXTS)
+    assert reader.texts_encoded == 0 and not reader.model_loaded  # all there: the model never loads
+    assert vectors.tobytes() == np.stack([reference[t] for t in TEXTS]).tobytes()
