@@ -27,7 +27,7 @@ from rageval.retrieval.base import Encoder, Retriever
 from rageval.retrieval.guard import check_query_model
 from rageval.retrieval.ordering import break_ties
 from rageval.spans import span_metrics
-from rageval.types import Chunk, GoldenSet, RankedList
+from rageval.types import GoldenSet, RankedList
 
 log = logging.getLogger("rageval")
 
@@ -215,8 +215,3 @@ def _latency(retriever: Retriever, queries: Sequence[str], depth: int, n: int) -
         "p95_ms": float(np.percentile(ms, 95)),
         "queries_sampled": len(ms),
     }
-
-
-def chunk_token_stats(chunks: Sequence[Chunk]) -> dict:
-    n = np.array([c.n_tokens for c in chunks]) if chunks else np.zeros(1)
-    return {"chunk_tokens_mean": float(n.mean()), "chunk_tokens_max": int(n.max())}
