@@ -52,6 +52,8 @@ HTTP_DEFAULTS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_BA
 
 
 def client_for(uri: str):
+    # rageval is offline by default: no usage telemetry unless the user turns it back on
+    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
     from mlflow.tracking import MlflowClient
 
     for name, value in HTTP_DEFAULTS.items():
@@ -140,10 +142,10 @@ def log_run(
     from a checkout that may not be the one it was measured at). A run that fails half-way is
     marked FAILED, never left RUNNING, and report.json keeps no id of it.
     """
+    client = client_for(uri)
     import mlflow
     from mlflow.entities import Metric, Param
 
-    client = client_for(uri)
     exp_id = ensure_experiment(client, experiment)
     run_tags = {
         "rageval.golden_digest": report.digests.get("golden", ""),
