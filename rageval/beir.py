@@ -122,14 +122,14 @@ def load_beir(path: str | Path, split: str = "test") -> BeirData:
     return BeirData(files=files, docs=docs, golden=golden, skipped=skipped)
 
 
-def beir_dataset(path: str | Path, split: str = "test") -> tuple[str, GoldenSet]:
-    """The corpus path (the BEIR folder itself) and the golden set of ``split``; warns with the
-    counts of what was skipped."""
+def beir_dataset(path: str | Path, split: str = "test") -> tuple[tuple[Document, ...], GoldenSet]:
+    """The documents (already read, so the run does not parse corpus.jsonl again) and the golden
+    set of ``split``; warns with the counts of what was skipped."""
     data = load_beir(path, split)
     note = data.summary()
     if note:
         warnings.warn(f"BEIR {data.files.root.name}/{split}: skipped {note}", stacklevel=2)
-    return str(data.files.root), data.golden
+    return tuple(data.docs), data.golden
 
 
 def _qrels_error(files: BeirFiles, line: int | None, msg: str) -> InputError:

@@ -27,7 +27,7 @@ from rageval.retrieval.base import Encoder, Retriever
 from rageval.retrieval.guard import check_query_model
 from rageval.retrieval.ordering import break_ties
 from rageval.spans import span_metrics
-from rageval.types import GoldenSet, RankedList
+from rageval.types import Document, GoldenSet, RankedList
 
 log = logging.getLogger("rageval")
 
@@ -36,7 +36,7 @@ log = logging.getLogger("rageval")
 class RunSpec:
     """What to evaluate: data, chunking, cutoffs and evaluation level."""
 
-    corpus: str
+    corpus: str | tuple[Document, ...]  # a path, or documents already read (BEIR)
     golden: str | GoldenSet
     tokenizer_dir: str
     chunking: ChunkingSpec = field(default_factory=ChunkingSpec)
@@ -85,7 +85,7 @@ def evaluate(
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     golden = spec.golden if isinstance(spec.golden, GoldenSet) else load_golden(spec.golden)
-    docs = load_corpus(spec.corpus)
+    docs = load_corpus(spec.corpus) if isinstance(spec.corpus, str) else list(spec.corpus)
     timings["load_s"] = time.perf_counter() - t0
 
     t = time.perf_counter()

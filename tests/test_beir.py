@@ -45,7 +45,7 @@ def test_golden_set_is_the_qrels_as_graded_document_labels(beir):
     }
     with pytest.warns(UserWarning, match="skipped 2 queries without judgements; 1 queries whose"):
         corpus, golden = beir_dataset(beir)
-    assert corpus == str(beir) and golden.digest == data.golden.digest
+    assert corpus == tuple(data.docs) and golden.digest == data.golden.digest
 
 
 def test_split_picks_the_qrels_file_and_a_missing_split_names_the_others(beir):
