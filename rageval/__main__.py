@@ -2,6 +2,6 @@
 
 import sys
 
-from rageval.cli import main
+from rageval.cli.main import main
 
 sys.exit(main())

@@ -17,16 +17,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rageval.chunking import ChunkingSpec, chunk_documents, load_tokenizer
-from rageval.corpus import corpus_digest, load_corpus
+from rageval.inputs.corpus import corpus_digest, load_corpus
 from rageval.errors import BackendError, ConfigError
-from rageval.golden import load_golden
-from rageval.metrics import score_rankings
+from rageval.inputs.golden import load_golden
+from rageval.scoring.metrics import score_rankings
 from rageval.relevance import resolve
-from rageval.report import EvalReport, summarise
+from rageval.report.eval_report import EvalReport, summarise
 from rageval.retrieval.base import Encoder, Retriever
-from rageval.retrieval.guard import check_query_model
-from rageval.retrieval.ordering import break_ties
-from rageval.spans import span_metrics
+from rageval.embedding.guard import check_query_model
+from rageval.ranking import break_ties
+from rageval.scoring.spans import span_metrics
 from rageval.types import Document, GoldenSet, RankedList
 
 log = logging.getLogger("rageval")
@@ -122,7 +122,7 @@ def evaluate(
     latency = _latency(retriever, queries, depth, spec.latency_sample)
 
     t = time.perf_counter()
-    # The one tie rule (rageval.retrieval.ordering), also for plug-in retrievers: the run file
+    # The one tie rule (rageval.ranking), also for plug-in retrievers: the run file
     # written from these rankings then re-ranks the same under trec_eval.
     results = chunk_rankings = [break_ties(r) for r in results]
     if res.level == "doc":

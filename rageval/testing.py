@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from rageval.baseline import Comparison
+from rageval.gate.baseline import Comparison
 
 
 def assert_no_regression(
@@ -21,7 +21,7 @@ def assert_no_regression(
 ) -> Comparison:
     """Re-run the baseline's config (with ``overrides``) and fail with the comparison table if any
     gate metric dropped beyond its tolerance or the golden set changed since the baseline."""
-    from rageval.check import run_check
+    from rageval.cli.check import run_check
 
     cmp, out_dir = run_check(baseline, list(overrides), out, quiet=True)
     if cmp.status != "pass":

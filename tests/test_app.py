@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rageval.app import run_app
+from rageval.app.main import run_app
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parent.parent

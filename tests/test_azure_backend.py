@@ -17,8 +17,8 @@ import pytest
 from fakes.azure_search import RRF_K, FakeAzureSearch, fake_reranker_score, tokens
 
 from rageval.errors import BackendError, ConfigError, IndexMismatchError, RagevalError
-from rageval.retrieval import azure as azure_mod
-from rageval.retrieval.azure import AzureSearchRetriever
+from rageval.retrieval.azure import retriever as azure_mod
+from rageval.retrieval.azure.retriever import AzureSearchRetriever
 from rageval.retrieval.base import Encoder, Retriever
 from rageval.types import Chunk
 

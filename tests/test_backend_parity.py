@@ -6,7 +6,7 @@ import json
 import pytest
 from fakes.azure_search import FakeAzureSearch
 
-from rageval.app import run_app
+from rageval.app.main import run_app
 
 pytestmark = pytest.mark.integration
 KEY = "parity-test-key-0123456789"

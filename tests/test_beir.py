@@ -12,12 +12,12 @@ import pytest
 from beir_fixture import beir_qrels, make_beir, read_run_lines
 from test_metrics import oracle_scores
 
-from rageval.beir import beir_dataset, load_beir
-from rageval.cli import main
-from rageval.corpus import load_corpus
+from rageval.inputs.beir import beir_dataset, load_beir
+from rageval.cli.main import main
+from rageval.inputs.corpus import load_corpus
 from rageval.errors import InputError
-from rageval.golden import load_golden
-from rageval.import_cli import import_beir
+from rageval.inputs.golden import load_golden
+from rageval.cli.import_beir import import_beir
 
 KS = (1, 3, 5, 10, 20)
 
@@ -138,7 +138,7 @@ def app_args(cache: Path, out: Path, *extra: str) -> list[str]:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory, shared_cache):
     """Run the app once per chunk size on one fixture dataset: {chunk: (root, out, report)}."""
-    from rageval.app import run_app
+    from rageval.app.main import run_app
 
     base = tmp_path_factory.mktemp("beir-runs")
     root = make_beir(base / "beir")
@@ -234,7 +234,7 @@ def test_dense_chunk0_reproduces_a_minimal_pipeline(runs, model_dir):
 @pytest.mark.integration
 @pytest.mark.parametrize("fmt", ["jsonl", "folder"])
 def test_imported_dataset_evaluates_exactly_like_dataset_beir(runs, tmp_path, shared_cache, fmt):
-    from rageval.app import run_app
+    from rageval.app.main import run_app
 
     root, out, rep = runs(16)
     golden, corpus, _ = import_beir(root, tmp_path / "imp", corpus_format=fmt)

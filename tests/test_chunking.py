@@ -1,7 +1,7 @@
 import pytest
 
 from rageval.chunking import ChunkingSpec, chunk_documents, chunk_id
-from rageval.corpus import load_corpus
+from rageval.inputs.corpus import load_corpus
 from rageval.errors import ConfigError
 from rageval.types import Document
 

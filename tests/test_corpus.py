@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from rageval.corpus import corpus_digest, load_corpus
+from rageval.inputs.corpus import corpus_digest, load_corpus
 from rageval.errors import InputError
 
 

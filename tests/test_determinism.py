@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rageval.app import run_app
+from rageval.app.main import run_app
 
 pytestmark = pytest.mark.integration
 COMPARED = ("metrics", "ci", "per_query", "slices", "level", "k", "ks")

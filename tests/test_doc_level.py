@@ -11,9 +11,9 @@ import pytest
 
 from rageval.chunking import ChunkingSpec
 from rageval.errors import ConfigError
-from rageval.metrics import score_rankings
+from rageval.scoring.metrics import score_rankings
 from rageval.pipeline import RunSpec, collapse_to_documents, evaluate
-from rageval.trec import read_qrels, read_run, write_qrels, write_run
+from rageval.formats.trec import read_qrels, read_run, write_qrels, write_run
 from rageval.types import RankedList
 
 DOCS = {
@@ -99,7 +99,7 @@ def test_auto_level_is_doc_for_document_labels_and_the_cut_is_after_collapsing(d
 
 def test_level_chunk_spreads_document_labels_over_their_chunks(data, model_dir, tokenizer):
     from rageval.chunking import chunk_documents
-    from rageval.corpus import load_corpus
+    from rageval.inputs.corpus import load_corpus
 
     report, retriever = run(data, model_dir, level="chunk")
     assert report.level == "chunk" and retriever.depths[0] == 3
@@ -112,7 +112,7 @@ def test_level_chunk_spreads_document_labels_over_their_chunks(data, model_dir, 
 
 
 def test_level_doc_can_be_forced_for_chunk_labels_and_evidence(mini, model_dir):
-    from rageval.corpus import load_corpus
+    from rageval.inputs.corpus import load_corpus
 
     spec = dict(corpus=str(mini / "corpus"), golden=str(mini / "golden.jsonl"),
                 tokenizer_dir=model_dir, chunking=ChunkingSpec(32), latency_sample=0)  # fmt: skip
@@ -145,7 +145,7 @@ def test_exported_trec_files_score_like_the_report(data, model_dir, tmp_path, ch
 def test_level_is_selectable_in_config(model_dir, tmp_path):
     from hydra import compose, initialize_config_dir
 
-    from rageval.app import CONF_DIR, build, register_resolvers
+    from rageval.app.main import CONF_DIR, build, register_resolvers
 
     register_resolvers()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):

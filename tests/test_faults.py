@@ -20,15 +20,15 @@ import numpy as np
 import pytest
 from fakes.azure_search import FakeAzureSearch
 
-from rageval import tracking
-from rageval.app import run_app, run_job
-from rageval.baseline import load_report, write_baseline
-from rageval.check import compose
-from rageval.cli import main
+from rageval.tracking import runs as tracking
+from rageval.app.main import run_app, run_job
+from rageval.gate.baseline import load_report, write_baseline
+from rageval.cli.check import compose
+from rageval.cli.main import main
 from rageval.embedding import EmbeddingCache, SentenceTransformerEncoder
 from rageval.embedding.cache import text_key
 from rageval.errors import BackendError
-from rageval.retrieval.ordering import ranked
+from rageval.ranking import ranked
 
 pytestmark = pytest.mark.integration
 PAYMENTS = ["Which regions is the payments service deployed to?", "When does the error alert fire for payments?"]  # fmt: skip
@@ -306,7 +306,7 @@ def test_killed_mid_promote_the_old_baseline_stays_whole_and_promote_then_works(
     report.write_text(json.dumps({**base, "metrics": {"ndcg@5": 0.7}}))
     kill_mid_write(
         """
-        from rageval.cli import main
+        from rageval.cli.main import main
         main(["promote", sys.argv[3], "--baseline", sys.argv[4]])
     """,
         str(baseline.parent),

@@ -7,10 +7,10 @@ import sys
 
 import pytest
 
-from rageval.app import run_app
-from rageval.check import run_check
+from rageval.app.main import run_app
+from rageval.cli.check import run_check
 from rageval.errors import InputError
-from rageval.promote import BASELINE_TAG, promote
+from rageval.cli.promote import BASELINE_TAG, promote
 from rageval.testing import assert_no_regression
 
 pytestmark = pytest.mark.integration

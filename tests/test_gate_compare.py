@@ -4,7 +4,7 @@ import copy
 
 import pytest
 
-from rageval.baseline import GOLDEN_CHANGED, PASS, REGRESSED, compare
+from rageval.gate.baseline import GOLDEN_CHANGED, PASS, REGRESSED, compare
 
 METRICS = ["recall@5", "mrr@5"]
 

@@ -3,7 +3,7 @@ import json
 import pytest
 
 from rageval.errors import InputError
-from rageval.golden import golden_digest, load_golden
+from rageval.inputs.golden import golden_digest, load_golden
 
 
 def write(tmp_path, lines):

@@ -9,12 +9,12 @@ import shutil
 import pytest
 
 from rageval.chunking import ChunkingSpec, chunk_documents
-from rageval.cli import main
-from rageval.corpus import load_corpus
+from rageval.cli.main import main
+from rageval.inputs.corpus import load_corpus
 from rageval.errors import InputError
-from rageval.golden import load_golden
-from rageval.golden_edit import chunk_quote, next_ids
-from rageval.metrics import METRICS, score_rankings
+from rageval.inputs.golden import load_golden
+from rageval.authoring.edit import chunk_quote, next_ids
+from rageval.scoring.metrics import METRICS, score_rankings
 from rageval.relevance import resolve
 
 
@@ -177,7 +177,7 @@ def test_migrated_set_gives_the_same_metrics_under_the_original_chunking(
         assert list(a.values[name]) == list(m.values[name]), name
 
     from rageval.pipeline import RunSpec, evaluate
-    from rageval.retrieval.lexical import BM25Retriever
+    from rageval.retrieval.local.lexical import BM25Retriever
 
     def run(golden):
         spec = RunSpec(

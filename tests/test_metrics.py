@@ -1,4 +1,4 @@
-"""rageval.metrics: hand-computed semantics, and randomized agreement with pytrec_eval.
+"""rageval.scoring.metrics: hand-computed semantics, and randomized agreement with pytrec_eval.
 
 The oracle helpers here (random_case, oracle_scores) are also used by test_score_cli.py.
 """
@@ -15,8 +15,8 @@ import pytest
 import pytrec_eval
 
 from rageval.errors import ConfigError, InputError
-from rageval.metrics import METRICS, MetricSpec, check_ks, score_rankings
-from rageval.trec import order_like_trec_eval
+from rageval.scoring.metrics import METRICS, MetricSpec, check_ks, score_rankings
+from rageval.formats.trec import order_like_trec_eval
 from rageval.types import RankedList
 
 KS = (1, 3, 5, 10)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from rageval.app import run_app
+from rageval.app.main import run_app
 
 pytestmark = pytest.mark.integration
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from rageval.app import run_app
-from rageval.cli import main
-from rageval.corpus import load_corpus
+from rageval.app.main import run_app
+from rageval.cli.main import main
+from rageval.inputs.corpus import load_corpus
 
 pytestmark = pytest.mark.integration
 

@@ -17,7 +17,7 @@ from qdrant_fixture import HashEncoder, make_corpus  # noqa: E402
 
 from rageval.errors import BackendError, ConfigError, RagevalError  # noqa: E402
 from rageval.retrieval.base import Encoder, Retriever  # noqa: E402
-from rageval.retrieval.qdrant import QdrantRetriever  # noqa: E402
+from rageval.retrieval.qdrant.retriever import QdrantRetriever  # noqa: E402
 
 pytestmark = pytest.mark.integration
 

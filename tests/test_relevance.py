@@ -3,9 +3,9 @@ import json
 import pytest
 
 from rageval.chunking import ChunkingSpec, chunk_documents
-from rageval.corpus import load_corpus
+from rageval.inputs.corpus import load_corpus
 from rageval.errors import InputError
-from rageval.golden import load_golden
+from rageval.inputs.golden import load_golden
 from rageval.relevance import locate_quote, resolve
 from rageval.types import Chunk, Document
 

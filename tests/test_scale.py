@@ -9,8 +9,8 @@ import sys
 import numpy as np
 
 from rageval.embedding.cache import EmbeddingCache, _copy_rows, text_key
-from rageval.retrieval.dense import FaissRetriever
-from rageval.retrieval.faiss_build import ivf_nlist
+from rageval.retrieval.local.dense import FaissRetriever
+from rageval.retrieval.local.faiss_build import ivf_nlist
 
 
 def unit(n, dim, seed=0):
@@ -39,7 +39,7 @@ def test_auto_picks_flat_below_the_threshold_and_the_configured_type_above():
 
 PEAK = """
 import sys, numpy as np, faiss
-from rageval.retrieval.dense import FaissRetriever
+from rageval.retrieval.local.dense import FaissRetriever
 def hwm():  # this process's peak RSS in bytes (ru_maxrss would carry the forking parent's)
     return int(open("/proc/self/status").read().split("VmHWM:")[1].split()[0]) * 1024
 x = np.load(sys.argv[1], mmap_mode="r")
@@ -93,7 +93,7 @@ def test_several_processes_fill_one_cache_and_every_vector_reads_back(tmp_path):
 
 class CountingBM25:
     def __init__(self, cache_dir):
-        from rageval.retrieval.lexical import BM25Retriever
+        from rageval.retrieval.local.lexical import BM25Retriever
 
         self.inner, self.calls = BM25Retriever(cache_dir=cache_dir), []
 
@@ -124,8 +124,8 @@ def test_a_golden_set_is_searched_in_batches_with_the_same_result(mini, model_di
 def test_a_job_finds_its_parent_in_the_sweep_folder_then_the_environment_then_mlflow(
     tmp_path, monkeypatch
 ):
-    from rageval.sweep import parent_run_id
-    from rageval.tracking import PARENT_ENV, PARENT_FILE, SWEEP_ENV, client_for, ensure_experiment
+    from rageval.app.sweep import parent_run_id
+    from rageval.tracking.runs import PARENT_ENV, PARENT_FILE, SWEEP_ENV, client_for, ensure_experiment
 
     sweep = tmp_path / "sweep"
     sweep.mkdir()

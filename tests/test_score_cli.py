@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from test_metrics import KS, oracle_scores, random_case, relevant_queries
 
-from rageval.cli import main
+from rageval.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,4 +1,4 @@
-"""rageval.stats: bootstrap CI, paired randomization test, Holm correction."""
+"""rageval.scoring.stats: bootstrap CI, paired randomization test, Holm correction."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from rageval.errors import ConfigError, InputError
-from rageval.stats import bootstrap_ci, holm, paired_randomization_test
+from rageval.scoring.stats import bootstrap_ci, holm, paired_randomization_test
 
 
 def scores(seed: int, n: int = 200, shift: float = 0.0) -> np.ndarray:

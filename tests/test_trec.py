@@ -1,4 +1,4 @@
-"""rageval.trec: reading, writing and ordering TREC runs and qrels."""
+"""rageval.formats.trec: reading, writing and ordering TREC runs and qrels."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 import pytrec_eval
 
 from rageval.errors import InputError
-from rageval.trec import order_like_trec_eval, read_qrels, read_run, write_qrels, write_run
+from rageval.formats.trec import order_like_trec_eval, read_qrels, read_run, write_qrels, write_run
 from rageval.types import RankedList
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rageval.atomic import atomic_write_bytes
+from rageval.formats.atomic import atomic_write_bytes
 
 KEY_BYTES = 16
 

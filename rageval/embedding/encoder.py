@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rageval.atomic import atomic_write_text
+from rageval.formats.atomic import atomic_write_text
 from rageval.embedding.batching import encode_stable
 from rageval.embedding.cache import EmbeddingCache, text_key
 from rageval.errors import ConfigError

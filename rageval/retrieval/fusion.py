@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from rageval.errors import ConfigError
 from rageval.retrieval.base import Encoder, Retriever
-from rageval.retrieval.ordering import ranked
+from rageval.ranking import ranked
 from rageval.types import Chunk, RankedList
 
 FUSION_METHODS = ("rrf", "weighted")

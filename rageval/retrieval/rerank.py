@@ -12,7 +12,7 @@ from pathlib import Path
 
 from rageval.errors import ConfigError
 from rageval.retrieval.base import Encoder, Retriever
-from rageval.retrieval.ordering import ranked
+from rageval.ranking import ranked
 from rageval.types import Chunk, RankedList
 
 

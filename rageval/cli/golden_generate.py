@@ -1,0 +1,257 @@
+"""``rageval golden generate``: options, endpoint settings, and the written file for review.
+
+Endpoint settings come from the command line, else a YAML file (``--config``), else the
+environment (``RAGEVAL_LLM_BASE_URL``, then ``OPENAI_BASE_URL`` or, for Azure,
+``AZURE_OPENAI_ENDPOINT``; ``RAGEVAL_LLM_MODEL``). The API key only ever comes from the
+environment variable named by ``api_key_env``. Output goes to its own file (default
+``generated.jsonl`` beside the golden set), never into the golden set itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+from rageval.formats.atomic import atomic_write_text
+from rageval.authoring.chat import API_STYLES, Budget, EndpointConfig
+from rageval.errors import ConfigError, InputError, RagevalError
+from rageval.redact import is_secret_key
+
+# option dest -> config-file key, for the endpoint and budget settings
+OPTIONS = {"base_url": "base_url", "model": "model", "api_style": "api_style",
+           "api_key_env": "api_key_env", "api_version": "api_version", "timeout": "timeout",
+           "retries": "max_retries", "backoff": "backoff", "temperature": "temperature",
+           "max_answer_tokens": "max_answer_tokens", "max_requests": "max_requests",
+           "max_tokens": "max_tokens"}  # fmt: skip
+KEY_TYPES = {f.name: f.type for f in fields(EndpointConfig)} | {
+    "max_requests": "int",
+    "max_tokens": "int",
+}
+ENV = {"base_url": ("RAGEVAL_LLM_BASE_URL", "OPENAI_BASE_URL"), "model": ("RAGEVAL_LLM_MODEL",)}
+AZURE_ENV = {
+    "base_url": ("RAGEVAL_LLM_BASE_URL", "AZURE_OPENAI_ENDPOINT"),
+    "model": ("RAGEVAL_LLM_MODEL",),
+}
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "path",
+        nargs="?",
+        help="the committed golden set, read only (default: golden/retriever.jsonl)",
+    )
+    p.add_argument(
+        "--corpus", help="corpus folder or JSONL (default: corpus/ beside the golden set)"
+    )
+    p.add_argument(
+        "-o",
+        "--out",
+        help="file for the generated entries, appended to (default: generated.jsonl beside the golden set)",
+    )
+    p.add_argument(
+        "--config",
+        help="YAML file with endpoint settings: the option names below in snake_case (retries: max_retries)",
+    )
+    e = p.add_argument_group("endpoint (OpenAI, Azure OpenAI, vLLM, Ollama)")
+    e.add_argument(
+        "--base-url",
+        help="e.g. https://api.openai.com/v1, http://localhost:11434/v1, https://<resource>.openai.azure.com",
+    )
+    e.add_argument("--model", help="model name (the deployment name for --api-style azure)")
+    e.add_argument(
+        "--api-style", choices=API_STYLES, help="URL and key header style (default openai)"
+    )
+    e.add_argument(
+        "--api-key-env", help="environment variable holding the API key (default OPENAI_API_KEY)"
+    )
+    e.add_argument("--api-version", help="Azure api-version query parameter")
+    e.add_argument("--timeout", type=float, help="seconds per request (default 60)")
+    e.add_argument(
+        "--retries", type=int, help="retries on 429, 5xx and timeouts, with backoff (default 4)"
+    )
+    e.add_argument("--backoff", type=float, help="first backoff in seconds, doubling (default 1)")
+    e.add_argument("--temperature", type=float)
+    e.add_argument("--max-answer-tokens", type=int, help="max_tokens per answer (0: not sent)")
+    b = p.add_argument_group("budget for this run")
+    b.add_argument("--max-requests", type=int, help="HTTP requests, retries included (default 100)")
+    b.add_argument(
+        "--max-tokens", type=int, help="tokens as reported by the endpoint (default 200000)"
+    )
+    g = p.add_argument_group("questions")
+    g.add_argument("--chunks", type=int, default=20, help="chunks to sample (default 20)")
+    g.add_argument("--per-chunk", type=int, default=2, help="questions per chunk (default 2)")
+    g.add_argument(
+        "--chunk", type=int, default=256, help="chunk size in tokens for sampling (default 256)"
+    )
+    g.add_argument(
+        "--min-tokens", type=int, default=32, help="skip chunks shorter than this (default 32)"
+    )
+    g.add_argument(
+        "--min-quote-chars", type=int, default=20, help="drop shorter quotes (default 20)"
+    )
+    g.add_argument("--seed", type=int, default=0)
+    g.add_argument(
+        "--dedupe-threshold",
+        type=float,
+        default=0.9,
+        help="cosine similarity at which a question is a near-duplicate (default 0.9)",
+    )
+    g.add_argument("--id-prefix", default="syn-", help="ids are <prefix><number> (default syn-)")
+    g.add_argument(
+        "--embedding-model", default="all-MiniLM-L6-v2", help="for near-duplicates and chunking"
+    )
+    g.add_argument(
+        "--cache-dir", help="embedding cache (default $RAGEVAL_CACHE_DIR or ~/.cache/rageval)"
+    )
+    g.add_argument("--no-progress", action="store_true")
+
+
+def read_config(path: str) -> dict[str, Any]:
+    """Endpoint and budget settings from a YAML mapping; errors name the file, line and key."""
+    import yaml
+
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+        node, data = yaml.compose(text), yaml.safe_load(text)
+    except OSError as err:
+        raise ConfigError(f"cannot read the config: {err.strerror}", path=path) from None
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        raise ConfigError(f"not valid YAML: {getattr(err, 'problem', err)}", path=path,
+                          line=mark.line + 1 if mark else None) from None  # fmt: skip
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(
+            "expected a mapping such as 'base_url: http://localhost:11434/v1'", path=path
+        )
+    lines = {k.value: k.start_mark.line + 1 for k, _ in node.value}
+    for key, value in data.items():
+        line = lines.get(key)
+        if key not in KEY_TYPES:
+            if is_secret_key(str(key)):
+                raise ConfigError(
+                    f"{key!r}: never put an API key in a file; export it in an environment "
+                    "variable and name that variable with api_key_env", path=path, line=line)  # fmt: skip
+            raise ConfigError(f"unknown key {key!r}; valid keys: {', '.join(sorted(KEY_TYPES))}",
+                              path=path, line=line)  # fmt: skip
+        if not _type_ok(value, KEY_TYPES[key]):
+            want = KEY_TYPES[key].replace(" | None", " or null")
+            raise ConfigError(f"{key!r} must be {want}, got {value!r}", path=path, line=line)
+    return data
+
+
+def _type_ok(value: Any, want: str) -> bool:
+    if value is None:
+        return "None" in want
+    if "str" in want:
+        return isinstance(value, str)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return "float" in want or isinstance(value, int)
+
+
+def load_settings(args, environ: Mapping[str, str] | None = None) -> tuple[EndpointConfig, Budget]:
+    """Command line, else ``--config``, else the environment, else the defaults."""
+    env = os.environ if environ is None else environ
+    values = read_config(args.config) if args.config else {}
+    for dest, key in OPTIONS.items():
+        if getattr(args, dest, None) is not None:
+            values[key] = getattr(args, dest)
+    sources = AZURE_ENV if values.get("api_style") == "azure" else ENV
+    for key, names in sources.items():
+        for name in names:
+            if not values.get(key) and env.get(name):
+                values[key] = env[name]
+        if not values.get(key):
+            opt = key.replace("_", "-")
+            raise ConfigError(
+                f"no {key} for the chat endpoint: pass --{opt}, set {key} in a --config file, "
+                f"or export {' or '.join(names)}"
+            )
+    budget = Budget(values.pop("max_requests", 100), values.pop("max_tokens", 200_000))
+    if budget.max_requests < 1 or budget.max_tokens < 1:
+        raise ConfigError("--max-requests and --max-tokens must be >= 1")
+    return EndpointConfig(**values), budget
+
+
+def build_encoder(model: str, cache_dir: str | None, progress: bool):
+    """The project's encoder, for near-duplicate questions (tests replace this)."""
+    from rageval.app.main import default_cache_dir
+    from rageval.embedding import SentenceTransformerEncoder
+
+    return SentenceTransformerEncoder(model, cache_dir or default_cache_dir(), progress=progress)
+
+
+def run(args) -> int:
+    from rageval.authoring.chat import ChatClient
+    from rageval.chunking import ChunkingSpec, chunk_documents, load_tokenizer
+    from rageval.inputs.corpus import load_corpus
+    from rageval.embedding import resolve_model_path
+    from rageval.authoring.generate import GenerateSpec, generate
+    from rageval.inputs.golden import entry_from_dict
+    from rageval.cli.golden import _paths, synthetic_line
+    from rageval.authoring.edit import read_golden
+
+    golden_path, corpus_path = _paths(args)
+    out = Path(args.out) if args.out else golden_path.parent / "generated.jsonl"
+    if out.resolve() == golden_path.resolve():
+        raise ConfigError(
+            f"refusing to write generated questions into the golden set {golden_path}: they go to "
+            "their own file for review (--out), and are merged by hand", path=str(out))  # fmt: skip
+    cfg, budget = load_settings(args)
+    client = ChatClient(cfg, budget)
+    spec = GenerateSpec(args.chunks, args.per_chunk, args.seed, args.min_tokens,
+                        args.min_quote_chars, args.dedupe_threshold, args.id_prefix)  # fmt: skip
+    _, golden = read_golden(golden_path)
+    earlier_text, earlier = read_golden(out)
+    real = [q.id for q in (earlier.queries if earlier else ()) if q.source != "synthetic"]
+    if real:
+        raise ConfigError(
+            f"refusing to append: {len(real)} entries (e.g. {real[0]!r}) are not source synthetic, "
+            "so this looks like a golden set; pick another --out", path=str(out))  # fmt: skip
+    if corpus_path is None:
+        raise InputError("no corpus to write questions about: pass --corpus")
+    existing = [*(golden.queries if golden else ()), *(earlier.queries if earlier else ())]
+    docs = load_corpus(corpus_path)
+    encoder = build_encoder(args.embedding_model, args.cache_dir, not args.no_progress)
+    tokenizer = load_tokenizer(str(resolve_model_path(args.embedding_model)))
+    chunks = chunk_documents(docs, ChunkingSpec(args.chunk), tokenizer)
+    result = generate(client, docs, chunks, existing, encoder, spec, progress=not args.no_progress)
+    if result.entries:
+        lines = "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in result.entries)
+        sep = "" if not earlier_text or earlier_text.endswith("\n") else "\n"
+        atomic_write_text(out, earlier_text + sep + lines)
+    print(f"{len(result.entries)} new questions from {result.answered} of {result.asked} chunks asked"
+          f" -> {out} (review, then merge by hand)")  # fmt: skip
+    for reason, n in result.dropped.most_common():
+        print(f"  dropped {n:>4}  {reason}")
+    for dup, of in result.duplicates[:5]:
+        print(f"    near-duplicate: {dup!r} ~ {of!r}")
+    print(f"  spent {budget.requests} of {budget.max_requests} requests, "
+          f"{budget.tokens:,} of {budget.max_tokens:,} tokens")  # fmt: skip
+    if result.stopped:
+        print(f"warning: stopped early: {result.stopped}", file=sys.stderr)
+    if golden is not None:
+        new = [entry_from_dict(e) for e in result.entries]
+        merged = [*golden.queries, *(earlier.queries if earlier else ()), *new]
+        line, warn = synthetic_line(merged, f"merging {out.name} into {golden_path.name}")
+        print(line)
+        if warn:
+            print(f"warning: {warn}", file=sys.stderr)
+    if result.error is not None:
+        saved = f"; the {len(result.entries)} questions made before it are saved in {out}"
+        raise type(result.error)(str(result.error) + (saved if result.entries else ""))
+    if not result.answered and result.malformed_example:
+        raise RagevalError(
+            f"no usable answer from {client.scrub(cfg.url)}: {result.dropped['malformed answer']} "
+            f"malformed, e.g. {result.malformed_example}; check --model and --api-style"
+        )
+    return 0

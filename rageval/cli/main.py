@@ -1,0 +1,78 @@
+"""Command-line entry points.
+
+``rageval run [overrides]`` (and ``python -m rageval [overrides]``) is the Hydra app. The other
+subcommands are plain argparse commands; each lives in its own module exposing
+``add_arguments(parser)`` and ``run(args) -> int`` and is imported only when it is used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from rageval.errors import RagevalError
+from rageval.redact import override_secrets, scrub, secret_values
+
+# subcommand -> (module, one-line help). Modules are imported lazily: `rageval score` must not pay
+# for torch or MLflow.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "score": ("rageval.cli.score", "score a TREC run file against qrels, like trec_eval"),
+    "promote": (
+        "rageval.cli.promote",
+        "make a run (MLflow run id or report.json) the committed baseline",
+    ),
+    "check": (
+        "rageval.cli.check",
+        "re-run the baseline's config and fail (exit 1) if retrieval got worse",
+    ),
+    "golden": ("rageval.cli.golden", "golden-set tools: validate, stats, generate, add, migrate"),
+    "import": ("rageval.cli.import_beir", "turn a BEIR dataset into a golden JSONL and a corpus"),
+    "log": ("rageval.cli.log", "log a finished run folder to MLflow (when the server was down)"),
+}
+
+
+def _run_hydra(argv: Sequence[str]) -> int:
+    from rageval.app.main import run_app
+
+    return run_app(list(argv))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Dispatch ``rageval <command>``; anything that is not a known command goes to the Hydra app."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    secrets = override_secrets(argv)
+    if argv and argv[0] == "run":
+        return _exit(lambda: _run_hydra(argv[1:]), secrets)
+    if not argv or argv[0] not in COMMANDS and argv[0] not in ("-h", "--help"):
+        return _exit(lambda: _run_hydra(argv), secrets)
+    parser = argparse.ArgumentParser(prog="rageval", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.add_parser("run", help="run the Hydra app (the default): rageval run chunk=512 search=bm25")
+    for name, (module, help_text) in COMMANDS.items():
+        if argv and argv[0] == name:
+            mod = importlib.import_module(module)
+            p = sub.add_parser(name, help=help_text, description=help_text)
+            mod.add_arguments(p)
+        else:
+            sub.add_parser(name, help=help_text)
+    args = parser.parse_args(argv)
+    mod = importlib.import_module(COMMANDS[args.command][0])
+    return _exit(lambda: mod.run(args), secrets)
+
+
+def _exit(fn, secrets: set[str]) -> int:
+    try:
+        return int(fn() or 0)
+    except RagevalError as err:
+        msg = scrub(str(err), secrets | secret_values())  # a key from argv or the environment
+        print(f"rageval: error: {msg}", file=sys.stderr)
+        return err.exit_code
+    except KeyboardInterrupt:
+        print("rageval: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,163 @@
+"""Load and validate a golden set (JSONL, one query a line) and compute its digest.
+
+Three label kinds, any mix per query (see docs/golden-set.md and README.md):
+``relevant`` (chunk labels, list or {label: grade}), ``relevant_docs`` (document ids, list or
+{doc: grade}) and ``evidence`` (verbatim quotes: [{"doc", "quote", "grade"?}]).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from rageval.errors import InputError
+from rageval.formats.textio import lines, loads, read_text
+from rageval.types import Evidence, GoldenQuery, GoldenSet
+
+SOURCES = ("ticket", "synthetic", "adversarial")
+MAX_GRADE = 2**63 - 1  # what trec_eval (a C long) and numpy can hold
+
+
+def load_golden(path: str | Path) -> GoldenSet:
+    """Read and validate ``path``; raises InputError naming file, line and query id."""
+    p = Path(path)
+    if not p.is_file():
+        raise InputError("golden set not found; set dataset.golden to a JSONL file", path=str(p))
+    queries: list[GoldenQuery] = []
+    first_line: dict[str, int] = {}
+    for lineno, raw in lines(read_text(p)):
+        q = parse_line(raw, path=str(p), lineno=lineno)
+        if q.id in first_line:
+            raise InputError(
+                f"duplicate query id {q.id!r} (first on line {first_line[q.id]}); ids must be unique",
+                path=str(p),
+                line=lineno,
+            )
+        first_line[q.id] = lineno
+        queries.append(q)
+    if not queries:
+        raise InputError("golden set is empty: add one JSON object per line", path=str(p))
+    return GoldenSet(path=str(p), queries=tuple(queries), digest=golden_digest(queries))
+
+
+def parse_line(raw: str, *, path: str = "<golden>", lineno: int = 0) -> GoldenQuery:
+    """Parse one JSONL line into a GoldenQuery."""
+    obj = loads(raw, path=path, line=lineno or None)
+    return entry_from_dict(obj, path=path, lineno=lineno)
+
+
+def entry_from_dict(obj: Any, *, path: str = "<golden>", lineno: int = 0) -> GoldenQuery:
+    """Validate one decoded golden entry."""
+
+    def fail(msg: str) -> InputError:
+        return InputError(msg, path=path, line=lineno or None)
+
+    if not isinstance(obj, dict):
+        raise fail('expected a JSON object like {"id": ..., "query": ..., "evidence": [...]}')
+    qid = obj.get("id")
+    if isinstance(qid, int) and not isinstance(qid, bool):
+        qid = str(qid)
+    if not isinstance(qid, str) or not qid.strip():
+        raise fail('missing "id": give every query a unique string id')
+    query = obj.get("query")
+    if not isinstance(query, str) or not query.strip():
+        raise fail(f'query {qid!r}: missing or empty "query" text')
+    relevant = _labels(obj.get("relevant"), "relevant", qid, fail)
+    relevant_docs = _labels(obj.get("relevant_docs"), "relevant_docs", qid, fail)
+    evidence = _evidence(obj.get("evidence"), qid, fail)
+    if not relevant and not relevant_docs and not evidence:
+        raise fail(
+            f'query {qid!r} has no labels: give "relevant", "relevant_docs" or "evidence" '
+            "with at least one item"
+        )
+    source = obj.get("source")
+    if source is not None and not isinstance(source, str):
+        raise fail(f'query {qid!r}: "source" must be a string such as "ticket"')
+    tags = obj.get("tags", [])
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        raise fail(f'query {qid!r}: "tags" must be a list of strings')
+    return GoldenQuery(
+        id=qid,
+        query=query,
+        relevant=relevant,
+        relevant_docs=relevant_docs,
+        evidence=evidence,
+        source=source,
+        tags=tuple(tags),
+        line=lineno,
+    )
+
+
+def _grade(value: Any, where: str, fail) -> int:
+    whole = isinstance(value, int) or isinstance(value, float) and value.is_integer()
+    if isinstance(value, bool) or not whole:  # also NaN and infinity
+        raise fail(f"{where}: grade must be a whole number (got {value!r})")
+    if value < 0:
+        raise fail(f"{where}: grade must be >= 0 (got {value!r})")
+    if value > MAX_GRADE:
+        raise fail(f"{where}: grade must be at most {MAX_GRADE} (got {value!r})")
+    return int(value)
+
+
+def _labels(value: Any, key: str, qid: str, fail) -> dict[str, int]:
+    if value is None:
+        return {}
+    if isinstance(value, list):
+        if not all(isinstance(v, str) and v.strip() for v in value):
+            raise fail(f'query {qid!r}: "{key}" must hold non-empty strings')
+        if not value:
+            raise fail(f'query {qid!r}: "{key}" is empty; remove the key or add labels')
+        return dict.fromkeys(value, 1)
+    if isinstance(value, dict):
+        if not value:
+            raise fail(f'query {qid!r}: "{key}" is empty; remove the key or add labels')
+        return {str(k): _grade(v, f'query {qid!r}, "{key}"[{k!r}]', fail) for k, v in value.items()}
+    raise fail(f'query {qid!r}: "{key}" must be a list of labels or a {{label: grade}} mapping')
+
+
+def _evidence(value: Any, qid: str, fail) -> tuple[Evidence, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not value:
+        raise fail(f'query {qid!r}: "evidence" must be a non-empty list of {{"doc", "quote"}}')
+    out = []
+    for i, item in enumerate(value):
+        where = f"query {qid!r}, evidence[{i}]"
+        if not isinstance(item, dict):
+            raise fail(f'{where}: expected an object {{"doc": ..., "quote": ...}}')
+        doc, quote = item.get("doc"), item.get("quote")
+        if not isinstance(doc, str) or not doc.strip():
+            raise fail(f'{where}: missing "doc" (the document id the quote comes from)')
+        if not isinstance(quote, str) or not quote.strip():
+            raise fail(f'{where}: missing or empty "quote"')
+        grade = _grade(item.get("grade", 1), where, fail)
+        out.append(Evidence(doc=doc, quote=quote, grade=grade))
+    return tuple(out)
+
+
+def entry_to_dict(q: GoldenQuery) -> dict[str, Any]:
+    """The JSON form of an entry (inverse of ``entry_from_dict``, without the line number)."""
+    obj: dict[str, Any] = {"id": q.id, "query": q.query}
+    if q.relevant:
+        obj["relevant"] = dict(q.relevant)
+    if q.relevant_docs:
+        obj["relevant_docs"] = dict(q.relevant_docs)
+    if q.evidence:
+        obj["evidence"] = [{"doc": e.doc, "quote": e.quote, "grade": e.grade} for e in q.evidence]
+    if q.source is not None:
+        obj["source"] = q.source
+    if q.tags:
+        obj["tags"] = list(q.tags)
+    return obj
+
+
+def golden_digest(queries: Iterable[GoldenQuery]) -> str:
+    """sha256 of the entries' canonical JSON, sorted by id: formatting and order do not count."""
+    h = hashlib.sha256()
+    for q in sorted(queries, key=lambda q: q.id):
+        h.update(json.dumps(entry_to_dict(q), sort_keys=True, ensure_ascii=False).encode())
+        h.update(b"\n")
+    return h.hexdigest()

@@ -1,0 +1,174 @@
+"""Dense retrieval with FAISS over normalised embeddings (inner product = cosine).
+
+``index_type``: ``flat`` (exact, the default), ``hnsw``, ``ivf``, or ``auto``: flat below
+``auto_threshold`` chunks, ``auto_type`` (hnsw or ivf) from there on. Vectors stream into the index
+``batch_size`` rows at a time (from the encoder, or from an array that may be memory-mapped), so the
+embeddings are never held in memory beside the index. IVF trains on an evenly spaced sample of
+``ivf_train_size`` rows. Built HNSW/IVF indexes are cached on disk, keyed by the chunk ids
+(content-derived, so they stand for corpus and chunking), the model fingerprint and the index
+parameters; a run that finds its index there embeds no document. A flat index is rebuilt from the
+cached embeddings, which is as fast as loading it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from rageval.errors import ConfigError
+from rageval.retrieval.base import Encoder
+from rageval.retrieval.local.faiss_build import Rows, f32, stream_build
+from rageval.ranking import break_ties
+from rageval.types import Chunk, RankedList
+
+INDEX_TYPES = ("flat", "hnsw", "ivf", "auto")
+
+
+class FaissRetriever:
+    """Exact or approximate inner-product search over chunk embeddings; one FAISS call per batch."""
+
+    def __init__(
+        self,
+        index_type: str = "flat",
+        hnsw_m: int = 32,
+        hnsw_ef_construction: int = 200,
+        hnsw_ef_search: int = 128,
+        ivf_nlist: int | None = None,
+        ivf_nprobe: int = 16,
+        ivf_train_size: int | None = None,
+        auto_threshold: int = 200_000,
+        auto_type: str = "hnsw",
+        batch_size: int = 32_768,
+        cache_dir: str | None = None,
+        progress: bool = True,
+    ):
+        if index_type not in INDEX_TYPES:
+            raise ConfigError(
+                f"backend.index_type must be one of {', '.join(INDEX_TYPES)}, got {index_type!r}"
+            )
+        if auto_type not in ("hnsw", "ivf"):
+            raise ConfigError(f"backend.faiss.auto_type must be hnsw or ivf, got {auto_type!r}")
+        if batch_size <= 0:
+            raise ConfigError(f"backend.faiss.batch_size must be > 0, got {batch_size}")
+        self.index_type = index_type
+        self.params = {
+            "hnsw_m": hnsw_m,
+            "hnsw_ef_construction": hnsw_ef_construction,
+            "hnsw_ef_search": hnsw_ef_search,
+            "ivf_nlist": ivf_nlist,
+            "ivf_nprobe": ivf_nprobe,
+            "ivf_train_size": ivf_train_size,
+        }
+        self.auto_threshold = auto_threshold
+        self.auto_type = auto_type
+        self.batch_size = batch_size
+        self.cache_dir = Path(cache_dir) if cache_dir else None
+        self.progress = progress
+        self.encoder: Encoder | None = None
+        self.ids: list[str] = []
+        self._index = None
+        self.built_type = ""
+        self.build_seconds = 0.0
+        self.loaded_from_cache = False
+
+    def index(self, chunks: Sequence[Chunk], encoder: Encoder | None) -> None:
+        """Embed the chunks batch by batch (through the encoder's cache) into the index."""
+        if encoder is None:
+            raise ConfigError("vector search needs an embedding model (the embedding group)")
+        self.encoder = encoder
+
+        def rows(sel: slice | np.ndarray) -> np.ndarray:
+            part = chunks[sel] if isinstance(sel, slice) else [chunks[i] for i in sel.tolist()]
+            return encoder.encode_documents([c.text for c in part])
+
+        self._build([c.id for c in chunks], rows, encoder.fingerprint)
+
+    def add_vectors(self, ids: Sequence[str], vectors: np.ndarray, fingerprint: str = "") -> None:
+        """Build the index from precomputed, normalised vectors (rows aligned with ``ids``); a
+        memory-mapped array is read ``batch_size`` rows at a time."""
+        if len(vectors) != len(ids):
+            raise ValueError(f"{len(ids)} ids but {len(vectors)} vectors")
+        from rageval.embedding.cache import release_pages
+
+        def rows(sel: slice | np.ndarray) -> np.ndarray:
+            part = f32(vectors[sel])
+            release_pages(vectors)
+            return part
+
+        self._build(list(ids), rows, fingerprint)
+
+    def kind_for(self, n: int) -> str:
+        """The index type used for ``n`` vectors."""
+        if self.index_type != "auto":
+            return self.index_type
+        return "flat" if n < self.auto_threshold else self.auto_type
+
+    def _build(self, ids: list[str], rows: Rows, fingerprint: str) -> None:
+        import faiss
+
+        start = time.perf_counter()
+        self.ids = ids
+        n = len(ids)
+        kind = self.built_type = self.kind_for(n)
+        path = self._cache_path(kind, fingerprint)
+        self.loaded_from_cache = path is not None and path.is_file()
+        if self.loaded_from_cache:
+            index = faiss.read_index(str(path))
+        else:
+            index = self._stream(kind, n, rows)
+            if path is not None and index is not None:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_suffix(f".{time.time_ns()}.tmp")
+                faiss.write_index(index, str(tmp))
+                tmp.replace(path)
+        if kind == "hnsw" and index is not None:
+            index.hnsw.efSearch = self.params["hnsw_ef_search"]
+        elif kind == "ivf" and index is not None:
+            index.nprobe = self.params["ivf_nprobe"]
+        self._index = index
+        self.build_seconds = time.perf_counter() - start
+
+    def _stream(self, kind: str, n: int, rows: Rows):
+        from tqdm.auto import tqdm
+
+        quiet = not self.progress or n <= self.batch_size
+        with tqdm(total=n, desc=f"indexing ({kind})", unit="vec", disable=quiet) as bar:
+            return stream_build(kind, n, rows, self.params, self.batch_size, bar)
+
+    def _cache_path(self, kind: str, fingerprint: str) -> Path | None:
+        if self.cache_dir is None or kind == "flat" or not fingerprint:
+            return None
+        h = hashlib.sha256("\n".join(self.ids).encode())
+        h.update(fingerprint.encode())
+        h.update(json.dumps([kind, self.params], sort_keys=True).encode())
+        return self.cache_dir / "indexes" / f"faiss-{kind}-{h.hexdigest()[:24]}.faiss"
+
+    def search(self, queries: Sequence[str], depth: int) -> list[RankedList]:
+        if self.encoder is None or not self.built_type:
+            raise RuntimeError("index() must run before search()")
+        return self.search_vectors(self.encoder.encode_queries(list(queries)), depth)
+
+    def search_vectors(self, query_vectors: np.ndarray, depth: int) -> list[RankedList]:
+        """One FAISS call for all query vectors."""
+        k = min(depth, len(self.ids))
+        if k <= 0 or len(query_vectors) == 0 or self._index is None:
+            return [RankedList((), ()) for _ in range(len(query_vectors))]
+        scores, idx = self._index.search(f32(query_vectors), k)
+        out = []
+        ids = self.ids
+        for row_i, row_s in zip(idx.tolist(), scores.tolist(), strict=True):
+            keep = [j for j, i in enumerate(row_i) if i >= 0]
+            out.append(
+                break_ties(
+                    RankedList(
+                        ids=tuple(ids[row_i[j]] for j in keep),
+                        scores=tuple(row_s[j] for j in keep),
+                    )
+                )
+            )
+        return out

@@ -1,0 +1,94 @@
+"""Lexical retrieval with bm25s. Tokenisation (stopwords, stemmer, token pattern) and the BM25
+variant and parameters come from config; the built index is cached on disk by content."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from rageval.retrieval.base import Encoder
+from rageval.ranking import break_ties
+from rageval.retrieval.tokenize import BM25Tokenizer
+from rageval.types import Chunk, RankedList
+
+
+class BM25Retriever:
+    """BM25 over chunk texts. Chunks that share no term with the query (score 0) are not returned."""
+
+    def __init__(
+        self,
+        k1: float = 1.5,
+        b: float = 0.75,
+        method: str = "lucene",
+        stopwords: str | None = "en",
+        stemmer: str | None = "english",
+        lower: bool = True,
+        cache_dir: str | None = None,
+    ):
+        self.params = {"k1": k1, "b": b, "method": method, "stopwords": stopwords,
+                       "stemmer": stemmer, "lower": lower}  # fmt: skip
+        self.cache_dir = Path(cache_dir) if cache_dir else None
+        self.ids: list[str] = []
+        self._bm25 = None
+        self._tokenizer: BM25Tokenizer | None = None  # built at first use
+        self.build_seconds = 0.0
+
+    def _tokenize(self, texts: Sequence[str]):
+        if self._tokenizer is None:
+            p = self.params
+            self._tokenizer = BM25Tokenizer(p["stopwords"], p["stemmer"], p["lower"])
+        return self._tokenizer(texts)
+
+    def index(self, chunks: Sequence[Chunk], encoder: Encoder | None = None) -> None:
+        import bm25s
+
+        start = time.perf_counter()
+        self.ids = [c.id for c in chunks]
+        path = self._cache_path()
+        if path is not None and (path / "params.index.json").is_file():
+            self._bm25 = bm25s.BM25.load(str(path), show_progress=False)
+        else:
+            p = self.params
+            self._bm25 = bm25s.BM25(k1=p["k1"], b=p["b"], method=p["method"])
+            self._bm25.index(self._tokenize([c.text for c in chunks]), show_progress=False)
+            if path is not None:
+                tmp = path.with_name(f"{path.name}.{time.time_ns()}.tmp")
+                self._bm25.save(str(tmp), show_progress=False)
+                try:
+                    tmp.replace(path)
+                except OSError:  # another process saved the same index first
+                    shutil.rmtree(tmp, ignore_errors=True)
+        self.build_seconds = time.perf_counter() - start
+
+    def _cache_path(self) -> Path | None:
+        if self.cache_dir is None:
+            return None
+        h = hashlib.sha256("\n".join(self.ids).encode())
+        h.update(json.dumps(self.params, sort_keys=True).encode())
+        return self.cache_dir / "indexes" / f"bm25-{h.hexdigest()[:24]}"
+
+    def search(self, queries: Sequence[str], depth: int) -> list[RankedList]:
+        if self._bm25 is None:
+            raise RuntimeError("index() must run before search()")
+        k = min(depth, len(self.ids))
+        if k <= 0 or not queries:
+            return [RankedList((), ()) for _ in queries]
+        docs, scores = self._bm25.retrieve(self._tokenize(queries), k=k, show_progress=False)
+        out = []
+        for row_i, row_s in zip(np.asarray(docs), np.asarray(scores), strict=True):
+            keep = row_s > 0
+            out.append(
+                break_ties(
+                    RankedList(
+                        ids=tuple(self.ids[i] for i in row_i[keep]),
+                        scores=tuple(float(s) for s in row_s[keep]),
+                    )
+                )
+            )
+        return out
