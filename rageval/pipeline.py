@@ -17,15 +17,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rageval.chunking import ChunkingSpec, chunk_documents, load_tokenizer
-from rageval.inputs.corpus import corpus_digest, load_corpus
+from rageval.embedding.guard import check_query_model
 from rageval.errors import BackendError, ConfigError
+from rageval.inputs.corpus import corpus_digest, load_corpus
 from rageval.inputs.golden import load_golden
-from rageval.scoring.metrics import score_rankings
+from rageval.ranking import break_ties
 from rageval.relevance import resolve
 from rageval.report.eval_report import EvalReport, summarise
 from rageval.retrieval.base import Encoder, Retriever
-from rageval.embedding.guard import check_query_model
-from rageval.ranking import break_ties
+from rageval.scoring.metrics import score_rankings
 from rageval.scoring.spans import span_metrics
 from rageval.types import Document, GoldenSet, RankedList
 

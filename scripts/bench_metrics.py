@@ -25,8 +25,8 @@ from importlib.metadata import version
 
 import numpy as np
 
-from rageval.scoring.metrics import score_rankings
 from rageval.formats.trec import order_like_trec_eval
+from rageval.scoring.metrics import score_rankings
 
 PYTREC_MEASURES = {
     "P_5", "P_10", "recall_5", "recall_10", "ndcg_cut_5", "ndcg_cut_10",

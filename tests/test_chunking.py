@@ -1,8 +1,8 @@
 import pytest
 
 from rageval.chunking import ChunkingSpec, chunk_documents, chunk_id
-from rageval.inputs.corpus import load_corpus
 from rageval.errors import ConfigError
+from rageval.inputs.corpus import load_corpus
 from rageval.types import Document
 
 

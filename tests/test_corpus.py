@@ -2,8 +2,8 @@ import json
 
 import pytest
 
-from rageval.inputs.corpus import corpus_digest, load_corpus
 from rageval.errors import InputError
+from rageval.inputs.corpus import corpus_digest, load_corpus
 
 
 def test_folder_ids_are_relative_paths_without_extension(mini):

@@ -2,9 +2,9 @@
 
 from pathlib import Path
 
+from rageval.cli.golden import describe, validate
 from rageval.inputs.corpus import load_corpus
 from rageval.inputs.golden import load_golden
-from rageval.cli.golden import describe, validate
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 

@@ -11,9 +11,9 @@ import pytest
 
 from rageval.chunking import ChunkingSpec
 from rageval.errors import ConfigError
-from rageval.scoring.metrics import score_rankings
-from rageval.pipeline import RunSpec, collapse_to_documents, evaluate
 from rageval.formats.trec import read_qrels, read_run, write_qrels, write_run
+from rageval.pipeline import RunSpec, collapse_to_documents, evaluate
+from rageval.scoring.metrics import score_rankings
 from rageval.types import RankedList
 
 DOCS = {

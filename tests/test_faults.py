@@ -20,15 +20,15 @@ import numpy as np
 import pytest
 from fakes.azure_search import FakeAzureSearch
 
-from rageval.tracking import runs as tracking
 from rageval.app.main import run_app, run_job
-from rageval.gate.baseline import load_report, write_baseline
 from rageval.cli.check import compose
 from rageval.cli.main import main
 from rageval.embedding import EmbeddingCache, SentenceTransformerEncoder
 from rageval.embedding.cache import text_key
 from rageval.errors import BackendError
+from rageval.gate.baseline import load_report, write_baseline
 from rageval.ranking import ranked
+from rageval.tracking import runs as tracking
 
 pytestmark = pytest.mark.integration
 PAYMENTS = ["Which regions is the payments service deployed to?", "When does the error alert fire for payments?"]  # fmt: skip

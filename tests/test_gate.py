@@ -9,8 +9,8 @@ import pytest
 
 from rageval.app.main import run_app
 from rageval.cli.check import run_check
-from rageval.errors import InputError
 from rageval.cli.promote import BASELINE_TAG, promote
+from rageval.errors import InputError
 from rageval.testing import assert_no_regression
 
 pytestmark = pytest.mark.integration

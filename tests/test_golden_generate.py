@@ -13,10 +13,10 @@ import pytest
 from fakes.chat_server import ChatServer, Reply, passage_of, template_questions
 
 from rageval.authoring import chat
+from rageval.authoring.generate import Candidate, dedupe, parse_questions
 from rageval.cli import golden_generate as generate_cli
 from rageval.cli.main import main
 from rageval.inputs.corpus import load_corpus
-from rageval.authoring.generate import Candidate, dedupe, parse_questions
 from rageval.inputs.golden import load_golden
 
 KEY = "sk-test-9f8e7d6c5b4a3210"

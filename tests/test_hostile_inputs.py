@@ -15,13 +15,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rageval.inputs.beir import load_beir
 from rageval.cli.main import main
-from rageval.inputs.corpus import load_corpus
 from rageval.errors import RagevalError
+from rageval.formats.trec import read_qrels, read_run
+from rageval.inputs.beir import load_beir
+from rageval.inputs.corpus import load_corpus
 from rageval.inputs.golden import load_golden
 from rageval.scoring.metrics import score_rankings
-from rageval.formats.trec import read_qrels, read_run
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SCALARS = (st.none() | st.booleans() | st.integers() | st.text(max_size=8)

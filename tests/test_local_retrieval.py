@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 
 from rageval.chunking import ChunkingSpec, chunk_documents
-from rageval.inputs.corpus import load_corpus
 from rageval.embedding import SentenceTransformerEncoder
-from rageval.errors import IndexMismatchError
-from rageval.retrieval.local.dense import FaissRetriever
 from rageval.embedding.guard import check_query_model
-from rageval.retrieval.local.lexical import BM25Retriever
+from rageval.errors import IndexMismatchError
+from rageval.inputs.corpus import load_corpus
+from rageval.retrieval.local.dense import FaissRetriever
 from rageval.retrieval.local.factory import local_retriever
+from rageval.retrieval.local.lexical import BM25Retriever
 
 pytestmark = pytest.mark.integration
 

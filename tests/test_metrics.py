@@ -15,8 +15,8 @@ import pytest
 import pytrec_eval
 
 from rageval.errors import ConfigError, InputError
-from rageval.scoring.metrics import METRICS, MetricSpec, check_ks, score_rankings
 from rageval.formats.trec import order_like_trec_eval
+from rageval.scoring.metrics import METRICS, MetricSpec, check_ks, score_rankings
 from rageval.types import RankedList
 
 KS = (1, 3, 5, 10)

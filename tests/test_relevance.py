@@ -3,8 +3,8 @@ import json
 import pytest
 
 from rageval.chunking import ChunkingSpec, chunk_documents
-from rageval.inputs.corpus import load_corpus
 from rageval.errors import InputError
+from rageval.inputs.corpus import load_corpus
 from rageval.inputs.golden import load_golden
 from rageval.relevance import locate_quote, resolve
 from rageval.types import Chunk, Document

@@ -125,7 +125,13 @@ def test_a_job_finds_its_parent_in_the_sweep_folder_then_the_environment_then_ml
     tmp_path, monkeypatch
 ):
     from rageval.app.sweep import parent_run_id
-    from rageval.tracking.runs import PARENT_ENV, PARENT_FILE, SWEEP_ENV, client_for, ensure_experiment
+    from rageval.tracking.runs import (
+        PARENT_ENV,
+        PARENT_FILE,
+        SWEEP_ENV,
+        client_for,
+        ensure_experiment,
+    )
 
     sweep = tmp_path / "sweep"
     sweep.mkdir()

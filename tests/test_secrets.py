@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from rageval.tracking import runs as tracking
 from rageval.app.main import run_app
 from rageval.cli.main import main
-from rageval.redact import ScrubbingFilter, override_secrets, redact, redact_override, secret_values
 from rageval.ranking import ranked
+from rageval.redact import ScrubbingFilter, override_secrets, redact, redact_override, secret_values
+from rageval.tracking import runs as tracking
 
 TOKEN, PASSWORD, SIG, ENV_KEY, URL_PW = "sk-cfg-7a6b5c4d", "pw-nested-1f2e3d", "sig-9z8y7x6w", "env-5e4d3c2b1a", "url-pw-0q9w8e"  # fmt: skip
 ENDPOINT = f"https://search.example.com/indexes?api-version=2024&api-key={SIG}"

@@ -124,8 +124,8 @@ def run_job(cfg, output_dir: str | Path, overrides: list[str] | None = None,
     from omegaconf import OmegaConf
 
     from rageval.formats.atomic import atomic_write_text
-    from rageval.pipeline import evaluate
     from rageval.formats.trec import write_qrels, write_run
+    from rageval.pipeline import evaluate
 
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rageval.formats.atomic import atomic_write_text
 from rageval.errors import ConfigError, InputError
+from rageval.formats.atomic import atomic_write_text
 from rageval.inputs.golden import entry_from_dict, load_golden
 from rageval.relevance import locate_quote, resolve
 from rageval.types import Chunk, Document, Evidence, GoldenQuery, GoldenSet

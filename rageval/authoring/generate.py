@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from rageval.authoring.chat import BudgetExhausted, ChatClient, MalformedAnswer, Rejected
-from rageval.errors import ConfigError, RagevalError
 from rageval.authoring.edit import next_ids, verbatim_quote
+from rageval.errors import ConfigError, RagevalError
 from rageval.retrieval.base import Encoder
 from rageval.types import Chunk, Document, GoldenQuery
 

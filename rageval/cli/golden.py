@@ -88,8 +88,8 @@ def run(args) -> int:
 def validate(golden_path: Path, corpus_path: Path | None, chunk: int = 256) -> int:
     """Print every problem as ``file:line: message``; exit 2 if there is any, else 0."""
     from rageval.chunking import ChunkingSpec, chunk_documents, load_tokenizer
-    from rageval.inputs.corpus import load_corpus
     from rageval.embedding import resolve_model_path
+    from rageval.inputs.corpus import load_corpus
     from rageval.inputs.golden import load_golden
     from rageval.relevance import resolve
     from rageval.types import GoldenSet

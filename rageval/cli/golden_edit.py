@@ -77,8 +77,8 @@ def add_migrate_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _corpus(args, golden_path: Path):
-    from rageval.inputs.corpus import load_corpus
     from rageval.cli.golden import _paths
+    from rageval.inputs.corpus import load_corpus
 
     _, corpus_path = _paths(args)
     if corpus_path is None:
@@ -87,8 +87,8 @@ def _corpus(args, golden_path: Path):
 
 
 def run_add(args) -> int:
-    from rageval.cli.golden import _paths
     from rageval.authoring.edit import add_query, query_from_log
+    from rageval.cli.golden import _paths
 
     golden_path, _ = _paths(args)
     query = args.query if args.query is not None else query_from_log(args.from_log, args.log_field)
@@ -102,12 +102,12 @@ def run_add(args) -> int:
 
 
 def run_migrate(args) -> int:
-    from rageval.formats.atomic import atomic_write_text
-    from rageval.chunking import ChunkingSpec, chunk_documents, load_tokenizer
-    from rageval.embedding import resolve_model_path
-    from rageval.inputs.golden import parse_line
-    from rageval.cli.golden import _paths
     from rageval.authoring.edit import migrate, read_golden
+    from rageval.chunking import ChunkingSpec, chunk_documents, load_tokenizer
+    from rageval.cli.golden import _paths
+    from rageval.embedding import resolve_model_path
+    from rageval.formats.atomic import atomic_write_text
+    from rageval.inputs.golden import parse_line
     from rageval.relevance import resolve
     from rageval.types import GoldenSet
 

@@ -18,9 +18,9 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from rageval.formats.atomic import atomic_write_text
 from rageval.authoring.chat import API_STYLES, Budget, EndpointConfig
 from rageval.errors import ConfigError, InputError, RagevalError
+from rageval.formats.atomic import atomic_write_text
 from rageval.redact import is_secret_key
 
 # option dest -> config-file key, for the endpoint and budget settings
@@ -192,13 +192,13 @@ def build_encoder(model: str, cache_dir: str | None, progress: bool):
 
 def run(args) -> int:
     from rageval.authoring.chat import ChatClient
-    from rageval.chunking import ChunkingSpec, chunk_documents, load_tokenizer
-    from rageval.inputs.corpus import load_corpus
-    from rageval.embedding import resolve_model_path
-    from rageval.authoring.generate import GenerateSpec, generate
-    from rageval.inputs.golden import entry_from_dict
-    from rageval.cli.golden import _paths, synthetic_line
     from rageval.authoring.edit import read_golden
+    from rageval.authoring.generate import GenerateSpec, generate
+    from rageval.chunking import ChunkingSpec, chunk_documents, load_tokenizer
+    from rageval.cli.golden import _paths, synthetic_line
+    from rageval.embedding import resolve_model_path
+    from rageval.inputs.corpus import load_corpus
+    from rageval.inputs.golden import entry_from_dict
 
     golden_path, corpus_path = _paths(args)
     out = Path(args.out) if args.out else golden_path.parent / "generated.jsonl"

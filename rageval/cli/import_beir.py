@@ -13,8 +13,8 @@ import json
 import shutil
 from pathlib import Path
 
-from rageval.formats.atomic import atomic_write_text
 from rageval.errors import ConfigError, InputError
+from rageval.formats.atomic import atomic_write_text
 
 FORMATS = ("jsonl", "folder")
 

@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rageval.gate.baseline import load_report, write_baseline
 from rageval.errors import InputError
+from rageval.gate.baseline import load_report, write_baseline
 from rageval.tracking.runs import client_for, mlflow_key, tracking_uri
 
 BASELINE_TAG = "rageval.baseline"

@@ -13,8 +13,8 @@ import sys
 import warnings
 
 from rageval.errors import ConfigError, InputError
-from rageval.scoring.metrics import METRICS, check_ks, score_rankings
 from rageval.formats.trec import read_qrels, read_run
+from rageval.scoring.metrics import METRICS, check_ks, score_rankings
 from rageval.types import RankedList
 
 DEFAULT_KS = "1,5,10"

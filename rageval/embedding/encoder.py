@@ -16,10 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
-from rageval.formats.atomic import atomic_write_text
 from rageval.embedding.batching import encode_stable
 from rageval.embedding.cache import EmbeddingCache, text_key
 from rageval.errors import ConfigError
+from rageval.formats.atomic import atomic_write_text
 
 PACKAGED = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2", "packaged"}
 SKIP_FILES = {"README.md", ".gitattributes"}

@@ -16,11 +16,11 @@ import math
 import os
 from collections.abc import Iterable, Sequence
 
-from rageval.formats.atomic import atomic_write_text
 from rageval.errors import InputError
+from rageval.formats.atomic import atomic_write_text
+from rageval.formats.textio import lines, read_text
 from rageval.inputs.golden import MAX_GRADE
 from rageval.ranking import order_like_trec_eval  # noqa: F401 (re-exported)
-from rageval.formats.textio import lines, read_text
 from rageval.types import Qrels, RankedList
 
 _TREC_QRELS = "qid 0 docid grade"

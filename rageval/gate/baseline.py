@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from rageval.formats.atomic import atomic_write_text
 from rageval.errors import InputError
+from rageval.formats.atomic import atomic_write_text
 from rageval.scoring.stats import holm, paired_randomization_test
 
 PASS, REGRESSED, GOLDEN_CHANGED = "pass", "regressed", "golden_changed"

@@ -19,11 +19,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rageval.inputs.corpus import load_corpus
 from rageval.errors import InputError
-from rageval.inputs.golden import golden_digest
 from rageval.formats.textio import jsonl_objects, lines, read_text
 from rageval.formats.trec import read_qrels
+from rageval.inputs.corpus import load_corpus
+from rageval.inputs.golden import golden_digest
 from rageval.types import Document, GoldenQuery, GoldenSet
 
 

@@ -11,8 +11,8 @@ from typing import Any
 
 from rageval.errors import ConfigError
 from rageval.retrieval.base import Retriever
-from rageval.retrieval.local.dense import FaissRetriever
 from rageval.retrieval.fusion import HybridRetriever
+from rageval.retrieval.local.dense import FaissRetriever
 from rageval.retrieval.local.lexical import BM25Retriever
 
 
