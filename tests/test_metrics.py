@@ -245,3 +245,17 @@ def test_score_rankings_equals_pytrec_eval_per_query(seed):
     for key, values in scores.values.items():
         want = [expected[q][key] for q in query_ids]
         np.testing.assert_allclose(values, want, rtol=0, atol=1e-9, err_msg=key)
+
+
+def test_metric_spec_reads_both_spellings_and_budgets():
+    from rageval.scoring.spec import MetricSpec as Spec
+    from rageval.scoring.spec import canonical, mlflow_key
+
+    assert Spec.parse("recall_at_5") == Spec.parse("Recall@5") == Spec("recall", 5)
+    budget = Spec.parse("evidence_recall@1024t")
+    assert budget == Spec("evidence_recall", 1024, budget=True) != Spec("evidence_recall", 1024)
+    assert str(budget) == "evidence_recall@1024t" and budget.mlflow_key == "evidence_recall_at_1024t"
+    assert Spec.parse(budget.mlflow_key) == budget and budget.group == "span"
+    assert canonical("NDCG_at_5") == "ndcg@5" and mlflow_key("ndcg@5") == "ndcg_at_5"
+    with pytest.raises(ConfigError, match=r"e\.g\. ndcg@5"):
+        Spec.parse("ndcg")  # a cutoff is required: no silent choice of one

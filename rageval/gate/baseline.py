@@ -20,6 +20,7 @@ import numpy as np
 
 from rageval.errors import InputError
 from rageval.formats.atomic import atomic_write_text
+from rageval.scoring.spec import mlflow_key
 from rageval.scoring.stats import holm, paired_randomization_test
 
 PASS, REGRESSED, GOLDEN_CHANGED = "pass", "regressed", "golden_changed"
@@ -136,7 +137,7 @@ def _rank(r: int) -> str:
 
 
 def tolerance_for(metric: str, default: float, per_metric: dict[str, float]) -> float:
-    key = metric.replace("@", "_at_")
+    key = mlflow_key(metric)
     for name in (metric, key):
         if name in per_metric:
             return float(per_metric[name])

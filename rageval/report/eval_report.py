@@ -13,10 +13,10 @@ from typing import Any
 import numpy as np
 
 from rageval.formats.atomic import atomic_write_text
+from rageval.scoring.spec import HEADLINE
 from rageval.scoring.stats import bootstrap_ci
 from rageval.types import Chunk, GoldenSet, RankedList
 
-HEADLINE = ("precision", "recall", "hit_rate", "mrr", "ndcg", "map")
 SCHEMA_VERSION = 1
 
 

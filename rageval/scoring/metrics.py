@@ -22,6 +22,7 @@ from itertools import count, repeat
 import numpy as np
 
 from rageval.errors import ConfigError, InputError
+from rageval.scoring.spec import MetricSpec
 from rageval.types import Qrels, RankedList
 
 
@@ -104,36 +105,7 @@ KERNELS: dict[str, Callable[[GradeMatrix, int], np.ndarray]] = {
     "map": average_precision,
 }
 METRICS: tuple[str, ...] = tuple(KERNELS)
-
-
-@dataclass(frozen=True, slots=True)
-class MetricSpec:
-    """A metric at a cutoff, e.g. ``ndcg@10``: a value, usable as a dict key."""
-
-    name: str
-    k: int
-
-    def __post_init__(self) -> None:
-        if self.name not in KERNELS:
-            raise ConfigError(f"unknown metric {self.name!r}; valid metrics: {', '.join(METRICS)}")
-        if isinstance(self.k, bool) or not isinstance(self.k, int) or self.k <= 0:
-            raise ConfigError(f"cutoff k of {self.name} must be a positive integer, got {self.k!r}")
-
-    @classmethod
-    def parse(cls, text: str) -> MetricSpec:
-        """Parse ``"ndcg@10"`` (case-insensitive)."""
-        name, sep, k = text.strip().lower().partition("@")
-        if not sep or not k.strip().isdecimal():
-            raise ConfigError(f"metric {text!r} must look like name@k, e.g. ndcg@10")
-        return cls(name.strip(), int(k))
-
-    def __str__(self) -> str:
-        return f"{self.name}@{self.k}"
-
-    @property
-    def mlflow_key(self) -> str:
-        """MLflow metric keys cannot hold '@': ``ndcg_at_10``."""
-        return f"{self.name}_at_{self.k}"
+__all__ = ["KERNELS", "METRICS", "MetricSpec", "PerQueryScores", "score_rankings"]
 
 
 @dataclass(frozen=True)
@@ -257,6 +229,9 @@ def score_rankings(
     rankings held duplicate ids.
     """
     ks = check_ks(ks)
+    unknown = [m for m in metrics if m not in KERNELS]
+    if unknown:
+        raise ConfigError(f"unknown metric {unknown[0]!r}; valid metrics: {', '.join(METRICS)}")
     specs = [MetricSpec(name, k) for name in metrics for k in ks]
     # No metric reads past the longest ranking or the most judgements of a query: a cutoff of a
     # billion must not allocate a billion columns.

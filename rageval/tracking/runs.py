@@ -22,17 +22,13 @@ from typing import Any
 from hydra.experimental.callback import Callback
 
 from rageval.redact import redact
+from rageval.scoring.spec import mlflow_key
 
 PARENT_ENV = "RAGEVAL_PARENT_RUN_ID"
 # The sweep that PARENT_ENV belongs to: a reused worker process (Ray, joblib) may still hold the
 # variables of an earlier sweep launched from the same process.
 SWEEP_ENV = "RAGEVAL_SWEEP_DIR"
 PARENT_FILE = ".rageval_parent_run"
-
-
-def mlflow_key(name: str) -> str:
-    """``precision@5`` -> ``precision_at_5`` (MLflow keys cannot hold ``@``)."""
-    return name.replace("@", "_at_")
 
 
 def tracking_uri(configured: str | None) -> str:
