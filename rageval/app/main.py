@@ -13,6 +13,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from rageval.app.config import CONF_DIR, GROUPS, ROOT, default_cache_dir, register_resolvers
 from rageval.errors import ConfigError, RagevalError
 from rageval.redact import (
     ScrubbingStream,
@@ -24,20 +25,7 @@ from rageval.redact import (
     secret_values,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
-CONF_DIR = ROOT / "conf"
-GROUPS = ("dataset", "embedding", "backend", "search", "rerank")
-
-
-def default_cache_dir() -> str:
-    return os.environ.get("RAGEVAL_CACHE_DIR") or str(Path.home() / ".cache" / "rageval")
-
-
-def register_resolvers() -> None:
-    from omegaconf import OmegaConf
-
-    OmegaConf.register_new_resolver("rageval_root", lambda: str(ROOT), replace=True)
-    OmegaConf.register_new_resolver("rageval_cache_dir", default_cache_dir, replace=True)
+__all__ = ["CONF_DIR", "ROOT", "build", "default_cache_dir", "register_resolvers", "run_app", "run_job"]
 
 
 def _instantiate(node: dict, what: str, **kwargs):
@@ -224,16 +212,18 @@ def _enter_launch_dir(cwd: str) -> None:
 
 def run_app(argv: list[str]) -> int:
     """Run the Hydra app with ``argv`` as its command line; returns the exit code."""
-    import hydra
+    import tempfile
 
-    from rageval.app.sweep import LAST_SWEEP
+    import hydra
+    from omegaconf import OmegaConf
+
+    from rageval.app.callbacks import OUTCOME_ENV, read_outcome
 
     register_resolvers()
-    LAST_SWEEP.update(failed=0, exit_code=0, pending=None)
     main = hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")(
         _hydra_task
     )
-    saved = sys.argv, sys.stdout, sys.stderr
+    saved = sys.argv, sys.stdout, sys.stderr, os.environ.get(OUTCOME_ENV)
     sys.argv = ["rageval", *argv]
     # Hydra echoes overrides in its own errors (and --cfg prints the config): mask secrets there
     secrets = override_secrets(argv) | secret_values()
@@ -241,18 +231,28 @@ def run_app(argv: list[str]) -> int:
         ScrubbingStream(sys.stdout, secrets),
         ScrubbingStream(sys.stderr, secrets),
     )
-    try:
-        main()
-    except BaseException as exc:
-        # The launcher itself failed mid-sweep (a worker died, the cluster went away): summarise
-        # what finished and close the parent run, then exit 2 (or let Ctrl-C through).
-        if LAST_SWEEP.get("pending") is None:
-            raise
-        from rageval.app.sweep import abort_sweep
+    with tempfile.TemporaryDirectory(prefix="rageval-sweep-") as tmp:
+        outcome_file = Path(tmp) / "outcome.json"
+        os.environ[OUTCOME_ENV] = str(outcome_file)  # where SweepCallback reports the sweep
+        try:
+            main()
+        except BaseException as exc:
+            # The launcher itself failed mid-sweep (a worker died, the cluster went away): summarise
+            # what finished and close the parent run, then exit 2 (or let Ctrl-C through).
+            outcome = read_outcome(outcome_file)
+            if outcome is None or outcome["state"] != "started":
+                raise
+            from rageval.app.sweep import abort_sweep
 
-        abort_sweep(exc)
-        if not isinstance(exc, SystemExit):
-            raise
-    finally:
-        sys.argv, sys.stdout, sys.stderr = saved
-    return int(LAST_SWEEP["exit_code"])
+            code = abort_sweep(OmegaConf.create(outcome["config"]), exc)
+            if not isinstance(exc, SystemExit):
+                raise
+            return code
+        finally:
+            sys.argv, sys.stdout, sys.stderr = saved[:3]
+            if saved[3] is None:
+                os.environ.pop(OUTCOME_ENV, None)
+            else:
+                os.environ[OUTCOME_ENV] = saved[3]
+        outcome = read_outcome(outcome_file)
+    return int(outcome.get("exit_code", 0)) if outcome else 0
