@@ -89,11 +89,9 @@ def build(cfg) -> tuple[Any, Any, Any, Any]:
     rerank = dict(c.get("rerank") or {})
     if rerank.pop("enabled", False):
         retriever = _instantiate(rerank, "rerank", base=retriever)
-    tokenizer_dir = getattr(encoder, "model_path", None)
-    if tokenizer_dir is None:
-        from rageval.embedding import resolve_model_path
+    from rageval.embedding.base import tokenizer_dir_of
 
-        tokenizer_dir = resolve_model_path("all-MiniLM-L6-v2")
+    tokenizer_dir = tokenizer_dir_of(encoder)
     ds = c["dataset"]
     if ds.get("format") == "beir":
         from rageval.inputs.beir import beir_dataset
