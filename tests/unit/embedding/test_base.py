@@ -2,26 +2,11 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
+from fakes.encoders import BareEncoder as _Bare
 
 from rageval.embedding.base import Encoder, tokenizer_dir_of
 from rageval.errors import ConfigError
-
-
-class _Bare:
-    """A plug-in encoder with only the required members."""
-
-    fingerprint = "bare"
-    dim = 2
-
-    def __init__(self, **_config):
-        pass
-
-    def encode_documents(self, texts):
-        return np.ones((len(texts), 2), dtype=np.float32) / np.sqrt(2)
-
-    encode_queries = encode_documents
 
 
 def test_encoder_is_still_importable_from_retrieval_base():
@@ -56,7 +41,7 @@ def test_the_app_refuses_to_chunk_with_an_encoder_that_gives_no_tokenizer(tmp_pa
             "config",
             overrides=[
                 f"cache_dir={tmp_path}",
-                "embedding._target_=test_encoder_protocol._Bare",
+                "embedding._target_=fakes.encoders.BareEncoder",
                 "mlflow.enabled=false",
             ],
         )
