@@ -12,10 +12,9 @@ import pytest
 from beir_fixture import beir_qrels, make_beir, read_run_lines
 from test_metrics import oracle_scores
 
-from rageval.cli.import_beir import import_beir
 from rageval.cli.main import main
 from rageval.errors import InputError
-from rageval.inputs.beir import beir_dataset, load_beir
+from rageval.inputs.beir import beir_dataset, import_beir, load_beir
 from rageval.inputs.corpus import load_corpus
 from rageval.inputs.golden import load_golden
 
