@@ -59,7 +59,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             sub.add_parser(name, help=help_text)
     args = parser.parse_args(argv)
     mod = importlib.import_module(COMMANDS[args.command][0])
-    return _exit(lambda: mod.run(args), secrets)
+    handler = getattr(mod, "handle", None) or mod.run
+    return _exit(lambda: handler(args), secrets)
 
 
 def _exit(fn, secrets: set[str]) -> int:
