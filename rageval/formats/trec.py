@@ -11,8 +11,8 @@
 - Lines whose first field starts with ``#`` are comments and skipped (trec_eval 10 does the same),
   blank lines too.
 
-Both readers are vectorised (numpy over the whole file), so a run of millions of lines reads in
-about a second. Every problem in a file is an :class:`~rageval.errors.InputError` naming the file
+Both readers are vectorised (numpy over the whole file's bytes), so a run of millions of lines
+reads in about a second. Every problem in a file is an :class:`~rageval.errors.InputError` naming the file
 and line. Writes are atomic (:mod:`rageval.formats.atomic`): a reader sees the old file or the new
 one. numpy is imported only by the readers, so importing this module stays cheap.
 """
@@ -41,47 +41,64 @@ QRELS_FORMATS = ("auto", "trec", "beir")
 class _Fields:
     """The data lines of a file, split on ASCII whitespace (comments and blank lines dropped).
 
-    ``tokens``: every field of every data line (numpy object array of bytes); line ``i`` holds
-    ``tokens[offset[i] : offset[i] + count[i]]`` and is line ``number[i]`` of the file.
+    Field ``t`` of the file spans bytes ``starts[t]:ends[t]`` of ``data``; data line ``i`` holds
+    fields ``offset[i] .. offset[i] + count[i] - 1`` and is line ``number[i]`` of the file. No
+    Python object is made per field: :meth:`column` decodes one column in a few numpy calls.
     """
 
     data: bytes
-    tokens: Any
+    buf: Any
+    starts: Any
+    ends: Any
     offset: Any
     count: Any
     number: Any
 
-    def column(self, j: int) -> Any:
-        return self.tokens[self.offset + j]
+    def column(self, j: int, block: int = 1 << 20) -> list[str]:
+        """Field ``j`` of every data line, as str (gathered in blocks to bound memory)."""
+        import numpy as np
+
+        out: list[str] = []
+        for lo in range(0, len(self.offset), block):
+            t = self.offset[lo : lo + block] + j
+            s, n = self.starts[t], self.ends[t] - self.starts[t] + 1  # with the byte after it
+            first = np.concatenate(([0], np.cumsum(n)[:-1]))
+            picked = self.buf[np.repeat(s - first, n) + np.arange(int(n.sum()))]
+            picked[_space_table()[picked]] = 10  # the byte after each field: its separator
+            out += picked.tobytes().decode().split("\n")[:-1]
+        return out
 
     def raw_line(self, i: int) -> str:
         return self.data.split(b"\n", int(self.number[i]))[int(self.number[i]) - 1].decode()
 
 
+def _space_table() -> Any:
+    """ASCII whitespace (trec_eval's field separators) as a 256-entry lookup table."""
+    import numpy as np
+
+    table = np.zeros(256, dtype=bool)
+    table[[9, 10, 11, 12, 13, 32]] = True
+    return table
+
+
 def _split_fields(path: str | os.PathLike) -> _Fields:
     import numpy as np
 
-    data = read_text(path).encode()  # UTF-8 checked (with the line of a bad byte), BOM dropped
-    tokens = data.split()  # ASCII whitespace, like trec_eval's parser
+    # UTF-8 checked (with the line of a bad byte), BOM dropped; a final newline ends every field
+    data = read_text(path).encode() + b"\n"
     buf = np.frombuffer(data, dtype=np.uint8)
-    space = np.zeros(256, dtype=bool)
-    space[[9, 10, 11, 12, 13, 32]] = True
-    is_space = space[buf]
-    starts = np.flatnonzero(~is_space & np.concatenate(([True], is_space[:-1])))
-    line = np.cumsum(buf == 10)[starts] if len(starts) else np.zeros(0, dtype=np.int64)
-    first = np.concatenate(([True], line[1:] != line[:-1])) if len(line) else line.astype(bool)
-    comment_lines = line[first & (buf[starts] == ord("#"))]
-    keep = ~np.isin(line, comment_lines) if len(comment_lines) else slice(None)
-    kept = np.empty(len(tokens), dtype=object)
-    kept[:] = tokens
-    kept, line = kept[keep], line[keep]
-    number, offset, count = np.unique(line, return_index=True, return_counts=True)
-    return _Fields(data, kept, offset, count, number + 1)
-
-
-def _decode(column: Any) -> list[str]:
-    """bytes fields -> str, in one decode (fields hold no newline)."""
-    return b"\n".join(column.tolist()).decode().split("\n") if len(column) else []
+    is_space = _space_table()[buf]
+    before = np.concatenate(([True], is_space[:-1]))
+    starts = np.flatnonzero(~is_space & before)
+    ends = np.flatnonzero(is_space & ~before)
+    line_ends = np.flatnonzero(buf == 10)
+    first_field = np.concatenate(([0], np.searchsorted(starts, line_ends)))
+    count = np.diff(first_field)
+    offset = first_field[:-1]
+    keep = count > 0
+    keep[keep] = buf[starts[offset[keep]]] != ord("#")  # comment lines
+    number = np.flatnonzero(keep) + 1
+    return _Fields(data, buf, starts, ends, offset[keep], count[keep], number)
 
 
 def _bad_line(f: _Fields, i: int, message: str, where: str) -> InputError:
@@ -90,7 +107,7 @@ def _bad_line(f: _Fields, i: int, message: str, where: str) -> InputError:
 
 def _numbers(f: _Fields, column: Any, parse, describe, where: str) -> list:
     """Parse a column with ``parse`` (int or float); the first bad field is an error on its line."""
-    values = column.tolist()
+    values = column
     try:
         return list(map(parse, values))
     except (ValueError, OverflowError):
@@ -98,7 +115,7 @@ def _numbers(f: _Fields, column: Any, parse, describe, where: str) -> list:
             try:
                 parse(text)
             except (ValueError, OverflowError):
-                raise _bad_line(f, i, describe(text.decode()), where) from None
+                raise _bad_line(f, i, describe(text), where) from None
         raise
 
 
@@ -126,6 +143,26 @@ def _detect_qrels_format(f: _Fields, where: str) -> str:
     )
 
 
+def _without_gc(fn):
+    """Run ``fn`` with the cyclic GC paused: the millions of short-lived strings a big file makes
+    would trigger full collections, each walking every object of the heap (no cycles are made)."""
+    import functools
+    import gc
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            if was_enabled:
+                gc.enable()
+
+    return wrapper
+
+
+@_without_gc
 def read_qrels(path: str | os.PathLike, fmt: str = "auto") -> dict[str, dict[str, int]]:
     """Read relevance judgements: query id -> {docid: grade}, in file order.
 
@@ -154,7 +191,7 @@ def read_qrels(path: str | os.PathLike, fmt: str = "auto") -> dict[str, dict[str
             )
         grades = _numbers(f, f.column(3), int, _grade_message, where)
         rows, numbers = (
-            zip(_decode(f.column(0)), _decode(f.column(2)), grades, strict=True),
+            zip(f.column(0), f.column(2), grades, strict=True),
             f.number,
         )
     qrels: dict[str, dict[str, int]] = {}
@@ -187,7 +224,7 @@ def read_qrels(path: str | os.PathLike, fmt: str = "auto") -> dict[str, dict[str
 def _rows_again(f: _Fields, fmt: str, where: str):
     if fmt == "beir":
         return _beir_rows(f, where)[0]
-    cols = _decode(f.column(0)), _decode(f.column(2)), map(int, f.column(3).tolist())
+    cols = f.column(0), f.column(2), map(int, f.column(3))
     return zip(*cols, strict=False)
 
 
@@ -215,6 +252,7 @@ def _beir_rows(f: _Fields, where: str) -> tuple[list[tuple[str, str, int]], list
     return rows, numbers
 
 
+@_without_gc
 def read_run(path: str | os.PathLike) -> dict[str, RankedList]:
     """Read a TREC run: query id -> its results ordered like trec_eval (see module docstring),
     queries in the order they first appear.
@@ -236,36 +274,52 @@ def read_run(path: str | os.PathLike) -> dict[str, RankedList]:
             f"{int(f.count[short[0]])}; fix or remove this line (fields after the tag are ignored)",
             where,
         )
-    score_col = f.column(4)
+    score_col, docids = f.column(4), f.column(2)
     scores = np.array(
         _numbers(f, score_col, float, lambda t: _score_message(t), where), dtype=np.float64
     )
     bad = np.flatnonzero(~np.isfinite(scores))
     if len(bad):
-        raise _bad_line(f, int(bad[0]), _score_message(score_col[bad[0]].decode()), where)
-    qid_bytes = np.array(f.column(0).tolist())  # fixed-width bytes: sortable in C
-    names, first_seen, inverse = np.unique(qid_bytes, return_index=True, return_inverse=True)
-    appearance = np.empty(len(names), dtype=np.int64)
-    appearance[np.argsort(first_seen, kind="stable")] = np.arange(len(names))
-    query = appearance[inverse.reshape(-1)]
+        raise _bad_line(f, int(bad[0]), _score_message(score_col[bad[0]]), where)
+    query, qids = _query_codes(np.array(f.column(0), dtype=object))
     key = -scores.astype(np.float32)  # trec_eval compares C floats
     order = np.lexsort((key, query))  # stable: copies of a docid keep their file order
     q_sorted, k_sorted = query[order], key[order]
     if np.any((q_sorted[1:] == q_sorted[:-1]) & (k_sorted[1:] == k_sorted[:-1])):
         # ties: docid descending within a score (bytewise, as trec_eval's strcmp)
-        _, doc_rank = np.unique(np.array(f.column(2).tolist()), return_inverse=True)
+        _, doc_rank = np.unique(np.array(docids, dtype=str), return_inverse=True)
         order = np.lexsort((-doc_rank.reshape(-1), key, query))
         q_sorted = query[order]
-    docs = _decode(f.column(2)[order])
+    docs = np.array(docids, dtype=object)[order].tolist()
     sorted_scores = scores[order].tolist()
     bounds = np.flatnonzero(np.diff(q_sorted)) + 1
     starts = [0, *bounds.tolist()]
     ends = [*bounds.tolist(), len(order)]
-    qids = _decode(names[np.argsort(first_seen, kind="stable")].astype(object))
     return {
         qid: RankedList(tuple(docs[a:b]), tuple(sorted_scores[a:b]))
         for qid, a, b in zip(qids, starts, ends, strict=True)
     }
+
+
+def _query_codes(column: Any) -> tuple[Any, list[str]]:
+    """Per line, the query's number in order of first appearance; and the query ids in that order.
+
+    A run usually holds each query's lines together: then the codes are a running count of the
+    places where the id changes; otherwise the ids are sorted out with numpy.
+    """
+    import numpy as np
+
+    change = np.concatenate(([True], column[1:] != column[:-1]))
+    heads = column[change]
+    if len(set(heads.tolist())) == len(heads):
+        return np.cumsum(change) - 1, heads.tolist()
+    names, first_seen, inverse = np.unique(
+        np.array(column.tolist(), dtype=str), return_index=True, return_inverse=True
+    )
+    by_appearance = np.argsort(first_seen, kind="stable")
+    code = np.empty(len(names), dtype=np.int64)
+    code[by_appearance] = np.arange(len(names))
+    return code[inverse.reshape(-1)], column[first_seen[by_appearance]].tolist()
 
 
 def _score_message(text: str) -> str:
