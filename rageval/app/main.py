@@ -226,9 +226,11 @@ def run_app(argv: list[str]) -> int:
     """Run the Hydra app with ``argv`` as its command line; returns the exit code."""
     import hydra
 
+    from rageval.app.overrides import prepare_overrides
     from rageval.app.sweep import LAST_SWEEP
 
     register_resolvers()
+    argv = prepare_overrides(argv, CONF_DIR, GROUPS)  # one-line errors with a "did you mean"
     LAST_SWEEP.update(failed=0, exit_code=0, pending=None)
     main = hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")(
         _hydra_task
