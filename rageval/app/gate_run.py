@@ -36,8 +36,10 @@ def effective_choices(baseline: Mapping[str, Any], overrides: Sequence[str]) -> 
     """The baseline's group choices with the user's group overrides on top."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
+    from rageval.app.overrides import normalize_tolerances
+
     choices = {str(g): str(c) for g, c in (baseline.get("choices") or {}).items()}
-    for o in OverridesParser.create().parse_overrides(list(overrides)):
+    for o in OverridesParser.create().parse_overrides(normalize_tolerances(overrides)):
         if o.key_or_group in _groups():
             choices[o.key_or_group] = o.get_value_element_as_str()
     return choices
