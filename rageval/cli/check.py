@@ -52,3 +52,10 @@ def run_check(*args, **kwargs):
     from rageval.app.gate_run import run_check as _run_check
 
     return _run_check(*args, **kwargs)
+
+
+def compose(overrides: list[str]):
+    """conf/ composed with ``overrides`` (no baseline), as the app would run it."""
+    from rageval.app.gate_run import compose_from_baseline
+
+    return compose_from_baseline({}, overrides, mlflow=True)
