@@ -80,12 +80,15 @@ def project_data(baseline_path: str | Path, golden: str | None = None) -> Projec
         from rageval.app.gate_run import compose_from_baseline
 
         current = load_report(baseline_path)
+        digests = current.get("digests") or {}
+        if not current.get("config"):  # a baseline that does not record its dataset: its digests
+            return ProjectData(digests.get("golden") or None, digests.get("corpus") or None,
+                               f"the current baseline {baseline_path}")  # fmt: skip
         cfg = compose_from_baseline(current, [])
         dataset = OmegaConf.to_container(cfg.dataset, resolve=True)
         g, c = _dataset_digests(dataset)
         if g:
             return ProjectData(g, c, f"the current baseline's dataset ({dataset['golden']})")
-        digests = current.get("digests") or {}
         return ProjectData(
             digests.get("golden"), digests.get("corpus"), f"the current baseline {baseline_path}"
         )
