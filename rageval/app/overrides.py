@@ -127,6 +127,9 @@ def _compose_check(
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
+    from rageval.app.main import register_resolvers
+
+    register_resolvers()  # resolvers and the config schema conf/ extends
     was_initialized = GlobalHydra.instance().is_initialized()
     if was_initialized:  # keep a caller's Hydra state: check without touching it
         return

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from rageval.app.main import CONF_DIR, GROUPS
 from rageval.app.overrides import group_options, normalize_tolerances, prepare_overrides
 from rageval.errors import ConfigError
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.parametrize("spelling", ["recall@5", "recall_at_5", "+recall@5"])

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 import pytrec_eval
-from test_metrics import KS, random_case, trec_ordered
+from trec_oracle import KS, random_case, trec_ordered
 
 from rageval.cli.main import main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def write_case(tmp_path, qrels, lines, beir=False):
