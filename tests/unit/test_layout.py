@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parent.parent / "rageval"
+PACKAGE = Path(__file__).resolve().parents[2] / "rageval"
 EDGE_FOLDERS = ("app", "cli", "tracking", "gate")
 # Root modules that are entry points, so edge too: `python -m rageval`, and the pytest helpers
 # that run the gate from a user's test suite.
