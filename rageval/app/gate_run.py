@@ -27,7 +27,7 @@ NOT_REPLAYED = ("hydra", "mlflow", "gate", "cache_dir", "latency_sample", "query
 
 
 def _groups() -> tuple[str, ...]:
-    from rageval.app.main import GROUPS
+    from rageval.app.config import GROUPS
 
     return tuple(GROUPS)
 
@@ -56,8 +56,8 @@ def compose_from_baseline(
     from omegaconf import OmegaConf, open_dict
     from omegaconf.errors import OmegaConfBaseException
 
-    from rageval.app.main import CONF_DIR, register_resolvers
-    from rageval.app.overrides import _keys, explain, prepare_overrides
+    from rageval.app.config import CONF_DIR, register_resolvers
+    from rageval.app.overrides import config_keys, explain, prepare_overrides
 
     groups = _groups()
     overrides = prepare_overrides(list(overrides), CONF_DIR, groups)
@@ -84,7 +84,7 @@ def compose_from_baseline(
         try:
             ConfigLoaderImpl._apply_overrides_to_config(rest, cfg)
         except (HydraException, OmegaConfBaseException) as err:
-            raise explain(err, [o.input_line or "" for o in rest], _keys(cfg), groups) from None
+            raise explain(err, [o.input_line or "" for o in rest], config_keys(cfg), groups) from None
     OmegaConf.set_struct(cfg, True)
     if not mlflow and not any(o.key_or_group == "mlflow.enabled" for o in rest):
         cfg.mlflow.enabled = False

@@ -55,7 +55,7 @@ def _suggest(word: str, choices: Sequence[str]) -> str:
     return f"; did you mean {' or '.join(close)}?" if close else ""
 
 
-def _keys(node, prefix: str = "") -> list[str]:
+def config_keys(node, prefix: str = "") -> list[str]:
     """Every dotted key of a composed config (mappings only; list items are not keys)."""
     from omegaconf import DictConfig
 
@@ -65,7 +65,7 @@ def _keys(node, prefix: str = "") -> list[str]:
         out.append(path)
         value = node._get_node(key)
         if isinstance(value, DictConfig):
-            out += _keys(value, path + ".")
+            out += config_keys(value, path + ".")
     return out
 
 
@@ -127,7 +127,7 @@ def _compose_check(
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
-    from rageval.app.main import register_resolvers
+    from rageval.app.config import register_resolvers
 
     register_resolvers()  # resolvers and the config schema conf/ extends
     was_initialized = GlobalHydra.instance().is_initialized()
@@ -141,7 +141,7 @@ def _compose_check(
         failure = err
     with initialize_config_dir(config_dir=str(Path(conf_dir).resolve()), version_base="1.3"):
         base = compose(config_name, overrides=[o for o in overrides if o.split("=")[0] in groups])
-    raise explain(failure, overrides, _keys(base), groups) from None
+    raise explain(failure, overrides, config_keys(base), groups) from None
 
 
 def explain(
