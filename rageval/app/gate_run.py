@@ -27,7 +27,7 @@ NOT_REPLAYED = ("hydra", "mlflow", "gate", "cache_dir", "latency_sample", "query
 
 
 def _groups() -> tuple[str, ...]:
-    from rageval.app.main import GROUPS
+    from rageval.app.config import GROUPS
 
     return tuple(GROUPS)
 
