@@ -63,14 +63,8 @@ def test_several_processes_fill_one_cache_and_every_vector_reads_back(tmp_path):
 def test_a_job_finds_its_parent_in_the_sweep_folder_then_the_environment_then_mlflow(
     tmp_path, monkeypatch
 ):
-    from rageval.app.sweep import parent_run_id
-    from rageval.tracking.runs import (
-        PARENT_ENV,
-        PARENT_FILE,
-        SWEEP_ENV,
-        client_for,
-        ensure_experiment,
-    )
+    from rageval.app.sweep import PARENT_ENV, PARENT_FILE, SWEEP_ENV, parent_run_id
+    from rageval.tracking.runs import client_for, ensure_experiment
 
     sweep = tmp_path / "sweep"
     sweep.mkdir()

@@ -13,6 +13,7 @@ import pytest
 
 from rageval.app.main import run_app
 from rageval.cli.main import main
+from rageval.errors import ConfigError
 from rageval.ranking import ranked
 from rageval.tracking import runs as tracking
 
@@ -122,10 +123,14 @@ def test_no_secret_in_the_error_of_a_failing_backend_or_an_unreachable_server(
 
 
 def test_no_secret_in_configuration_errors(mini, tmp_path, capsys, env):
-    with pytest.raises(SystemExit):  # Hydra's own message quotes the override it cannot apply
+    # Hydra's own message quotes the override it cannot apply
+    with pytest.raises(ConfigError) as refused:
         run_app(["dataset=custom", f"dataset.api_token={TOKEN}", f"hydra.run.dir={tmp_path}"])
+    assert "dataset.api_token=***" in str(refused.value) and TOKEN not in str(refused.value)
+    assert main(["dataset=custom", f"dataset.api_token={TOKEN}", f"hydra.run.dir={tmp_path}"]) == 2
     err = capsys.readouterr().err
-    assert "dataset.api_token=***" in err and TOKEN not in err
+    assert err.startswith("rageval: error: bad config") and "dataset.api_token=***" in err
+    assert TOKEN not in err and len(err.strip().splitlines()) == 1
     baseline = tmp_path / "baseline.json"
     baseline.write_text(json.dumps({"metrics": {}, "per_query": [], "digests": {}, "k": 5}))
     assert main(["check", f"backend.api_key={PASSWORD}", "--baseline", str(baseline)]) == 2

@@ -150,7 +150,7 @@ def test_level_is_selectable_in_config(model_dir, tmp_path):
     register_resolvers()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         cfg = compose("config", overrides=[f"cache_dir={tmp_path}", "level=doc", "search=bm25"])
-    assert build(cfg)[0].level == "doc"
+    assert build(cfg).spec.level == "doc"
 
 
 class CountingBM25:
