@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from fakes.azure_search import FakeAzureSearch
+from fakes.plugin_retrievers import FlakyRetriever
 
 from rageval.app.main import run_app, run_job
 from rageval.cli.check import compose
@@ -27,7 +28,6 @@ from rageval.embedding import EmbeddingCache, SentenceTransformerEncoder
 from rageval.embedding.cache import text_key
 from rageval.errors import BackendError
 from rageval.gate.baseline import load_report, write_baseline
-from rageval.ranking import ranked
 from rageval.tracking import runs as tracking
 
 pytestmark = pytest.mark.integration
@@ -170,41 +170,11 @@ def test_azure_failing_and_timing_out_on_some_queries_fails_the_run_naming_them(
     assert "payments" in json.loads((out / "error.json").read_text())["error"]
 
 
-class FlakyRetriever:
-    """A team's own backend: ranks chunks by shared words; fails as the test tells it to."""
-
-    transient = 0  # the next calls that raise ConnectionError
-    fail_on = ""  # queries holding this word raise TimeoutError, every time
-    nan_on = ""  # queries holding this word get a NaN score
-    calls: list[int] = []
-
-    def __init__(self, **_):
-        self.chunks: list = []
-
-    def index(self, chunks, encoder):
-        self.chunks = [(c.id, set(c.text.lower().split())) for c in chunks]
-
-    def search(self, queries, depth):
-        type(self).calls.append(len(queries))
-        if type(self).transient:
-            type(self).transient -= 1
-            raise ConnectionError("connection reset by peer")
-        if self.fail_on and any(self.fail_on in q for q in queries):
-            raise TimeoutError("read timed out after 30 s")
-        out = []
-        for q in queries:
-            words = set(q.lower().split())
-            pairs = [(cid, float("nan") if self.nan_on and self.nan_on in q else float(len(words & w)))
-                     for cid, w in self.chunks]  # fmt: skip
-            out.append(ranked(pairs, depth))
-        return out
-
-
 def flaky_job(mini, cache, out, db=None, **behaviour):
     for k, v in {"transient": 0, "fail_on": "", "nan_on": "", "calls": [], **behaviour}.items():
         setattr(FlakyRetriever, k, v)
     mlflow = [f"mlflow.tracking_uri=sqlite:///{db}"] if db else ["mlflow.enabled=false"]
-    cfg = compose(mini_args(mini, cache, "backend._target_=test_faults.FlakyRetriever", *mlflow))
+    cfg = compose(mini_args(mini, cache, "backend._target_=fakes.plugin_retrievers.FlakyRetriever", *mlflow))
     return run_job(cfg, out, quiet=True)
 
 
