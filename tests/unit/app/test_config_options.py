@@ -129,3 +129,11 @@ def test_the_custom_dataset_points_at_a_doc_that_exists():
     text = (CONF_DIR / "dataset" / "custom.yaml").read_text()
     docs = [w.strip("().,") for w in text.split() if w.strip("().,").startswith("docs/")]
     assert docs and all((CONF_DIR.parent / d).is_file() for d in docs)
+
+
+def test_keys_added_to_the_dataset_node_are_kept_in_the_config_not_passed_on(mini, tmp_path):
+    # as before the dataset group had a _target_: extra keys (a description, an owner) are fine
+    cfg = compose([f"cache_dir={tmp_path}", "dataset=custom", "+dataset.owner=search-team",
+                   f"dataset.corpus={mini / 'corpus'}", f"dataset.golden={mini / 'golden.jsonl'}"])  # fmt: skip
+    parts = build(cfg)
+    assert parts.spec.golden == str(mini / "golden.jsonl") and cfg.dataset.owner == "search-team"
