@@ -23,10 +23,22 @@ FAMILIES: dict[str, tuple[str, str]] = {
     "mrr": ("headline", "1 / rank of the first relevant result within k"),
     "ndcg": ("headline", "normalised discounted cumulative gain, linear gain (trec_eval ndcg_cut)"),
     "map": ("headline", "average precision cut at k (trec_eval map_cut)"),
+    "quote_recall": ("headline", "evidence quotes the top k chunks cover whole / all quotes"),
+    "quote_ndcg": ("headline", "nDCG@k over quotes found (gain: grade at the completing rank)"),
     "evidence_recall": ("span", "evidence characters covered by the retrieved context"),
+    "evidence_precision": ("span", "covered / retrieved characters, duplicates included"),
     "evidence_iou": ("span", "covered / (evidence + retrieved - covered) characters"),
+    "tokens": ("cost", "tokens of the top k chunks (the embedding model's tokenizer)"),
 }
-HEADLINE: tuple[str, ...] = tuple(f for f, (group, _) in FAMILIES.items() if group == "headline")
+# Metrics without a cutoff: reported and logged under their plain name.
+PLAIN: dict[str, tuple[str, str]] = {
+    "evidence_precision_max": (
+        "span",
+        "evidence_precision of retrieving every chunk that touches the evidence (the ceiling)",
+    ),
+}
+# The chunk- and document-counting metrics, equal to trec_eval on run.trec and qrels.trec.
+HEADLINE: tuple[str, ...] = ("precision", "recall", "hit_rate", "mrr", "ndcg", "map")
 
 _PATTERN = re.compile(r"^\s*([a-z][a-z0-9_]*?)\s*(?:@|_at_)\s*(\d+)\s*(t?)\s*$")
 
