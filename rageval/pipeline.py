@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rageval.chunking import ChunkingSpec, chunk_documents, load_tokenizer
+from rageval.chunking import ChunkingSpec, chunk_documents, chunk_rows, load_tokenizer
 from rageval.embedding.guard import check_query_model
 from rageval.errors import BackendError, ConfigError
 from rageval.inputs.corpus import corpus_digest, load_corpus
@@ -148,7 +148,9 @@ def evaluate(
         },
         config=config or {},
     )
-    return summarise(golden, scored, facts)
+    report = summarise(golden, scored, facts)
+    report.chunks = chunk_rows(chunks, extents)
+    return report
 
 
 class _Clock:

@@ -61,6 +61,7 @@ def build(cfg) -> tuple[Any, Any, Any, Any]:
     from rageval.chunking import ChunkingSpec
     from rageval.pipeline import RunSpec
     from rageval.retrieval.retry import RetryingRetriever
+    from rageval.scoring.budget import DEFAULT_BUDGETS
 
     try:
         c = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)
@@ -113,8 +114,22 @@ def build(cfg) -> tuple[Any, Any, Any, Any]:
         latency_sample=c.get("latency_sample", 20),
         query_batch=c.get("query_batch", 10_000),
         allow_model_mismatch=bool(c.get("allow_model_mismatch", False)),
+        budgets=_budgets(c.get("budgets", DEFAULT_BUDGETS)),
     )
     return spec, encoder, query_encoder, retriever
+
+
+def _budgets(value) -> tuple[int, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list | tuple) or not all(
+        isinstance(b, int) and not isinstance(b, bool) and b > 0 for b in value
+    ):
+        raise ConfigError(
+            f"budgets must be a list of positive token counts like [256, 512, 1024, 2048] "
+            f"(key budgets), got {value!r}"
+        )
+    return tuple(value)
 
 
 def run_job(cfg, output_dir: str | Path, overrides: list[str] | None = None,
@@ -123,6 +138,7 @@ def run_job(cfg, output_dir: str | Path, overrides: list[str] | None = None,
     import yaml
     from omegaconf import OmegaConf
 
+    from rageval.chunking import write_chunks_jsonl
     from rageval.formats.atomic import atomic_write_text
     from rageval.formats.trec import write_qrels, write_run
     from rageval.pipeline import evaluate
@@ -142,6 +158,7 @@ def run_job(cfg, output_dir: str | Path, overrides: list[str] | None = None,
     qids = [r["id"] for r in report.per_query]
     write_run(out / "run.trec", qids, report.rankings, tag="rageval")
     write_qrels(out / "qrels.trec", report.qrels)
+    write_chunks_jsonl(out / "chunks.jsonl", report.chunks)
     report.write_json(out / "report.json")
     atomic_write_text(out / "config.yaml", yaml.safe_dump(redact(config), sort_keys=False))
     if cfg.mlflow.enabled:
@@ -165,6 +182,9 @@ def run_job(cfg, output_dir: str | Path, overrides: list[str] | None = None,
                 stacklevel=1,
             )
     if not quiet:
+        if sweep_dir:  # parallel jobs (joblib) print in any order: say whose table this is
+            shown = [o for o in report.overrides if not o.startswith(("hydra.", "hydra/"))]
+            print(f"job {out.name} ({' '.join(shown)}):")
         print(report.table())
         print(f"report: {out / 'report.json'}")
     return report

@@ -3,10 +3,11 @@ and its console, JSON and markdown forms."""
 
 from __future__ import annotations
 
+import copy
 import json
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,8 @@ class EvalReport:
     choices: dict[str, str] = field(default_factory=dict)
     rankings: list[RankedList] = field(default_factory=list, repr=False)
     qrels: dict[str, dict[str, int]] = field(default_factory=dict, repr=False)
+    # the rows of chunks.jsonl (rageval.chunking.chunk_rows); kept out of report.json
+    chunks: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
     def headline(self) -> dict[str, float]:
         return {
@@ -50,9 +53,10 @@ class EvalReport:
         }
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d.pop("rankings")
-        d.pop("qrels")
+        skip = ("rankings", "qrels", "chunks")  # written as run.trec, qrels.trec, chunks.jsonl
+        d = copy.deepcopy(
+            {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip}
+        )
         return {"schema": SCHEMA_VERSION, **d}
 
     def write_json(self, path: str | Path) -> Path:
