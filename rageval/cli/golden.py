@@ -91,7 +91,7 @@ def validate(golden_path: Path, corpus_path: Path | None, chunk: int = 256) -> i
     from rageval.embedding import resolve_model_path
     from rageval.inputs.corpus import load_corpus
     from rageval.inputs.golden import load_golden
-    from rageval.relevance import resolve
+    from rageval.relevance import duplicate_quotes, resolve
     from rageval.types import GoldenSet
 
     golden = load_golden(golden_path)
@@ -110,6 +110,8 @@ def validate(golden_path: Path, corpus_path: Path | None, chunk: int = 256) -> i
             resolve(GoldenSet(golden.path, (q,), golden.digest), by_id, chunks, level="chunk")
         except RagevalError as err:
             problems.append(str(err))
+    for w in duplicate_quotes(golden, by_id):
+        print(f"warning: {w}", file=sys.stderr)
     for p in problems:
         print(p, file=sys.stderr)
     if problems:
@@ -199,13 +201,17 @@ def synthetic_line(queries, what: str = "") -> tuple[str, str | None]:
 def stats(golden_path: Path, corpus_path: Path | None, as_json: bool = False, with_paths=()) -> int:
     from rageval.inputs.corpus import load_corpus
     from rageval.inputs.golden import load_golden
+    from rageval.relevance import duplicate_quotes
     from rageval.types import GoldenSet
 
     golden = load_golden(golden_path)
     sets = [golden, *(load_golden(p) for p in with_paths)]
     queries = tuple(q for g in sets for q in g.queries)
-    n_docs = len(load_corpus(corpus_path)) if corpus_path else None
+    docs = {d.id: d for d in load_corpus(corpus_path)} if corpus_path else {}
+    n_docs = len(docs) if corpus_path else None
     s = describe(GoldenSet(golden.path, queries, golden.digest), n_docs)
+    for g in sets:
+        s["warnings"] += duplicate_quotes(g, docs)
     seen: dict[str, str] = {}
     for g in sets:
         clash = [q.id for q in g.queries if seen.setdefault(q.id, g.path) != g.path]
@@ -231,6 +237,9 @@ def stats(golden_path: Path, corpus_path: Path | None, as_json: bool = False, wi
                 f"  evidence words      min {ew['min']}, median {ew['median']}, max {ew['max']} ({ew['quotes']} quotes)"
             )
         print(f"  multi-document      {s['multi_document_queries']['count']} queries")
+        if s["tags"]:
+            tags = ", ".join(f"{t} {c}" for t, c in s["tags"].items())
+            print(f"  tags                {tags}")
     for w in s["warnings"]:
         print(f"warning: {w}", file=sys.stderr)
     return 0
