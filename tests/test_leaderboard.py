@@ -94,6 +94,8 @@ def test_default_deciding_metric(tmp_path):
     assert deciding_metric(load_jobs(tmp_path / "b"), "NDCG_at_3")[0] == "ndcg@3"
     with pytest.raises(ConfigError, match="valid metrics"):
         deciding_metric(load_jobs(tmp_path / "b"), "ndgc@5")
+    assert rank(load_jobs(tmp_path / "b"), "ndcg@5").best == 1
+    assert rank(load_jobs(tmp_path / "b"), "tokens@5").best == 0  # a cost: the fewest tokens win
     board = rank(load_jobs(tmp_path / "b"), "quote_recall@5")
     assert board.best is None and "No job reports quote_recall@5" in board.header()
 

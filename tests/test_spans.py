@@ -211,3 +211,17 @@ def test_more_evidence_within_the_budget_never_scores_lower(data):
         assert ma > mb
     elif ca == cb:
         assert ma == mb
+
+
+def test_new_metric_names_round_trip_through_metric_spec():
+    from rageval.scoring.spec import MetricSpec, mlflow_key
+
+    for name, key in [("evidence_precision@5", "evidence_precision_at_5"),
+                      ("evidence_iou@1024t", "evidence_iou_at_1024t"),
+                      ("quote_recall@10", "quote_recall_at_10"), ("recall@512t", "recall_at_512t"),
+                      ("tokens@5", "tokens_at_5")]:  # fmt: skip
+        spec = MetricSpec.parse(key)
+        assert str(spec) == name and spec.mlflow_key == key
+    assert not MetricSpec.parse("tokens@5").higher_is_better
+    assert MetricSpec.parse("evidence_recall@1024t").higher_is_better
+    assert mlflow_key("evidence_precision_max") == "evidence_precision_max"

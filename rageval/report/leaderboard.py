@@ -280,7 +280,8 @@ def rank(
         have = sorted({m for j in ok for m in j.metrics})
         note = f"No job reports {metric}; the jobs report: {', '.join(have)}"
     if scored:
-        best = max(scored, key=lambda j: (j.metrics[metric], -j.job))
+        sign = 1.0 if MetricSpec.parse(metric).higher_is_better else -1.0  # fewest tokens wins
+        best = max(scored, key=lambda j: (sign * j.metrics[metric], -j.job))
         verdict[best.job] = "best"
         ref = best.per_query(metric)
         others = [j for j in scored if j is not best]

@@ -96,6 +96,12 @@ class MetricSpec:
         return f"{self.name}_at_{self.k}{'t' if self.budget else ''}"
 
     @property
+    def higher_is_better(self) -> bool:
+        """False for cost metrics (``tokens@5``): a gate or a leaderboard must not call more
+        tokens an improvement."""
+        return self.group != "cost"
+
+    @property
     def group(self) -> str:
         """``headline``, ``span``, ... (what section a report or MLflow shows it in)."""
         return FAMILIES[self.name][0]
