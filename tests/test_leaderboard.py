@@ -89,7 +89,7 @@ def test_default_deciding_metric(tmp_path):
         ("d", [["chunk_overlap=0"], ["chunk_overlap=32"]], True, METRIC),
     ]:
         for i, o in enumerate(overrides):
-            _job(tmp_path / name, i, o, v, evidence=evidence)
+            _job(tmp_path / name, i, o, [x + 0.1 * i for x in v], evidence=evidence)
         assert deciding_metric(load_jobs(tmp_path / name))[0] == want, name
     assert deciding_metric(load_jobs(tmp_path / "b"), "NDCG_at_3")[0] == "ndcg@3"
     with pytest.raises(ConfigError, match="valid metrics"):
