@@ -217,7 +217,8 @@ class Leaderboard:
         buf = io.StringIO()
         Console(file=buf, width=width, no_color=True, highlight=False).print(table)
         head = textwrap.fill(self.header(), width=width)
-        return head + "\n" + "\n".join(line.rstrip() for line in buf.getvalue().splitlines())
+        body = "\n".join(line.rstrip() for line in buf.getvalue().splitlines()).strip("\n")
+        return f"{head}\n\n{body}"
 
 
 def _console_columns(columns: Sequence[str]) -> list[str]:
