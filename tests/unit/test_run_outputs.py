@@ -71,15 +71,3 @@ def test_a_run_reports_budget_span_and_token_metrics_and_its_chunks(mini, model_
         want = rows[q]["evidence_recall@5"]
         got = again["evidence_recall@5"][i]
         assert (want is None and got != got) or want == got
-
-
-@pytest.mark.integration
-def test_embedding_progress_advances_per_batch(model_dir, tmp_path):
-    from rageval.embedding.batching import encode_stable
-    from rageval.embedding.encoder import SentenceTransformerEncoder
-
-    model = SentenceTransformerEncoder(model_dir, cache_dir=str(tmp_path))._load()
-    calls: list[int] = []
-    texts = [f"text number {i} " * (1 + i % 3) for i in range(10)]
-    vec = encode_stable(model, texts, 4, progress=calls.append)
-    assert vec.shape[0] == 10 and sum(calls) == 10 and len(calls) >= 3 and max(calls) <= 4
