@@ -14,7 +14,6 @@ compare at equal cost: 4 chunks of 256 tokens against 1 of 1,024.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
@@ -75,8 +74,10 @@ def tokenizer_truncate(tokenizer) -> Truncate:
 
 def proportional_truncate(chunk: Chunk, n: int) -> int:
     """Truncation without a tokenizer: the same share of characters as of tokens."""
-    share = min(1.0, n / chunk.n_tokens) if chunk.n_tokens else 1.0
-    return chunk.start + math.ceil((chunk.end - chunk.start) * share)
+    size = chunk.end - chunk.start
+    if not chunk.n_tokens or n >= chunk.n_tokens:
+        return chunk.end
+    return chunk.start + -(-size * max(n, 0) // chunk.n_tokens)  # exact ceiling, no float error
 
 
 def budget_metrics(

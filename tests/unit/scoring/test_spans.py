@@ -154,6 +154,9 @@ def test_truncation_with_the_model_tokenizer_ends_on_a_token_boundary(tokenizer)
     assert text[:end] == "Intro. The"
     assert tokenizer_truncate(tokenizer)(chunk, 10_000) == len(text)
     assert proportional_truncate(chunk, chunk.n_tokens) == chunk.end
+    # an exact ceiling: 25 characters * 7 / 25 tokens is 7 characters, not 7.000000000000001 -> 8
+    wide = Chunk("w", "d", 1, "z" * 25, 1, 26, 25)
+    assert proportional_truncate(wide, 7) == 8 and proportional_truncate(wide, 0) == 1
 
 
 def test_full_retrieval_scores_one_on_real_chunks_across_boundaries(tokenizer, mini):
