@@ -116,7 +116,7 @@ def compare_settings(config) -> tuple[str | None, float, int]:
     if old and not chosen:
         warnings.warn(
             f"mlflow.compare_metric={old} is deprecated: write sweep.compare_metric={old}",
-            DeprecationWarning,
+            FutureWarning,  # shown by default: the user's config is what must change
             stacklevel=2,
         )
         chosen = old

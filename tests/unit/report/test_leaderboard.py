@@ -106,5 +106,5 @@ def test_compare_metric_from_the_sweep_block_and_the_deprecated_mlflow_key():
     cfg.sweep.compare_metric = "mrr@5"
     assert compare_settings(cfg)[0] == "mrr@5"
     cfg = OmegaConf.create({"sweep": {"alpha": 0.01}, "mlflow": {"compare_metric": "ndcg@5"}})
-    with pytest.warns(DeprecationWarning, match="sweep.compare_metric=ndcg@5"):
+    with pytest.warns(FutureWarning, match="sweep.compare_metric=ndcg@5"):
         assert compare_settings(cfg) == ("ndcg@5", 0.01, 10_000)
