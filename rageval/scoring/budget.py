@@ -56,20 +56,33 @@ def depth_for(budgets: Sequence[int], chunk_tokens: Sequence[int], cap: int = 10
     return int(min(cap, np.searchsorted(sizes, max(budgets)) + 1))
 
 
-def tokenizer_truncate(tokenizer) -> Truncate:
-    """Truncation with the model's tokenizer: re-tokenises the chunk's text (cached per chunk)."""
-    cache: dict[str, list[tuple[int, int]]] = {}
+class TokenizerTruncate:
+    """Truncation with the model's tokenizer: the chunk's text re-tokenised, cut after n tokens.
+    ``prepare`` tokenises the chunks about to be cut in one batch (cached per chunk)."""
 
-    def truncate(chunk: Chunk, n: int) -> int:
-        offsets = cache.get(chunk.id)
-        if offsets is None:
-            offsets = tokenizer.encode(chunk.text, add_special_tokens=False).offsets
-            cache[chunk.id] = offsets
+    def __init__(self, tokenizer) -> None:
+        self.tokenizer = tokenizer
+        self.offsets: dict[str, list[tuple[int, int]]] = {}
+
+    def prepare(self, chunks: Sequence[Chunk]) -> None:
+        todo = [c for c in {c.id: c for c in chunks}.values() if c.id not in self.offsets]
+        if todo:
+            encs = self.tokenizer.encode_batch([c.text for c in todo], add_special_tokens=False)
+            for c, enc in zip(todo, encs, strict=True):
+                self.offsets[c.id] = enc.offsets
+
+    def __call__(self, chunk: Chunk, n: int) -> int:
+        if chunk.id not in self.offsets:
+            self.prepare([chunk])
+        offsets = self.offsets[chunk.id]
         if n <= 0 or not offsets:
             return chunk.start
         return chunk.start + offsets[min(n, len(offsets)) - 1][1]
 
-    return truncate
+
+def tokenizer_truncate(tokenizer) -> TokenizerTruncate:
+    """Truncation with the model's tokenizer (see :class:`TokenizerTruncate`)."""
+    return TokenizerTruncate(tokenizer)
 
 
 def proportional_truncate(chunk: Chunk, n: int) -> int:
@@ -103,10 +116,13 @@ def budget_metrics(
             out[f"{m}@{b}t"] = np.full(n, np.nan)
     n_tokens = {cid: c.n_tokens for cid, c in chunks_by_id.items()}
     evidence = evidence_by_query(query_ids, spans, extents)
-    for qi, (qid, ranking, ev) in enumerate(zip(query_ids, rankings, evidence, strict=True)):
+    contexts = [[budget_context(r, b, n_tokens) for b in budgets] for r in rankings]
+    prepare = getattr(truncate, "prepare", None)
+    if prepare is not None:  # tokenise every chunk that gets cut in one batch
+        prepare([chunks_by_id[c] for ctx in contexts for p in ctx for c, kept in p if kept])
+    for qi, (qid, ev) in enumerate(zip(query_ids, evidence, strict=True)):
         relevant = {u for u, g in (qrels.get(qid) or {}).items() if g >= 1}
-        for b in budgets:
-            picked = budget_context(ranking, b, n_tokens)
+        for b, picked in zip(budgets, contexts[qi], strict=True):
             if ev is None:
                 if relevant:
                     units = {unit_of(cid) for cid, _ in picked}
