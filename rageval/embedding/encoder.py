@@ -194,9 +194,10 @@ class SentenceTransformerEncoder:
             for lo in range(0, len(todo), self.write_every):
                 start = time.perf_counter()
                 group = todo[lo : lo + self.write_every]
-                vec = encode_stable(model, [prompt + texts[i] for i in group], self.batch_size)
+                # the bar moves per batch: a long job does not sit at 0% for write_every texts
+                vec = encode_stable(model, [prompt + texts[i] for i in group], self.batch_size,
+                                    progress=bar.update)  # fmt: skip
                 self.cache.put([keys[i] for i in group], vec)
                 self.texts_encoded += len(group)
                 self.encode_seconds += time.perf_counter() - start
-                bar.update(len(group))
                 yield group, vec
