@@ -22,6 +22,12 @@ def load_run(run_dir: str | Path):
     from rageval.report.eval_report import EvalReport
 
     path = Path(run_dir) / "report.json"
+    if not path.is_file():
+        raise InputError(
+            "no report.json: not the folder of a finished run; pass a run's output folder "
+            "(hydra.run.dir, or a job folder of a sweep)",
+            path=str(path),
+        )
     data = load_report(path)
     names = {f.name for f in dataclasses.fields(EvalReport)} - {"rankings", "qrels"}
     try:
