@@ -83,6 +83,7 @@ def build(cfg) -> Components:
         latency_sample=cfg.latency_sample,
         query_batch=cfg.query_batch,
         allow_model_mismatch=cfg.allow_model_mismatch,
+        budgets=tuple(cfg.budgets),
     )
     return Components(spec, encoder, query_encoder, retriever)
 

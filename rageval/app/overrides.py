@@ -154,11 +154,9 @@ def explain(
     explained = explain_key(err, overrides, keys, groups)
     if explained is not None:
         return explained
-    cause = err.__cause__ or err.__context__
-    detail = str(err).splitlines()[0]
-    if cause is not None and str(cause) and str(cause) not in detail:
-        detail += f": {str(cause).splitlines()[0]}"
-    return ConfigError(f"bad override ({' '.join(overrides)}): {detail}")
+    from rageval.app.config import describe_error
+
+    return ConfigError(f"bad override ({' '.join(overrides)}): {describe_error(err)}")
 
 
 def explain_key(
