@@ -29,6 +29,18 @@ def _spec(mini, model_dir, **kw):
                    ChunkingSpec(32, 8), latency_sample=0, **kw)  # fmt: skip
 
 
+def test_embeds_looks_through_retry_and_rerank_wrappers():
+    from types import SimpleNamespace
+
+    from rageval.pipeline import embeds
+    from rageval.retrieval.retry import RetryingRetriever
+
+    assert not embeds(RetryingRetriever(BM25Retriever()))
+    assert not embeds(SimpleNamespace(base=RetryingRetriever(BM25Retriever()), search=print))
+    assert embeds(RetryingRetriever(VectorLike()))
+    assert embeds(SimpleNamespace(inner={"nlist": 4}, base=None, search=print))  # not a retriever
+
+
 def test_bm25_runs_do_not_warn_about_max_seq_length(mini, model_dir):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
