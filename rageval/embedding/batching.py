@@ -7,16 +7,43 @@ by runs in another order, would not equal a fresh one bit for bit, and a near-ti
 could flip. :func:`encode_stable` pads every text to a length that depends on its own token count
 alone (rounded up to a multiple of ``BUCKET``, at most the model's ``max_seq_length``) and puts
 only texts of one padded length in a batch. Bucketing also pads less than a mixed batch does.
+
+Padding is not the only cause. Intel MKL (the BLAS of torch's CPU build) rounds the rows of a
+matrix product differently with the product's shape, i.e. how many texts share a batch, and with
+the number of threads it runs: with two threads, 44 of 50 texts changed their last bits between
+batches of 64 and of 4. MKL's strict reproducible mode (``MKL_CBWR=AUTO,STRICT``) makes each row
+depend on that row alone, for any shape and thread count, at no measured cost. ``import rageval`` sets it unless torch was imported first, which
+:func:`warn_if_mkl_unpinned` then reports once.
 """
 
 from __future__ import annotations
 
+import os
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from itertools import groupby
 
 import numpy as np
 
 BUCKET = 16
+_warned = False
+
+
+def warn_if_mkl_unpinned() -> None:
+    """Warn once if MKL runs without a reproducibility mode (torch was imported before rageval and
+    ``MKL_CBWR`` is unset): vectors may then change their last bits with batch and thread count."""
+    global _warned
+    if _warned or os.environ.get("MKL_CBWR"):
+        return
+    _warned = True
+    warnings.warn(
+        "Intel MKL runs without MKL_CBWR (torch was imported before rageval, or MKL_CBWR is "
+        "empty): a text's vector "
+        "may differ in its last bits with the texts batched with it and the number of threads, "
+        "and a cache filled by parallel jobs may differ from a fresh one. Set MKL_CBWR=AUTO,STRICT "
+        "in the environment, or import rageval before torch.",
+        stacklevel=3,
+    )
 
 
 def encode_stable(

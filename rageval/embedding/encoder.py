@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rageval.embedding.batching import encode_stable
+from rageval.embedding.batching import encode_stable, warn_if_mkl_unpinned
 from rageval.embedding.cache import EmbeddingCache, text_key
 from rageval.errors import ConfigError
 from rageval.formats.atomic import atomic_write_text
@@ -146,6 +146,7 @@ class SentenceTransformerEncoder:
         if self._model is None:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            warn_if_mkl_unpinned()
             from sentence_transformers import SentenceTransformer
             from transformers.utils import logging as hf_logging
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rageval.types import Document, GoldenSet
 
@@ -17,13 +18,15 @@ class Dataset:
     golden: str | GoldenSet
 
 
-def files(corpus: str, golden: str, name: str = "custom") -> Dataset:
-    """A corpus folder or JSONL file and a golden-set JSONL file (``~`` expanded)."""
+def files(corpus: str, golden: str, name: str = "custom", **notes: Any) -> Dataset:
+    """A corpus folder or JSONL file and a golden-set JSONL file (``~`` expanded). Other keys of
+    the dataset node (``notes``: a description, an owner) stay in the run's config, unused here."""
     return Dataset(name, str(Path(corpus).expanduser()), str(Path(golden).expanduser()))
 
 
-def beir(path: str, split: str = "test", name: str = "beir") -> Dataset:
-    """A BEIR folder's corpus and the ``split`` qrels as a golden set of document labels."""
+def beir(path: str, split: str = "test", name: str = "beir", **notes: Any) -> Dataset:
+    """A BEIR folder's corpus and the ``split`` qrels as a golden set of document labels (other
+    keys of the dataset node stay in the run's config)."""
     from rageval.inputs.beir import beir_dataset
 
     docs, golden = beir_dataset(path, split)
