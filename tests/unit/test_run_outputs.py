@@ -58,6 +58,11 @@ def test_a_run_reports_budget_span_and_token_metrics_and_its_chunks(mini, model_
                  "evidence_precision_max", "tokens@5"):  # fmt: skip
         assert name in m and m[name] == m[name], name  # present and not NaN
     assert m["evidence_recall@64t"] <= m["evidence_recall@128t"]
+    # CIs: every k for the ranking metrics, the headline k and every budget for the others
+    assert {"ndcg@1", "ndcg@10", "quote_recall@5", "evidence_recall@64t", "tokens@5"} <= set(
+        report.ci
+    )
+    assert "quote_recall@1" not in report.ci and "evidence_precision@10" not in report.ci
     assert 0 < m["evidence_precision@5"] <= m["evidence_precision_max"] <= 1
     # each query's context within the budget holds at most that many tokens
     rows = {r["id"]: r for r in report.per_query}
