@@ -144,7 +144,12 @@ def _compose_check(
     explained = explain_key(failure, overrides, config_keys(base), groups)
     if explained is not None:
         raise explained from None
-    # not a key or option: a bad value, which the app's schema check reports on its own line
+    from rageval.app.config import describe_error
+
+    # a bad value: name the override Hydra names, else all of them
+    named = re.search(r"Error merging override (\S+)", str(failure))
+    culprit = named.group(1) if named else " ".join(overrides)
+    raise ConfigError(f"bad override ({culprit}): {describe_error(failure)}") from None
 
 
 def explain(
