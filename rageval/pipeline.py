@@ -48,6 +48,8 @@ class RunSpec:
     allow_model_mismatch: bool = False
     # queries searched per retriever call: a golden set of 100,000 queries runs in batches
     query_batch: int = 10_000
+    # a larger document is refused (a 200 MB single line is almost always an export gone wrong)
+    max_document_mb: float = 50
 
     def __post_init__(self) -> None:
         if self.k <= 0 or any(int(x) <= 0 for x in self.ks):
@@ -85,7 +87,7 @@ def evaluate(
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     golden = spec.golden if isinstance(spec.golden, GoldenSet) else load_golden(spec.golden)
-    docs = load_corpus(spec.corpus) if isinstance(spec.corpus, str) else list(spec.corpus)
+    docs = load_corpus(spec.corpus, spec.max_document_mb) if isinstance(spec.corpus, str) else list(spec.corpus)
     timings["load_s"] = time.perf_counter() - t0
 
     t = time.perf_counter()

@@ -113,8 +113,16 @@ def build(cfg) -> tuple[Any, Any, Any, Any]:
         latency_sample=c.get("latency_sample", 20),
         query_batch=c.get("query_batch", 10_000),
         allow_model_mismatch=bool(c.get("allow_model_mismatch", False)),
+        max_document_mb=_positive(c, "max_document_mb", 50),
     )
     return spec, encoder, query_encoder, retriever
+
+
+def _positive(c: dict, key: str, default: float) -> float:
+    value = c.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise ConfigError(f"{key} must be a number > 0, got {value!r}")
+    return float(value)
 
 
 def run_job(cfg, output_dir: str | Path, overrides: list[str] | None = None,
