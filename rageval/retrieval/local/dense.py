@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rageval.embedding.cache import check_vectors
 from rageval.errors import ConfigError
 from rageval.ranking import break_ties
 from rageval.retrieval.base import Encoder
@@ -84,7 +85,8 @@ class FaissRetriever:
 
         def rows(sel: slice | np.ndarray) -> np.ndarray:
             part = chunks[sel] if isinstance(sel, slice) else [chunks[i] for i in sel.tolist()]
-            return encoder.encode_documents([c.text for c in part])
+            texts = [c.text for c in part]
+            return check_vectors(encoder.encode_documents(texts), texts, "chunks")
 
         self._build([c.id for c in chunks], rows, encoder.fingerprint)
 
@@ -151,7 +153,10 @@ class FaissRetriever:
     def search(self, queries: Sequence[str], depth: int) -> list[RankedList]:
         if self.encoder is None or not self.built_type:
             raise RuntimeError("index() must run before search()")
-        return self.search_vectors(self.encoder.encode_queries(list(queries)), depth)
+        queries = list(queries)
+        return self.search_vectors(
+            check_vectors(self.encoder.encode_queries(queries), queries, "queries"), depth
+        )
 
     def search_vectors(self, query_vectors: np.ndarray, depth: int) -> list[RankedList]:
         """One FAISS call for all query vectors."""
