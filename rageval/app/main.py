@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import sys
@@ -13,6 +12,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from rageval import rundir
 from rageval.errors import ConfigError, RagevalError
 from rageval.redact import (
     ScrubbingStream,
@@ -95,6 +95,9 @@ def build(cfg) -> tuple[Any, Any, Any, Any]:
 
         tokenizer_dir = resolve_model_path("all-MiniLM-L6-v2")
     ds = c["dataset"]
+    for key in ("path",) if ds.get("format") == "beir" else ("corpus", "golden"):
+        if not isinstance(ds.get(key), str) or not ds[key]:
+            raise ConfigError(f"dataset.{key} must be a path (a string), got {ds.get(key)!r}")
     if ds.get("format") == "beir":
         from rageval.inputs.beir import beir_dataset
 
@@ -136,7 +139,7 @@ def run_job(cfg, output_dir: str | Path, overrides: list[str] | None = None,
     from rageval.pipeline import evaluate
 
     out = Path(output_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    rundir.begin(out)  # marked incomplete until report.json, written last, is there
     spec, encoder, query_encoder, retriever = build(cfg)
     config = OmegaConf.to_container(cfg, resolve=True)
     try:
@@ -150,8 +153,9 @@ def run_job(cfg, output_dir: str | Path, overrides: list[str] | None = None,
     qids = [r["id"] for r in report.per_query]
     write_run(out / "run.trec", qids, report.rankings, tag="rageval")
     write_qrels(out / "qrels.trec", report.qrels)
-    report.write_json(out / "report.json")
     atomic_write_text(out / "config.yaml", yaml.safe_dump(redact(config), sort_keys=False))
+    report.write_json(out / "report.json")
+    rundir.finish(out)
     if cfg.mlflow.enabled:
         from rageval.app.sweep import parent_run_id
         from rageval.tracking.runs import log_run, tracking_uri
@@ -195,7 +199,8 @@ def _hydra_task(cfg) -> None:
     if multirun:
         _enter_launch_dir(str(hc.runtime.cwd))
     try:
-        run_job(cfg, out, overrides, choices, sweep_dir)
+        with rundir.os_errors():  # a full disk or read-only folder: one line, not a traceback
+            run_job(cfg, out, overrides, choices, sweep_dir)
     except RagevalError as err:
         msg = scrub(str(err), secret_values(OmegaConf.to_container(cfg, resolve=False)))
         print(f"rageval: error: {msg}", file=sys.stderr)
@@ -216,10 +221,7 @@ def _hydra_task(cfg) -> None:
 def _write_error(out: Path, msg: str, overrides: list[str]) -> None:
     import socket
 
-    from rageval.formats.atomic import atomic_write_text
-
-    atomic_write_text(out / "error.json", json.dumps({"error": msg, "overrides": overrides,
-                                                     "host": socket.gethostname()}))  # fmt: skip
+    rundir.fail(out, {"error": msg, "overrides": overrides, "host": socket.gethostname()})
 
 
 def _enter_launch_dir(cwd: str) -> None:
@@ -237,6 +239,7 @@ def run_app(argv: list[str]) -> int:
     from rageval.app.sweep import LAST_SWEEP
 
     register_resolvers()
+    rundir.check_output_dirs(argv)  # Hydra would make them with a traceback on failure
     LAST_SWEEP.update(failed=0, exit_code=0, pending=None)
     main = hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")(
         _hydra_task

@@ -102,6 +102,14 @@ def run_add(args) -> int:
 
 
 def run_migrate(args) -> int:
+    from rageval.cli.golden import _paths
+    from rageval.formats.atomic import locked
+
+    with locked(_paths(args)[0]):  # --in-place rewrites the golden set: no add in between
+        return _run_migrate(args)
+
+
+def _run_migrate(args) -> int:
     from rageval.authoring.edit import migrate, read_golden
     from rageval.chunking import ChunkingSpec, chunk_documents, load_tokenizer
     from rageval.cli.golden import _paths

@@ -17,6 +17,7 @@ from typing import Any
 
 from rageval.errors import InputError
 from rageval.gate.baseline import load_report, write_baseline
+from rageval.rundir import check_complete
 from rageval.tracking.runs import client_for, mlflow_key, tracking_uri
 
 BASELINE_TAG = "rageval.baseline"
@@ -95,6 +96,7 @@ def promote(run: str | None, baseline: str, *, best: str | None = None, experime
 
     client, run_id = None, None
     if run and Path(run).is_file():
+        check_complete(run)  # not a failed or unfinished run's leftover report.json
         report = load_report(run)
     else:
         client = client_for(tracking_uri(uri))
