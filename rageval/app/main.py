@@ -19,6 +19,7 @@ from rageval.redact import (
     override_secrets,
     redact,
     redact_override,
+    redact_yaml_file,
     scrub,
     scrub_logging,
     secret_values,
@@ -198,6 +199,7 @@ def _hydra_task(cfg) -> None:
     out = Path(hc.runtime.output_dir)
     if multirun:
         _enter_launch_dir(str(hc.runtime.cwd))
+        redact_yaml_file(Path(sweep_dir) / "multirun.yaml", hc.overrides.task)  # Hydra's own dump
     try:
         with rundir.os_errors():  # a full disk or read-only folder: one line, not a traceback
             run_job(cfg, out, overrides, choices, sweep_dir)

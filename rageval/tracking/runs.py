@@ -253,5 +253,7 @@ class SweepCallback(Callback):
 
     def on_multirun_end(self, config, **kwargs) -> None:
         from rageval.app.sweep import finish_sweep
+        from rageval.redact import redact_yaml_file
 
+        redact_yaml_file(Path(config.hydra.sweep.dir) / "multirun.yaml", config.hydra.overrides.task)
         finish_sweep(config)
