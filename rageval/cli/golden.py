@@ -110,6 +110,8 @@ def validate(golden_path: Path, corpus_path: Path | None, chunk: int = 256) -> i
             resolve(GoldenSet(golden.path, (q,), golden.digest), by_id, chunks, level="chunk")
         except RagevalError as err:
             problems.append(str(err))
+    for warning in short_quote_warnings(golden):
+        print(warning, file=sys.stderr)
     for p in problems:
         print(p, file=sys.stderr)
     if problems:
@@ -122,6 +124,25 @@ def validate(golden_path: Path, corpus_path: Path | None, chunk: int = 256) -> i
         f"ok: {len(golden.queries)} queries, every label resolves against {len(docs)} documents ({golden_path})"
     )
     return 0
+
+
+MIN_QUOTE_WORDS = 3
+
+
+def short_quote_warnings(golden) -> list[str]:
+    """A quote of one or two words ("a", "refund") is found in many chunks by chance: it makes
+    almost any chunk that holds it relevant. Listed as warnings, not errors."""
+    out = []
+    for q in golden.queries:
+        for i, e in enumerate(q.evidence):
+            n = len(e.quote.split())
+            if n < MIN_QUOTE_WORDS:
+                out.append(
+                    f"{golden.path}:{q.line}: warning: query {q.id!r}, evidence[{i}]: the quote "
+                    f"{e.quote!r} is {n} word{'s' * (n != 1)}; a quote this short matches by chance. "
+                    f"Quote at least {MIN_QUOTE_WORDS} words of the passage that answers the query"
+                )
+    return out
 
 
 def describe(golden, n_corpus_docs: int | None = None) -> dict:
