@@ -103,8 +103,8 @@ def os_errors(what: str = "", hint: str = "") -> Iterator[None]:
         where = err.filename or what or "a file"
         if err.errno in _RUN_FAILURES:
             raise RunFailed(
-                f"cannot write {where}: {err.strerror or err}; the run stopped. Free space (or fix "
-                "the disk) and run again; nothing half-written is kept",
+                f"cannot write {where}: {err.strerror or err}; nothing half-written was kept. Free "
+                "space (or fix the disk) and run again",
             ) from None
         advice = hint or "check that the folder exists and is writable (cache_dir, hydra.run.dir)"
         raise WriteError(f"cannot write {where}: {err.strerror or err}; {advice}") from None

@@ -227,3 +227,39 @@ def test_import_beir_force_keeps_the_old_corpus_until_the_new_one_is_complete(tm
     assert (out / "retriever.jsonl").read_bytes() == golden_before
     mod.import_beir(src, out, corpus_format="folder", force=True)
     assert sorted(p.relative_to(out) for p in out.rglob("*")) == before
+
+
+def test_an_index_cache_that_cannot_be_written_costs_a_warning_not_the_run(tmp_path, monkeypatch):
+    import faiss
+    import numpy as np
+
+    from rageval.retrieval.local.dense import FaissRetriever
+
+    def read_only(index, path):
+        raise RuntimeError(f"Error: 'f' failed: could not open {path} for writing: Read-only file system")
+
+    monkeypatch.setattr(faiss, "write_index", read_only)
+    vecs = np.random.default_rng(0).standard_normal((50, 8)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    r = FaissRetriever(index_type="hnsw", cache_dir=str(tmp_path), progress=False)
+    with pytest.warns(UserWarning, match="could not cache the FAISS index.*Read-only file system"):
+        r.add_vectors([f"d{i}" for i in range(50)], vecs, fingerprint="fp")
+    assert r.search_vectors(vecs[:1], 3)[0].ids[0] == "d0"
+    assert not list(tmp_path.rglob("*.tmp"))
+
+
+def test_cli_commands_turn_a_full_disk_into_one_line(mini, tmp_path, monkeypatch, capsys):
+    import rageval.authoring.edit as edit
+
+    def full(path, text):
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.setattr(edit, "atomic_write_text", full)
+    golden = tmp_path / "g.jsonl"
+    code = main(["golden", "add", str(golden), "--corpus", str(mini / "corpus"), "--query",
+                 "How do I reset my laptop password?", "--evidence", "faq", "Open a ticket in Helm"])  # fmt: skip
+    assert code == 1
+    assert capsys.readouterr().err.strip() == (
+        f"rageval: error: cannot write {golden}: No space left on device; nothing half-written "
+        "was kept. Free space (or fix the disk) and run again"
+    )

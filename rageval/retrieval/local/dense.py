@@ -124,10 +124,7 @@ class FaissRetriever:
         else:
             index = self._stream(kind, n, rows)
             if path is not None and index is not None:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_suffix(f".{time.time_ns()}.tmp")
-                faiss.write_index(index, str(tmp))
-                tmp.replace(path)
+                _save_index(faiss, index, path)
         if kind == "hnsw" and index is not None:
             index.hnsw.efSearch = self.params["hnsw_ef_search"]
         elif kind == "ivf" and index is not None:
@@ -177,3 +174,20 @@ class FaissRetriever:
                 )
             )
         return out
+
+
+def _save_index(faiss, index, path: Path) -> None:
+    """Cache a built index for the next run; a cache that cannot be written (full, read-only)
+    costs the next run a rebuild, not this run its result."""
+    import warnings
+
+    tmp = path.with_suffix(f".{time.time_ns()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        faiss.write_index(index, str(tmp))
+        tmp.replace(path)
+    except (OSError, RuntimeError) as err:  # faiss reports a failed write as RuntimeError
+        tmp.unlink(missing_ok=True)
+        reason = str(err).strip().splitlines()[-1][:200]
+        warnings.warn(f"could not cache the FAISS index at {path} ({reason}); the next run "
+                      "builds it again", stacklevel=2)  # fmt: skip
