@@ -27,10 +27,8 @@ def write_target(path: str | Path) -> Path:
     target = Path(os.path.realpath(path)) if os.path.islink(path) else Path(path)
     try:
         mode = os.stat(target).st_mode
-    except FileNotFoundError:
+    except OSError:  # missing, or its folder is not one: the write itself reports that
         return target
-    except OSError as err:
-        raise InputError(f"cannot write here: {err.strerror or err}", path=str(path)) from None
     if not stat.S_ISREG(mode):
         kind = "a folder" if stat.S_ISDIR(mode) else "not a regular file (a device, FIFO or socket)"
         raise InputError(f"refusing to write: the target is {kind}; name a file", path=str(path))

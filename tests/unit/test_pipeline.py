@@ -150,4 +150,34 @@ def test_level_is_selectable_in_config(model_dir, tmp_path):
     register_resolvers()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         cfg = compose("config", overrides=[f"cache_dir={tmp_path}", "level=doc", "search=bm25"])
-    assert build(cfg)[0].level == "doc"
+    assert build(cfg).spec.level == "doc"
+
+
+class CountingBM25:
+    def __init__(self, cache_dir):
+        from rageval.retrieval.local.lexical import BM25Retriever
+
+        self.inner, self.calls = BM25Retriever(cache_dir=cache_dir), []
+
+    def index(self, chunks, encoder):
+        self.inner.index(chunks, encoder)
+
+    def search(self, queries, depth):
+        self.calls.append(len(queries))
+        return self.inner.search(queries, depth)
+
+
+def test_a_golden_set_is_searched_in_batches_with_the_same_result(mini, model_dir, tmp_path):
+    from rageval.chunking import ChunkingSpec
+    from rageval.pipeline import RunSpec, evaluate
+
+    reports = {}
+    for batch in (3, 10_000):
+        spec = RunSpec(corpus=str(mini / "corpus"), golden=str(mini / "golden.jsonl"),
+                       tokenizer_dir=model_dir, chunking=ChunkingSpec(48, 8), latency_sample=0,
+                       query_batch=batch)  # fmt: skip
+        r = CountingBM25(str(tmp_path))
+        reports[batch] = (evaluate(spec, r, None), r.calls)
+    (small, calls), (big, one) = reports[3], reports[10_000]
+    assert calls == [3, 3, 2] and one == [8]
+    assert small.metrics == big.metrics and small.rankings == big.rankings

@@ -8,7 +8,7 @@ import pytest
 from rageval.testing import assert_no_regression
 
 pytestmark = pytest.mark.integration
-BASELINE = Path(__file__).resolve().parent.parent / "golden" / "baseline.json"
+BASELINE = Path(__file__).resolve().parents[2] / "golden" / "baseline.json"
 
 
 def test_demo_retrieval_does_not_regress(tmp_path):

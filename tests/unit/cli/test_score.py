@@ -9,11 +9,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_metrics import KS, oracle_scores, random_case, relevant_queries
+from trec_oracle import KS, oracle_scores, random_case, relevant_queries
 
 from rageval.cli.main import main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def write_case(tmp_path, qrels, lines, beir=False):

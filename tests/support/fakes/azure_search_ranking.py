@@ -1,4 +1,4 @@
-"""The ranking side of the Azure AI Search stand-in (tests/fakes/azure_search.py).
+"""The ranking side of the Azure AI Search stand-in (tests/support/fakes/azure_search.py).
 
 BM25 text search, exact vector kNN, RRF fusion for hybrid, a deterministic fake semantic reranker
 and the checks on an index definition. No analyzers (one lower-case word tokenizer), no HNSW

@@ -1,6 +1,6 @@
 """AzureSearchRetriever against a local stand-in for the Azure AI Search REST API.
 
-The stand-in (tests/fakes/azure_search.py) is not Azure: these tests pin down what rageval sends
+The stand-in (tests/support/fakes/azure_search.py) is not Azure: these tests pin down what rageval sends
 and how it copes with answers, retries and failures; they cannot prove Azure ranks the same way.
 """
 

@@ -83,7 +83,7 @@ def test_max_document_mb_reaches_the_pipeline(tmp_path):
 
     register_resolvers()
     with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
-        spec = build(compose("config", ["max_document_mb=0.5"]))[0]
+        spec = build(compose("config", ["max_document_mb=0.5"])).spec
         assert spec.max_document_mb == 0.5
         with pytest.raises(ConfigError, match="max_document_mb must be a number > 0"):
             build(compose("config", ["max_document_mb=0"]))

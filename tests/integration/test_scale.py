@@ -8,33 +8,12 @@ import sys
 
 import numpy as np
 
-from rageval.embedding.cache import EmbeddingCache, _copy_rows, text_key
-from rageval.retrieval.local.dense import FaissRetriever
-from rageval.retrieval.local.faiss_build import ivf_nlist
+from rageval.embedding.cache import EmbeddingCache, text_key
 
 
 def unit(n, dim, seed=0):
     x = np.random.default_rng(seed).standard_normal((n, dim), dtype=np.float32)
     return x / np.linalg.norm(x, axis=1, keepdims=True)
-
-
-def test_streamed_indexes_answer_like_a_one_shot_exact_search():
-    x, q = unit(3000, 16), unit(40, 16, seed=1)
-    ids = [f"c{i}" for i in range(len(x))]
-    want = np.argsort(-(q @ x.T), axis=1, kind="stable")[:, :5]
-    for kind, extra in (("flat", {}), ("ivf", {"ivf_nlist": 20, "ivf_nprobe": 20})):
-        r = FaissRetriever(index_type=kind, batch_size=700, progress=False, **extra)
-        r.add_vectors(ids, x)
-        assert r._index.ntotal == len(x)
-        got = r.search_vectors(q, 5)
-        assert [list(g.ids) for g in got] == [[ids[j] for j in row] for row in want]
-
-
-def test_auto_picks_flat_below_the_threshold_and_the_configured_type_above():
-    r = FaissRetriever(index_type="auto", auto_threshold=1000, auto_type="ivf", progress=False)
-    assert (r.kind_for(999), r.kind_for(1000)) == ("flat", "ivf")
-    assert FaissRetriever(index_type="auto", auto_threshold=10).kind_for(10) == "hnsw"
-    assert ivf_nlist(10_000, {}) == 256 and ivf_nlist(1_000_000, {}) == 4000
 
 
 PEAK = """
@@ -61,16 +40,6 @@ def test_building_from_a_memory_mapped_store_holds_the_vectors_about_once(tmp_pa
     assert float(out.stdout.strip()) < 1.45
 
 
-def test_copy_rows_matches_fancy_indexing_for_runs_and_scattered_rows():
-    seg = np.arange(2000 * 3, dtype=np.float32).reshape(2000, 3)
-    rng = np.random.default_rng(0)
-    for src in (np.arange(100, 1900), rng.permutation(2000)[:1500]):
-        dst = np.arange(len(src)) + 7
-        out = np.zeros((len(src) + 7, 3), np.float32)
-        _copy_rows(out, dst, seg, src)
-        assert np.array_equal(out[dst], seg[src]) and not out[:7].any()
-
-
 def _writer(root, start):
     keys = [text_key(f"t{i}") for i in range(start, start + 500)]
     vecs = np.full((500, 4), start, dtype=np.float32)
@@ -91,47 +60,11 @@ def test_several_processes_fill_one_cache_and_every_vector_reads_back(tmp_path):
     assert missing == [] and np.array_equal(out[:, 0], np.repeat([0, 500, 1000, 1500], 500))
 
 
-class CountingBM25:
-    def __init__(self, cache_dir):
-        from rageval.retrieval.local.lexical import BM25Retriever
-
-        self.inner, self.calls = BM25Retriever(cache_dir=cache_dir), []
-
-    def index(self, chunks, encoder):
-        self.inner.index(chunks, encoder)
-
-    def search(self, queries, depth):
-        self.calls.append(len(queries))
-        return self.inner.search(queries, depth)
-
-
-def test_a_golden_set_is_searched_in_batches_with_the_same_result(mini, model_dir, tmp_path):
-    from rageval.chunking import ChunkingSpec
-    from rageval.pipeline import RunSpec, evaluate
-
-    reports = {}
-    for batch in (3, 10_000):
-        spec = RunSpec(corpus=str(mini / "corpus"), golden=str(mini / "golden.jsonl"),
-                       tokenizer_dir=model_dir, chunking=ChunkingSpec(48, 8), latency_sample=0,
-                       query_batch=batch)  # fmt: skip
-        r = CountingBM25(str(tmp_path))
-        reports[batch] = (evaluate(spec, r, None), r.calls)
-    (small, calls), (big, one) = reports[3], reports[10_000]
-    assert calls == [3, 3, 2] and one == [8]
-    assert small.metrics == big.metrics and small.rankings == big.rankings
-
-
 def test_a_job_finds_its_parent_in_the_sweep_folder_then_the_environment_then_mlflow(
     tmp_path, monkeypatch
 ):
-    from rageval.app.sweep import parent_run_id
-    from rageval.tracking.runs import (
-        PARENT_ENV,
-        PARENT_FILE,
-        SWEEP_ENV,
-        client_for,
-        ensure_experiment,
-    )
+    from rageval.app.sweep import PARENT_ENV, PARENT_FILE, SWEEP_ENV, parent_run_id
+    from rageval.tracking.runs import client_for, ensure_experiment
 
     sweep = tmp_path / "sweep"
     sweep.mkdir()

@@ -1,4 +1,4 @@
-"""``rageval golden generate`` against a local chat-completions stand-in (tests/fakes/chat_server.py)."""
+"""``rageval golden generate`` against a local chat-completions stand-in (tests/support/fakes/chat_server.py)."""
 
 from __future__ import annotations
 
@@ -379,17 +379,6 @@ def test_dedupe_keeps_the_first_of_each_near_duplicate_group():
     kept, dups = dedupe(cands, ["x y z"], FakeEncoder(), 0.9)
     assert [c.question for c in kept] == ["a b c", "d e f", "a b c d"]  # cos("abc","abcd") = .87
     assert dups == [("A B C", "a b c")]
-
-
-@pytest.mark.integration
-def test_the_packaged_model_flags_paraphrases_but_not_other_questions(tmp_path):
-    from rageval.embedding import SentenceTransformerEncoder
-
-    enc = SentenceTransformerEncoder(cache_dir=str(tmp_path), progress=False)
-    qs = ["How many weeks of parental leave will I get?", "Which regions host payments?"]
-    kept, dups = dedupe([Candidate(q, "d", "quote", "d:0") for q in qs],
-                        ["How many weeks of parental leave do I get?"], enc, 0.9)  # fmt: skip
-    assert [c.question for c in kept] == ["Which regions host payments?"] and len(dups) == 1
 
 
 def test_control_and_bidi_characters_are_stripped_and_listed_for_review(work, capsys):

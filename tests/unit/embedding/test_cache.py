@@ -1,6 +1,6 @@
 import numpy as np
 
-from rageval.embedding.cache import EmbeddingCache, text_key
+from rageval.embedding.cache import EmbeddingCache, _copy_rows, text_key
 
 
 def test_put_lookup_roundtrip_across_instances(tmp_path):
@@ -47,3 +47,13 @@ def test_no_pickle_in_segments(tmp_path):
     c.put([text_key("a")], np.ones((1, 3), np.float32))
     npy = next(c.dir.glob("seg-*.npy"))
     np.load(npy, allow_pickle=False)  # would raise if the file needed pickle
+
+
+def test_copy_rows_matches_fancy_indexing_for_runs_and_scattered_rows():
+    seg = np.arange(2000 * 3, dtype=np.float32).reshape(2000, 3)
+    rng = np.random.default_rng(0)
+    for src in (np.arange(100, 1900), rng.permutation(2000)[:1500]):
+        dst = np.arange(len(src)) + 7
+        out = np.zeros((len(src) + 7, 3), np.float32)
+        _copy_rows(out, dst, seg, src)
+        assert np.array_equal(out[dst], seg[src]) and not out[:7].any()

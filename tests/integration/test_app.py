@@ -11,7 +11,7 @@ import pytest
 from rageval.app.main import run_app
 
 pytestmark = pytest.mark.integration
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def mini_args(mini, cache, tmp_path, *extra):

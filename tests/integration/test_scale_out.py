@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 pytestmark = pytest.mark.integration
-TESTS = Path(__file__).resolve().parent
+SUPPORT = Path(__file__).resolve().parents[1] / "support"
 RAY_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
 
 
@@ -24,7 +24,8 @@ def sweep_args(corpus, golden, cache, uri, *extra):
 
 def run_group(args, cwd, env_extra=None, timeout=300) -> subprocess.CompletedProcess:
     """``args`` in its own process group, which is killed whole at the end (Ray's leftovers too)."""
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(TESTS), **(env_extra or {})}
+    path = os.pathsep.join(filter(None, [str(SUPPORT), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": path, **(env_extra or {})}
     proc = subprocess.Popen(args, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)  # fmt: skip
     try:
@@ -58,13 +59,13 @@ def runs_of(uri, experiment):
 
 
 def loopback_sweep(args, cwd, ray_head=False) -> dict:
-    """Run the sweep in a network namespace of its own with only ``lo`` (tests/loopback_sweep.py):
+    """Run the sweep in a network namespace of its own with only ``lo`` (tests/support/loopback_sweep.py):
     Ray then opens nothing but 127.0.0.1, and a real MLflow server runs beside it."""
     if subprocess.run(["unshare", "--net", "true"], capture_output=True).returncode != 0:
         pytest.skip(
             "needs `unshare --net` (root) to keep Ray's traffic on a loopback-only namespace"
         )
-    cmd = ["unshare", "--net", "--", sys.executable, str(TESTS / "loopback_sweep.py"), "--cwd", str(cwd),
+    cmd = ["unshare", "--net", "--", sys.executable, str(SUPPORT / "loopback_sweep.py"), "--cwd", str(cwd),
            *(["--ray-head"] if ray_head else []), "--", *args]  # fmt: skip
     proc = run_group(cmd, cwd, RAY_ENV, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -123,7 +124,7 @@ def test_a_sweep_on_a_running_ray_cluster_from_another_folder(mini, shared_cache
 def joblib_sweep(mini, cache, tmp_path, how: str) -> tuple[subprocess.CompletedProcess, Path, str]:
     sweep, uri = tmp_path / "sweep", f"sqlite:///{tmp_path / 'mlflow.db'}"
     args = sweep_args(mini / "corpus", mini / "golden.jsonl", cache, uri, f"hydra.sweep.dir={sweep}",
-                      f"hydra.searchpath=[file://{TESTS / 'conf'}]", "hydra/launcher=joblib",
+                      f"hydra.searchpath=[file://{SUPPORT / 'conf'}]", "hydra/launcher=joblib",
                       "hydra.launcher.n_jobs=2", "chunk=48", "backend=faiss,crash")  # fmt: skip
     env = {"RAGEVAL_TEST_CRASH": how}
     return run_group([sys.executable, "-m", "rageval", *args], tmp_path, env), sweep, uri
