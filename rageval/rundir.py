@@ -106,8 +106,9 @@ def os_errors(what: str = "", hint: str = "") -> Iterator[None]:
                 f"cannot write {where}: {err.strerror or err}; nothing half-written was kept. Free "
                 "space (or fix the disk) and run again",
             ) from None
-        advice = hint or "check that the folder exists and is writable (cache_dir, hydra.run.dir)"
-        raise WriteError(f"cannot write {where}: {err.strerror or err}; {advice}") from None
+        verb = "write" if err.errno == errno.EROFS else "use"
+        advice = hint or "check that it exists and that you may read and write there (cache_dir, hydra.run.dir)"
+        raise WriteError(f"cannot {verb} {where}: {err.strerror or err}; {advice}") from None
 
 
 def check_output_dirs(argv: list[str]) -> None:

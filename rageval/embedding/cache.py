@@ -70,7 +70,11 @@ class EmbeddingCache:
                 n = len(keys) // KEY_BYTES
                 if len(keys) % KEY_BYTES or arr.ndim != 2 or arr.shape[0] != n:
                     raise ValueError(f"{n} keys for an array of shape {arr.shape}")
-            except (OSError, ValueError) as err:
+            except OSError as err:  # perhaps passing (too many open files): skip, keep the files
+                self._seen.discard(name)
+                warnings.warn(f"embedding cache: cannot read segment {name} now: {err}", stacklevel=2)
+                continue
+            except ValueError as err:  # not an array, or keys and rows disagree: never usable
                 self._drop_files(name, f"unreadable ({err})")
                 continue
             seg = len(self._segments)
@@ -131,7 +135,7 @@ class EmbeddingCache:
             arr = self._segments[seg]
             try:
                 problem = _segment_problem(arr, keys, digest)
-            except (OSError, ValueError) as err:  # a truncated or unreadable memory map
+            except (OSError, ValueError) as err:  # a memory map that cannot be read
                 problem = f"unreadable ({err})"
             finally:
                 release_pages(arr)
