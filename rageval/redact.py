@@ -121,25 +121,48 @@ def override_secrets(overrides: Iterable[str]) -> set[str]:
 
 
 def _structured(value: str) -> bool:
-    """A dict, list or sweep value, worth Hydra's parser (not imported for plain values)."""
+    """A dict, list or sweep value, whose parts must be looked at one by one."""
     return value[:1] in "{[" or "," in value or value.startswith(("choice(", "range(", "glob("))
 
 
 _UNPARSED = object()
+_SWEEP_FN = re.compile(r"^(choice|glob)\((?P<args>.*)\)$", re.S)
 
 
 def _parse_override_value(override: str) -> Any:
-    """The value of a Hydra override as plain Python (a sweep as the list of its values), or
-    ``_UNPARSED`` when it is not an override Hydra can parse (then only URL rules apply)."""
-    try:
-        from hydra.core.override_parser.overrides_parser import OverridesParser
+    """The value of an override (``key=value``) as plain Python: a dict or list value as YAML
+    flow syntax reads it (Hydra's grammar for them is a subset), a sweep (``a,b`` or
+    ``choice(a,b)``) as the list of its values; ``_UNPARSED`` when it cannot be read (then only
+    the URL rules apply). No Hydra import: this runs in the core, on any command line."""
+    import yaml
 
-        parsed = OverridesParser.create().parse_override(override)
-    except Exception:  # not an override (e.g. --cfg), or Hydra is not importable here
+    value = override.partition("=")[2].strip()
+    m = _SWEEP_FN.match(value)
+    parts = _split_top_level(m["args"] if m else value)
+    try:
+        items = [yaml.safe_load(p) if p[:1] in "{['\"" else p for p in parts]
+    except yaml.YAMLError:
         return _UNPARSED
-    if parsed.is_sweep_override():
-        return [_plain(v) for v in parsed.sweep_string_iterator()]
-    return _plain(parsed.value())
+    return _plain(items[0] if len(items) == 1 and not m else items)
+
+
+def _split_top_level(text: str) -> list[str]:
+    """``text`` split at commas outside brackets and quotes: the values of a sweep."""
+    parts, depth, quote, start = [], 0, "", 0
+    for i, ch in enumerate(text):
+        if quote:
+            quote = "" if ch == quote and text[i - 1] != "\\" else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "{[(":
+            depth += 1
+        elif ch in "}])":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    parts.append(text[start:].strip())
+    return [p for p in parts if p]
 
 
 def _plain(value: Any) -> Any:
@@ -196,7 +219,10 @@ def _flow(value: Any) -> str:
         return "null"
     if isinstance(value, bool):
         return str(value).lower()
-    return str(value)
+    text = str(value)
+    if isinstance(value, str) and text != MASK and re.search(r"[\s:,{}\[\]'\"=#]", text):
+        return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"  # Hydra's quoting
+    return text
 
 
 def redact_yaml_file(path: str | Path, overrides: Iterable[str] = ()) -> bool:

@@ -69,11 +69,9 @@ def build(cfg) -> Components:
     )
     if cfg.rerank:
         retriever = instantiate(cfg.rerank, "rerank", base=retriever)
-    tokenizer_dir = getattr(encoder, "model_path", None)
-    if tokenizer_dir is None:
-        from rageval.embedding import resolve_model_path
+    from rageval.embedding.base import tokenizer_dir_of
 
-        tokenizer_dir = resolve_model_path("all-MiniLM-L6-v2")
+    tokenizer_dir = tokenizer_dir_of(encoder)
     dataset = instantiate(cfg.dataset, "dataset")
     spec = RunSpec(
         corpus=dataset.corpus,

@@ -54,9 +54,12 @@ def compose(overrides: Sequence[str]):
 
 
 def check_overrides(argv: Sequence[str]) -> None:
-    """Compose every value of every sweep override in ``argv`` (the others at their first value):
+    """Check every value of every sweep override in ``argv`` (the others at their first value):
     Hydra's schema and group checks fail here, as one ConfigError, before a job starts.
-    Command lines with other Hydra flags (--help, --cfg, --config-dir...) are left to Hydra."""
+    Command lines with other Hydra flags (--help, --cfg, --config-dir...) are left to Hydra.
+
+    The first job is composed; the other values of a sweep are checked against that config (a
+    group option's file, a value's type), and composed only when that cannot tell."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import HydraException
 
@@ -66,21 +69,47 @@ def check_overrides(argv: Sequence[str]) -> None:
     try:
         parsed = OverridesParser.create().parse_overrides(given)
         choices = [
-            list(o.sweep_string_iterator()) if o.is_sweep_override() else [o.input_line]
+            list(zip(o.sweep_string_iterator(), o.sweep_iterator(), strict=True))
+            if o.is_sweep_override()
+            else [(None, None)]
             for o in parsed
         ]
-        for o, values in zip(parsed, choices, strict=True):
-            if o.is_sweep_override():
-                values[:] = [f"{o.get_key_element()}={v}" for v in values]
     except HydraException as err:
         raise ConfigError(_one_line(err)) from None
     except Exception:  # a sweep Hydra's basic sweeper cannot list (ranges for an optimiser)
         return
-    first = [values[0] for values in choices]
-    compose(first)
-    for i, values in enumerate(choices):
-        for value in values[1:]:
-            compose([*first[:i], value, *first[i + 1 :]])
+
+    def line(o, text: str | None) -> str:
+        return o.input_line if text is None else f"{o.get_key_element()}={text}"
+
+    first = [line(o, values[0][0]) for o, values in zip(parsed, choices, strict=True)]
+    cfg = compose(first)
+    for i, (o, values) in enumerate(zip(parsed, choices, strict=True)):
+        for text, value in values[1:]:
+            if not _fits(cfg, o, text, value):
+                compose([*first[:i], line(o, text), *first[i + 1 :]])
+
+
+def _fits(cfg, override, text: str, value) -> bool:
+    """True when ``override`` set to this sweep value surely composes: the group option's file
+    exists in conf/, or the value merges into ``cfg`` with the schema's types. False: compose."""
+    import copy
+
+    from hydra.core.override_parser.types import OverrideType
+    from omegaconf import OmegaConf
+
+    key = override.key_or_group
+    if override.package is not None or override.type != OverrideType.CHANGE:
+        return False
+    if (CONF_DIR / key).is_dir():
+        return (CONF_DIR / key / f"{text}.yaml").is_file()
+    if key.startswith("hydra") or "/" in key:
+        return False
+    try:
+        OmegaConf.update(copy.deepcopy(cfg), key, value, merge=True)
+    except Exception:
+        return False
+    return True
 
 
 def _one_line(err: BaseException) -> str:

@@ -208,12 +208,14 @@ def run_app(argv: list[str]) -> int:
 
     from rageval.app.callbacks import OUTCOME_ENV, read_outcome
     from rageval.app.config import check_overrides
+    from rageval.app.overrides import prepare_overrides
 
     register_resolvers()
     rundir.check_output_dirs(argv)  # Hydra would make them with a traceback on failure
     # Hydra echoes overrides in its own errors (and --cfg prints the config): mask secrets there
     secrets = override_secrets(argv) | secret_values()
     try:
+        argv = prepare_overrides(argv, CONF_DIR, GROUPS)  # one line with a "did you mean"
         check_overrides(argv)  # a bad override is one line and exit 2, before any job starts
     except ConfigError as err:
         raise ConfigError(scrub(str(err), secrets)) from None

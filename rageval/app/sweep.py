@@ -68,14 +68,19 @@ def start_sweep(config) -> dict[str, Any]:
 
 def sweep_settings(config) -> dict[str, Any]:
     """The sweep's config as plain data (resolved, Hydra's node reduced to the sweep folder)."""
-    from omegaconf import OmegaConf
+    from omegaconf import Container, OmegaConf
 
     settings: dict[str, Any] = {"hydra": {"sweep": {"dir": str(_sweep_dir(config))}}}
     for key in config:
         if key == "hydra":
             continue
         try:
-            settings[key] = OmegaConf.to_container(config[key], resolve=True)
+            value = config[key]
+            settings[key] = (
+                OmegaConf.to_container(value, resolve=True)
+                if isinstance(value, Container)
+                else value
+            )
         except Exception:  # a value left missing (???): the jobs report it, the sweep goes on
             settings[key] = None
     return settings

@@ -56,7 +56,7 @@ def test_a_failed_rerun_in_a_reused_folder_leaves_no_stale_report(mini, tmp_path
     assert not (out / "report.json").exists()
     assert "corpus not found" in json.loads((out / "error.json").read_text())["error"]
     baseline = tmp_path / "b.json"
-    assert main(["promote", str(out / "report.json"), "--baseline", str(baseline)]) == 2
+    assert main(["promote", str(out / "report.json"), "--baseline", str(baseline), "--force"]) == 2
     # and a later success removes the error
     assert run_app(bm25_args(mini, tmp_path, f"hydra.run.dir={out}")) == 0
     assert (out / "report.json").is_file() and not (out / "error.json").exists()

@@ -16,15 +16,15 @@ def test_promote_refuses_a_failed_or_unfinished_run(tmp_path, capsys):
     (run / "report.json").write_text(json.dumps(report))
     (run / "error.json").write_text(json.dumps({"error": "boom"}))
     baseline = tmp_path / "baseline.json"
-    assert main(["promote", str(run / "report.json"), "--baseline", str(baseline)]) == 2
+    assert main(["promote", str(run / "report.json"), "--baseline", str(baseline), "--force"]) == 2
     assert "failed" in capsys.readouterr().err and not baseline.exists()
     (run / "error.json").unlink()
     (run / MARKER).write_text("{}")
-    assert main(["promote", str(run / "report.json"), "--baseline", str(baseline)]) == 2
+    assert main(["promote", str(run / "report.json"), "--baseline", str(baseline), "--force"]) == 2
     assert "did not finish" in capsys.readouterr().err and not baseline.exists()
     assert main(["log", str(run)]) == 2
     (run / MARKER).unlink()
-    assert main(["promote", str(run / "report.json"), "--baseline", str(baseline)]) == 0
+    assert main(["promote", str(run / "report.json"), "--baseline", str(baseline), "--force"]) == 0
 
 
 def test_cli_commands_turn_a_full_disk_into_one_line(mini, tmp_path, monkeypatch, capsys):

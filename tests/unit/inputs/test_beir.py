@@ -10,10 +10,9 @@ from pathlib import Path
 import pytest
 from beir_fixture import make_beir
 
-from rageval.cli.import_beir import import_beir
 from rageval.cli.main import main
 from rageval.errors import InputError
-from rageval.inputs.beir import beir_dataset, load_beir
+from rageval.inputs.beir import beir_dataset, import_beir, load_beir
 from rageval.inputs.corpus import load_corpus
 from rageval.inputs.golden import load_golden
 

@@ -2,7 +2,8 @@
 
 from pathlib import Path
 
-from rageval.cli.golden import describe, validate
+from rageval.authoring.inspect import describe
+from rageval.cli.golden import validate
 from rageval.inputs.corpus import load_corpus
 from rageval.inputs.golden import load_golden
 
