@@ -126,6 +126,8 @@ def _structured(value: str) -> bool:
 
 
 _UNPARSED = object()
+# Hydra writes dict items as `key:value` (it records overrides without the space YAML needs)
+_FLOW_KEY = re.compile(r"([{,]\s*)([A-Za-z_][\w.-]*):(?! )")
 _SWEEP_FN = re.compile(r"^(choice|glob)\((?P<args>.*)\)$", re.S)
 
 
@@ -140,7 +142,7 @@ def _parse_override_value(override: str) -> Any:
     m = _SWEEP_FN.match(value)
     parts = _split_top_level(m["args"] if m else value)
     try:
-        items = [yaml.safe_load(p) if p[:1] in "{['\"" else p for p in parts]
+        items = [yaml.safe_load(_FLOW_KEY.sub(r"\1\2: ", p)) if p[:1] in "{['\"" else p for p in parts]
     except yaml.YAMLError:
         return _UNPARSED
     return _plain(items[0] if len(items) == 1 and not m else items)

@@ -129,10 +129,10 @@ def test_no_secret_in_configuration_errors(mini, tmp_path, capsys, env):
     assert "dataset.api_token=***" in str(refused.value) and TOKEN not in str(refused.value)
     assert main(["dataset=custom", f"dataset.api_token={TOKEN}", f"hydra.run.dir={tmp_path}"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("rageval: error: bad config") and "dataset.api_token=***" in err
+    assert err.startswith("rageval: error: ") and "dataset.api_token=***" in err
     assert TOKEN not in err and len(err.strip().splitlines()) == 1
     baseline = tmp_path / "baseline.json"
     baseline.write_text(json.dumps({"metrics": {}, "per_query": [], "digests": {}, "k": 5}))
     assert main(["check", f"backend.api_key={PASSWORD}", "--baseline", str(baseline)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("rageval: error: bad override") and PASSWORD not in err and "***" in err
+    assert err.startswith("rageval: error: ") and "backend.api_key" in err and PASSWORD not in err and "***" in err

@@ -34,3 +34,20 @@ def test_overrides_are_scanned_recursively():
     red = redact_override(o)
     assert "s3cr3t-deep" not in red and "pw-in-url" not in red and "x: [1," in red
     assert override_secrets(["+x.password=aaaa1,bbbb2"]) >= {"aaaa1", "bbbb2"}
+
+
+@pytest.mark.parametrize(
+    "override, secret, kept",
+    [
+        # as typed, and as Hydra records it (no space after the colons)
+        ("+extra.creds={user: bobuser, password: pw-77x}", "pw-77x", "user: bobuser"),
+        ("+extra.creds={user:bobuser, password:pw-77x}", "pw-77x", "user: bobuser"),
+        ("+extra.hooks=[{name:slack, token:xoxb-5566}]", "xoxb-5566", "name: slack"),
+        ("+a={url:'https://u:pw-in-url@h', x:[1,{token:abcd1234}]}", "abcd1234", "https://u:***@h"),
+        ("x.password=choice(aaaa1,bbbb2)", "bbbb2", "x.password=***"),
+    ],
+)
+def test_structured_overrides_are_masked_where_the_secret_stands(override, secret, kept):
+    assert secret in override_secrets([override])
+    red = redact_override(override)
+    assert secret not in red and kept in red
