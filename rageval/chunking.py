@@ -8,7 +8,8 @@ Each chunk keeps its character offsets into the document, a content-derived id a
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Iterator, Sequence
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -131,3 +132,26 @@ def _windows(word_ids: Sequence[int | None], size: int, overlap: int) -> list[tu
         nxt = word_start(j - overlap, i) if overlap else j
         i = nxt if nxt > i else j
     return windows
+
+
+def chunk_rows(
+    chunks: Iterable[Chunk], extents: Mapping[str, tuple[str, int, int]]
+) -> list[dict[str, object]]:
+    """The rows of ``chunks.jsonl``: chunk id (as in run.trec), ``doc_id``, ordinal, ``start`` and
+    ``end`` (the chunk's text in the document), ``span_start``/``span_end`` (the characters span
+    metrics count for it, see docs/metrics.md) and its token count."""
+    return [
+        {"id": c.id, "doc_id": c.doc_id, "ordinal": c.ordinal, "start": c.start, "end": c.end,
+         "span_start": extents[c.id][1], "span_end": extents[c.id][2], "tokens": c.n_tokens}
+        for c in chunks
+    ]  # fmt: skip
+
+
+def write_chunks_jsonl(path: str | Path, rows: Iterable[Mapping[str, object]]) -> Path:
+    """Write ``chunks.jsonl`` atomically, one chunk a line."""
+    from rageval.formats.atomic import atomic_open
+
+    with atomic_open(path) as f:
+        for r in rows:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    return Path(path)

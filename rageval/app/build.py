@@ -86,6 +86,7 @@ def build(cfg) -> Components:
         query_batch=cfg.query_batch,
         allow_model_mismatch=cfg.allow_model_mismatch,
         max_document_mb=float(cfg.max_document_mb),
+        budgets=tuple(cfg.budgets),
     )
     return Components(spec, encoder, query_encoder, retriever)
 

@@ -29,7 +29,7 @@ def read_outcome(path: str | Path) -> dict[str, Any] | None:
 
 
 class SweepCallback(Callback):
-    """A parent MLflow run around a multirun and the comparison of its jobs at the end."""
+    """A parent MLflow run around a multirun and the leaderboard of its jobs at the end."""
 
     def __init__(self, outcome_file: str | None = None) -> None:
         self.outcome_file = outcome_file

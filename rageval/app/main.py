@@ -53,6 +53,7 @@ def run_job(cfg, output_dir: str | Path, overrides: list[str] | None = None,
     import yaml
     from omegaconf import OmegaConf
 
+    from rageval.chunking import write_chunks_jsonl
     from rageval.formats.atomic import atomic_write_text
     from rageval.formats.trec import write_qrels, write_run
     from rageval.pipeline import evaluate
@@ -72,6 +73,7 @@ def run_job(cfg, output_dir: str | Path, overrides: list[str] | None = None,
     qids = [r["id"] for r in report.per_query]
     write_run(out / "run.trec", qids, report.rankings, tag="rageval")
     write_qrels(out / "qrels.trec", report.qrels)
+    write_chunks_jsonl(out / "chunks.jsonl", report.chunks)
     atomic_write_text(out / "config.yaml", yaml.safe_dump(redact(config), sort_keys=False))
     report.write_json(out / "report.json")
     rundir.finish(out)
@@ -96,6 +98,9 @@ def run_job(cfg, output_dir: str | Path, overrides: list[str] | None = None,
                 stacklevel=1,
             )
     if not quiet:
+        if sweep_dir:  # parallel jobs (joblib) print in any order: say whose table this is
+            shown = [o for o in report.overrides if not o.startswith(("hydra.", "hydra/"))]
+            print(f"job {out.name} ({' '.join(shown)}):")
         print(report.table())
         print(f"report: {out / 'report.json'}")
     return report

@@ -166,4 +166,6 @@ def explain(
             f"override {culprit!r}: unknown config key {bad!r}{hint}; "
             f"to add a new key write +{culprit.lstrip('+~')}"
         )
-    return ConfigError(f"bad override ({' '.join(overrides)}): {text.splitlines()[0]}")
+    from rageval.app.config import describe_error
+
+    return ConfigError(f"bad override ({' '.join(overrides)}): {describe_error(err)}")

@@ -67,7 +67,9 @@ def handle(args: argparse.Namespace) -> int:
 
 def validate(golden_path, corpus_path, chunk: int = 256) -> int:
     """Print every problem as ``file:line: message``; exit 2 if there is any, else 0."""
-    golden, n_docs, problems = label_problems(golden_path, corpus_path, chunk)
+    golden, n_docs, problems, warnings = label_problems(golden_path, corpus_path, chunk)
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
     for warning in short_quote_warnings(golden):
         print(warning, file=sys.stderr)
     for p in problems:
@@ -123,6 +125,9 @@ def stats(golden_path, corpus_path, as_json: bool = False, with_paths=()) -> int
                 f"  evidence words      min {ew['min']}, median {ew['median']}, max {ew['max']} ({ew['quotes']} quotes)"
             )
         print(f"  multi-document      {s['multi_document_queries']['count']} queries")
+        if s["tags"]:
+            tags = ", ".join(f"{t} {c}" for t, c in s["tags"].items())
+            print(f"  tags                {tags}")
     for w in s["warnings"]:
         print(f"warning: {w}", file=sys.stderr)
     return 0

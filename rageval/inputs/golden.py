@@ -2,7 +2,7 @@
 
 Three label kinds, any mix per query (see docs/golden-set.md and README.md):
 ``relevant`` (chunk labels, list or {label: grade}), ``relevant_docs`` (document ids, list or
-{doc: grade}) and ``evidence`` (verbatim quotes: [{"doc", "quote", "grade"?}]).
+{doc: grade}) and ``evidence`` (verbatim quotes: [{"doc", "quote", "grade"?, "occurrence"? or "start"?}]).
 """
 
 from __future__ import annotations
@@ -18,7 +18,10 @@ from rageval.formats.textio import lines, loads, read_text
 from rageval.types import Evidence, GoldenQuery, GoldenSet
 
 SOURCES = ("ticket", "synthetic", "adversarial")
-MAX_GRADE = 2**63 - 1  # what trec_eval (a C long) and numpy can hold
+MAX_GRADE = 2**63 - 1
+EVIDENCE_KEYS = frozenset(
+    {"doc", "quote", "grade", "occurrence", "start"}
+)  # what trec_eval (a C long) and numpy can hold
 
 
 def load_golden(path: str | Path) -> GoldenSet:
@@ -151,9 +154,26 @@ def _evidence(value: Any, qid: str, fail) -> tuple[Evidence, ...]:
             raise fail(f'{where}: missing "doc" (the document id the quote comes from)')
         if not isinstance(quote, str) or not quote.strip():
             raise fail(f'{where}: missing or empty "quote"')
+        unknown = sorted(set(item) - EVIDENCE_KEYS)
+        if unknown:
+            raise fail(
+                f"{where}: unknown key {unknown[0]!r}; an evidence item holds "
+                f"{', '.join(sorted(EVIDENCE_KEYS))}"
+            )
         grade = _grade(item.get("grade", 1), where, fail)
-        out.append(Evidence(doc=doc, quote=quote, grade=grade))
+        occurrence, start = item.get("occurrence"), item.get("start")
+        if occurrence is not None and not _whole(occurrence, 1):
+            raise fail(f'{where}: "occurrence" must be a whole number >= 1 (got {occurrence!r})')
+        if start is not None and not _whole(start, 0):
+            raise fail(f'{where}: "start" must be a character offset >= 0 (got {start!r})')
+        if occurrence is not None and start is not None:
+            raise fail(f'{where}: give "occurrence" or "start", not both')
+        out.append(Evidence(doc, quote, grade, occurrence, start))
     return tuple(out)
+
+
+def _whole(value: Any, least: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= least
 
 
 def entry_to_dict(q: GoldenQuery) -> dict[str, Any]:
@@ -164,12 +184,21 @@ def entry_to_dict(q: GoldenQuery) -> dict[str, Any]:
     if q.relevant_docs:
         obj["relevant_docs"] = dict(q.relevant_docs)
     if q.evidence:
-        obj["evidence"] = [{"doc": e.doc, "quote": e.quote, "grade": e.grade} for e in q.evidence]
+        obj["evidence"] = [_evidence_dict(e) for e in q.evidence]
     if q.source is not None:
         obj["source"] = q.source
     if q.tags:
         obj["tags"] = list(q.tags)
     return obj
+
+
+def _evidence_dict(e: Evidence) -> dict[str, Any]:
+    d: dict[str, Any] = {"doc": e.doc, "quote": e.quote, "grade": e.grade}
+    if e.occurrence is not None:
+        d["occurrence"] = e.occurrence
+    if e.start is not None:
+        d["start"] = e.start
+    return d
 
 
 def golden_digest(queries: Iterable[GoldenQuery]) -> str:

@@ -138,7 +138,7 @@ def test_the_model_never_caches_nan(tmp_path, monkeypatch):
     encoder = enc_mod.SentenceTransformerEncoder(cache_dir=str(tmp_path), progress=False)
     monkeypatch.setattr(encoder, "_load", lambda: None)
     monkeypatch.setattr(
-        enc_mod, "encode_stable", lambda model, texts, bs: np.full((len(texts), 8), np.nan)
+        enc_mod, "encode_stable", lambda model, texts, bs, **kw: np.full((len(texts), 8), np.nan)
     )
     with pytest.raises(EmbeddingError, match="'some text'.*nothing was cached"):
         encoder.encode_documents(["some text"])
