@@ -84,7 +84,9 @@ def iter_chunks(
 
 
 def _chunk_batch(docs: Sequence[Document], spec: ChunkingSpec, tokenizer) -> Iterator[Chunk]:
-    encodings = tokenizer.encode_batch([d.text for d in docs], add_special_tokens=False)
+    from rageval.limits import encode_texts
+
+    encodings = encode_texts(tokenizer, [d.text for d in docs])  # long texts in bounded pieces
     for doc, enc in zip(docs, encodings, strict=True):
         offsets = enc.offsets
         n = len(offsets)
@@ -92,7 +94,7 @@ def _chunk_batch(docs: Sequence[Document], spec: ChunkingSpec, tokenizer) -> Ite
             continue
         windows = [(0, n)] if spec.size == 0 else _windows(enc.word_ids, spec.size, spec.overlap)
         for ordinal, (i, j) in enumerate(windows):
-            start, end = offsets[i][0], offsets[j - 1][1]
+            start, end = int(offsets[i][0]), int(offsets[j - 1][1])
             if spec.size == 0:
                 start, end = 0, len(doc.text)
             text = doc.text[start:end]

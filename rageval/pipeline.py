@@ -56,6 +56,8 @@ class RunSpec:
     allow_model_mismatch: bool = False
     # queries searched per retriever call: a golden set of 100,000 queries runs in batches
     query_batch: int = 10_000
+    # a larger document is refused (a 200 MB single line is almost always an export gone wrong)
+    max_document_mb: float = 50
     # token budgets (of the embedding model's tokenizer) for the ``...@Bt`` metrics
     budgets: tuple[int, ...] = DEFAULT_BUDGETS
 
@@ -174,7 +176,7 @@ class _Clock:
 
 def _load(spec: RunSpec) -> tuple[GoldenSet, list[Document]]:
     golden = spec.golden if isinstance(spec.golden, GoldenSet) else load_golden(spec.golden)
-    docs = load_corpus(spec.corpus) if isinstance(spec.corpus, str) else list(spec.corpus)
+    docs = load_corpus(spec.corpus, spec.max_document_mb) if isinstance(spec.corpus, str) else list(spec.corpus)
     return golden, docs
 
 

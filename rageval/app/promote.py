@@ -19,6 +19,7 @@ from typing import Any
 
 from rageval.errors import InputError
 from rageval.gate.baseline import config_summary, load_report, write_baseline
+from rageval.rundir import check_complete
 from rageval.scoring.spec import MetricSpec
 
 
@@ -132,6 +133,7 @@ def promote(run: str | None, baseline: str, *, best: str | None = None, experime
     project = project_data(baseline, golden)
     client, run_id = None, None
     if run and Path(run).is_file():
+        check_complete(run)  # not a failed or unfinished run's leftover report.json
         report = load_report(run)
     else:
         from rageval.tracking.runs import client_for, tracking_uri

@@ -60,6 +60,8 @@ class RagevalConfig:
     latency_sample: int = 20
     query_batch: int = 10_000
     allow_model_mismatch: bool = False
+    # a larger document (MB of UTF-8 text) is refused, naming it
+    max_document_mb: float = 50
     retries: int = 2
     retry_backoff: float = 0.5
     cache_dir: str = MISSING

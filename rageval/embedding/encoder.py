@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from rageval.embedding.batching import encode_stable, warn_if_mkl_unpinned
-from rageval.embedding.cache import EmbeddingCache, text_key
+from rageval.embedding.cache import EmbeddingCache, check_vectors, text_key
 from rageval.errors import ConfigError
 from rageval.formats.atomic import atomic_write_text
 
@@ -197,6 +197,7 @@ class SentenceTransformerEncoder:
                 # the bar moves per batch: a long job does not sit at 0% for write_every texts
                 vec = encode_stable(model, [prompt + texts[i] for i in group], self.batch_size,
                                     progress=bar.update)  # fmt: skip
+                check_vectors(vec, [texts[i] for i in group])
                 self.cache.put([keys[i] for i in group], vec)
                 self.texts_encoded += len(group)
                 self.encode_seconds += time.perf_counter() - start

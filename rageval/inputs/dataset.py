@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rageval.errors import ConfigError
 from rageval.types import Document, GoldenSet
 
 
@@ -21,6 +22,9 @@ class Dataset:
 def files(corpus: str, golden: str, name: str = "custom", **notes: Any) -> Dataset:
     """A corpus folder or JSONL file and a golden-set JSONL file (``~`` expanded). Other keys of
     the dataset node (``notes``: a description, an owner) stay in the run's config, unused here."""
+    for key, value in (("corpus", corpus), ("golden", golden)):
+        if not isinstance(value, str) or not value:  # e.g. dataset.golden='{a: 1}'
+            raise ConfigError(f"dataset.{key} must be a path (a string), got {value!r}")
     return Dataset(name, str(Path(corpus).expanduser()), str(Path(golden).expanduser()))
 
 

@@ -65,6 +65,11 @@ def entry_from_dict(obj: Any, *, path: str = "<golden>", lineno: int = 0) -> Gol
         qid = str(qid)
     if not isinstance(qid, str) or not qid.strip():
         raise fail('missing "id": give every query a unique string id')
+    if len(qid.split()) != 1 or qid != qid.strip():
+        raise fail(
+            f"query id {qid!r} holds whitespace, which run.trec and qrels.trec cannot hold (their "
+            f"columns are separated by whitespace); rename it, e.g. {'-'.join(qid.split())!r}"
+        )
     query = obj.get("query")
     if not isinstance(query, str) or not query.strip():
         raise fail(f'query {qid!r}: missing or empty "query" text')
@@ -105,6 +110,18 @@ def _grade(value: Any, where: str, fail) -> int:
     return int(value)
 
 
+def _trec_safe(labels: dict[str, int], key: str, qid: str, fail) -> dict[str, int]:
+    """Document labels end up in qrels.trec at document level: no whitespace in them."""
+    if key == "relevant_docs":
+        for label in labels:
+            if len(label.split()) != 1 or label != label.strip():
+                raise fail(
+                    f'query {qid!r}: "{key}" label {label!r} holds whitespace, which qrels.trec '
+                    "cannot hold; rename the document so its id has none"
+                )
+    return labels
+
+
 def _labels(value: Any, key: str, qid: str, fail) -> dict[str, int]:
     if value is None:
         return {}
@@ -113,11 +130,12 @@ def _labels(value: Any, key: str, qid: str, fail) -> dict[str, int]:
             raise fail(f'query {qid!r}: "{key}" must hold non-empty strings')
         if not value:
             raise fail(f'query {qid!r}: "{key}" is empty; remove the key or add labels')
-        return dict.fromkeys(value, 1)
+        return _trec_safe(dict.fromkeys(value, 1), key, qid, fail)
     if isinstance(value, dict):
         if not value:
             raise fail(f'query {qid!r}: "{key}" is empty; remove the key or add labels')
-        return {str(k): _grade(v, f'query {qid!r}, "{key}"[{k!r}]', fail) for k, v in value.items()}
+        labels = {str(k): _grade(v, f'query {qid!r}, "{key}"[{k!r}]', fail) for k, v in value.items()}
+        return _trec_safe(labels, key, qid, fail)
     raise fail(f'query {qid!r}: "{key}" must be a list of labels or a {{label: grade}} mapping')
 
 
