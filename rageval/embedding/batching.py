@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from itertools import groupby
 
 import numpy as np
@@ -46,9 +46,12 @@ def warn_if_mkl_unpinned() -> None:
     )
 
 
-def encode_stable(model, texts: Sequence[str], batch_size: int) -> np.ndarray:
+def encode_stable(
+    model, texts: Sequence[str], batch_size: int, progress: Callable[[int], None] | None = None
+) -> np.ndarray:
     """L2-normalised float32 vectors of ``texts`` from a sentence-transformers ``model``; each row
-    depends on its text alone. Models that do not pad tokens use their own ``encode``."""
+    depends on its text alone. Models that do not pad tokens use their own ``encode``.
+    ``progress(n)`` is called after each batch with the number of texts it encoded."""
     import torch
 
     preprocess = getattr(model, "preprocess", None) or model.tokenize  # tokenize before ST 6
@@ -56,7 +59,10 @@ def encode_stable(model, texts: Sequence[str], batch_size: int) -> np.ndarray:
     mask = features.get("attention_mask") if isinstance(features, Mapping) else None
     cap = getattr(model, "max_seq_length", None)
     if not texts or not torch.is_tensor(mask) or mask.dim() != 2 or not cap:
-        return _encode(model, texts, batch_size)
+        vec = _encode(model, texts, batch_size)
+        if progress is not None:
+            progress(len(texts))
+        return vec
     lengths = mask.sum(dim=1).tolist()
     width = [min(-(-n // BUCKET) * BUCKET, max(int(cap), n)) for n in lengths]
     pad_id = getattr(getattr(model, "tokenizer", None), "pad_token_id", None) or 0
@@ -77,6 +83,8 @@ def encode_stable(model, texts: Sequence[str], batch_size: int) -> np.ndarray:
             if out is None:
                 out = np.empty((len(texts), emb.shape[1]), dtype=np.float32)
             out[rows] = emb
+            if progress is not None:
+                progress(len(rows))
     return out  # type: ignore[return-value]  (texts is not empty)
 
 

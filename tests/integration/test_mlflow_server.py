@@ -119,4 +119,4 @@ def test_runs_logged_to_a_real_tracking_server_read_back_over_rest(
         f"{mlflow_server}/api/2.0/mlflow/artifacts/list?run_id={parent}", timeout=30
     ) as r:
         files = {f["path"] for f in json.loads(r.read()).get("files", [])}
-    assert {"comparison.md", "comparison.csv"} <= files
+    assert {"leaderboard.md", "leaderboard.csv"} <= files

@@ -1,41 +1,10 @@
-"""Plug-in backends as a team would write them, named by Hydra ``_target_`` in the tests
+"""A plug-in backend as a team would write it, named by Hydra ``_target_`` in the tests
 (``backend._target_=fakes.plugin_retrievers.FlakyRetriever``): test modules are imported by path,
-so a target must live here, not in a test module."""
+so a target must live here (or beside it, like fakes/leaky.py), not in a test module."""
 
 from __future__ import annotations
 
-import logging
-import os
-
 from rageval.ranking import ranked
-
-log = logging.getLogger("rageval.test_secrets")
-
-
-class LeakyRetriever:
-    """A team's own backend that logs, and on request raises, with its credentials in the text."""
-
-    fail = False
-
-    def __init__(self, api_token=None, endpoint=None, credentials=None, **_):
-        self.token, self.endpoint, self.chunks = api_token, endpoint, []
-
-    def index(self, chunks, encoder):
-        self.chunks = [(c.id, set(c.text.lower().split())) for c in chunks]
-        log.warning(
-            "connected to %s as %s using %s",
-            self.endpoint,
-            self.token,
-            os.environ["RAGEVAL_TEST_SEARCH_KEY"],
-        )
-
-    def search(self, queries, depth):
-        if self.fail:
-            raise ConnectionError(f"{self.endpoint} refused token {self.token}")
-        return [
-            ranked([(cid, len(set(q.lower().split()) & w)) for cid, w in self.chunks], depth)
-            for q in queries
-        ]
 
 
 class FlakyRetriever:
