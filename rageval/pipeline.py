@@ -163,6 +163,7 @@ def evaluate(
             "texts_embedded": int(getattr(encoder, "texts_encoded", 0) or 0),
         },
         config=config or {},
+        spans=res.spans,
     )
 
 

@@ -118,7 +118,8 @@ def build(cfg) -> tuple[Any, Any, Any, Any]:
 
 
 def run_job(cfg, output_dir: str | Path, overrides: list[str] | None = None,
-            choices: dict[str, str] | None = None, sweep_dir: str | None = None, quiet: bool = False):  # fmt: skip
+            choices: dict[str, str] | None = None, sweep_dir: str | None = None, quiet: bool = False,
+            job: int | None = None):  # fmt: skip
     """Evaluate one composed config; writes report.json (+ TREC files) and logs to MLflow."""
     import yaml
     from omegaconf import OmegaConf
@@ -126,6 +127,7 @@ def run_job(cfg, output_dir: str | Path, overrides: list[str] | None = None,
     from rageval.formats.atomic import atomic_write_text
     from rageval.formats.trec import write_qrels, write_run
     from rageval.pipeline import evaluate
+    from rageval.report.per_query import write_run_files
 
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -142,18 +144,23 @@ def run_job(cfg, output_dir: str | Path, overrides: list[str] | None = None,
     qids = [r["id"] for r in report.per_query]
     write_run(out / "run.trec", qids, report.rankings, tag="rageval")
     write_qrels(out / "qrels.trec", report.qrels)
-    report.write_json(out / "report.json")
     atomic_write_text(out / "config.yaml", yaml.safe_dump(redact(config), sort_keys=False))
+    write_run_files(report, out)
+    if not quiet:  # the results first: logging can take a while, or fail
+        print(report.table())
+        print(f"per-query page: {out / 'report.html'}")
     if cfg.mlflow.enabled:
         from rageval.app.sweep import parent_run_id
-        from rageval.tracking.runs import log_run, tracking_uri
+        from rageval.tracking.client import tracking_uri
+        from rageval.tracking.log import log_run, ui_command
 
         uri = tracking_uri(cfg.mlflow.tracking_uri)
         try:
-            log_run(report, config=config, choices=choices or {}, output_dir=out, uri=uri,
-                    experiment=cfg.mlflow.experiment, run_name=cfg.mlflow.run_name,
-                    parent_run_id=parent_run_id(sweep_dir, uri, cfg.mlflow.experiment),
-                    sweep_id=sweep_dir)  # fmt: skip
+            report.mlflow_run_id = log_run(
+                report, config=config, choices=choices or {}, output_dir=out, uri=uri,
+                experiment=cfg.mlflow.experiment, run_name=cfg.mlflow.run_name,
+                parent_run_id=parent_run_id(sweep_dir, uri, cfg.mlflow.experiment),
+                sweep_id=sweep_dir, job=job)  # fmt: skip
         except Exception as err:  # the report is safe on disk; say how to log it later
             secrets = secret_values(config)
             shown, q = scrub(uri, secrets), shlex.quote
@@ -164,8 +171,13 @@ def run_job(cfg, output_dir: str | Path, overrides: list[str] | None = None,
                 f"--experiment {q(str(cfg.mlflow.experiment))}",
                 stacklevel=1,
             )
+        else:
+            if not quiet:
+                secrets = secret_values(config)
+                print(f"MLflow run {report.mlflow_run_id} in experiment "
+                      f"{cfg.mlflow.experiment!r}; see it with: {scrub(ui_command(uri), secrets)}")  # fmt: skip
+    report.write_json(out / "report.json")  # last: its presence means the run completed
     if not quiet:
-        print(report.table())
         print(f"report: {out / 'report.json'}")
     return report
 
@@ -187,7 +199,7 @@ def _hydra_task(cfg) -> None:
     if multirun:
         _enter_launch_dir(str(hc.runtime.cwd))
     try:
-        run_job(cfg, out, overrides, choices, sweep_dir)
+        run_job(cfg, out, overrides, choices, sweep_dir, job=hc.job.num if multirun else None)
     except RagevalError as err:
         msg = scrub(str(err), secret_values(OmegaConf.to_container(cfg, resolve=False)))
         print(f"rageval: error: {msg}", file=sys.stderr)

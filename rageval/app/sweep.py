@@ -12,14 +12,15 @@ from typing import Any
 from rageval.formats.atomic import atomic_write_text
 from rageval.redact import redact_override, scrub
 from rageval.report.eval_report import HEADLINE
-from rageval.tracking.runs import (
-    PARENT_ENV,
-    PARENT_FILE,
-    SWEEP_ENV,
+from rageval.tracking.client import (
     client_for,
     ensure_experiment,
+    git_info,
+    source_tags,
     tracking_uri,
 )
+from rageval.tracking.log import ui_command
+from rageval.tracking.runs import PARENT_ENV, PARENT_FILE, SWEEP_ENV
 
 # The exit code of the last sweep, read by rageval.app.main after Hydra returns; ``pending`` holds the
 # config of a sweep that started and has not finished (rageval.app.main then finishes it).
@@ -46,8 +47,9 @@ def start_sweep(config) -> None:
         overrides = " ".join(redact_override(o) for o in config.hydra.overrides.task)
         run = client.create_run(
             exp_id,
-            run_name=f"sweep {sweep_dir.name}",
+            run_name=f"sweep {sweep_dir.parent.name} {sweep_dir.name}: {overrides}"[:250],
             tags={
+                **source_tags(git_info()),
                 "rageval.sweep": "parent",
                 "rageval.sweep_id": str(sweep_dir),
                 "rageval.sweep_overrides": overrides,
@@ -169,7 +171,7 @@ def finish_sweep(config, stopped: str | None = None) -> None:
         if stopped and r["status"] == "failed" and "left no report" in r["error"]:
             r["error"] = f"the job left no report; the sweep stopped: {stopped}"
     failed = [r for r in rows if r["status"] != "ok"]
-    md, csv_text, _ = comparison(rows, str(config.mlflow.compare_metric))
+    md, csv_text, best_job = comparison(rows, str(config.mlflow.compare_metric))
     atomic_write_text(sweep_dir / "comparison.md", md)
     atomic_write_text(sweep_dir / "comparison.csv", csv_text)
     print(
@@ -184,12 +186,16 @@ def finish_sweep(config, stopped: str | None = None) -> None:
     if config.mlflow.enabled and parent:
         uri = tracking_uri(config.mlflow.tracking_uri)
         try:
+            from rageval.tracking.sweep import summarise_sweep
+
             client = client_for(uri)
-            client.log_artifact(parent, str(sweep_dir / "comparison.md"))
-            client.log_artifact(parent, str(sweep_dir / "comparison.csv"))
-            client.set_tag(parent, "rageval.jobs", str(len(rows)))
-            client.set_tag(parent, "rageval.jobs_failed", str(len(failed)))
+            command = "rageval -m " + " ".join(
+                redact_override(o) for o in config.hydra.overrides.task
+            )
+            summarise_sweep(client, parent, rows, compare_metric=str(config.mlflow.compare_metric),
+                            sweep_dir=sweep_dir, uri=uri, command=command, best_job=best_job)  # fmt: skip
             client.set_terminated(parent, "FAILED" if failed or stopped else "FINISHED")
+            print(f"MLflow parent run {parent}; see it with: {ui_command(scrub(uri, ()))}")
         except Exception as err:  # the comparison is on disk already
             _mlflow_warning("closing the sweep's parent run", uri, err)
     os.environ.pop(PARENT_ENV, None)

@@ -17,7 +17,7 @@ from typing import Any
 
 from rageval.errors import InputError
 from rageval.gate.baseline import load_report, write_baseline
-from rageval.tracking.runs import client_for, mlflow_key, tracking_uri
+from rageval.tracking.client import client_for, tracking_uri
 
 BASELINE_TAG = "rageval.baseline"
 
@@ -52,22 +52,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def best_run(client, experiment: str, metric: str, sweep: str | None) -> str:
-    exp = client.get_experiment_by_name(experiment)
-    if exp is None:
-        raise InputError(f"no MLflow experiment named {experiment!r}; pass --experiment")
-    filt = "attributes.status = 'FINISHED'"
-    if sweep:
-        filt += f" and tags.`mlflow.parentRunId` = '{sweep}'"
-    key = mlflow_key(metric)
-    runs = client.search_runs(
-        [exp.experiment_id], filter_string=filt, order_by=[f"metrics.`{key}` DESC"], max_results=50
-    )
-    runs = [r for r in runs if key in r.data.metrics]
-    if not runs:
-        raise InputError(
-            f"no finished run in {experiment!r}{' sweep ' + sweep if sweep else ''} has metric {metric!r} (MLflow key {key})"
-        )
-    return runs[0].info.run_id
+    from rageval.tracking.lookup import best_run_id
+
+    return best_run_id(client, experiment, metric, sweep)
 
 
 def fetch_report(client, run_id: str) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,8 @@ class EvalReport:
     choices: dict[str, str] = field(default_factory=dict)
     rankings: list[RankedList] = field(default_factory=list, repr=False)
     qrels: dict[str, dict[str, int]] = field(default_factory=dict, repr=False)
+    # The run's chunks (chunks.jsonl, the per-query page); like rankings, not part of report.json.
+    chunks: list[Chunk] = field(default_factory=list, repr=False)
 
     def headline(self) -> dict[str, float]:
         return {
@@ -50,9 +52,10 @@ class EvalReport:
         }
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d.pop("rankings")
-        d.pop("qrels")
+        # shallow: the values are plain JSON-able containers already (asdict's deep copy of every
+        # per-query row cost a third of a second on the demo)
+        skip = ("rankings", "qrels", "chunks")
+        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip}
         return {"schema": SCHEMA_VERSION, **d}
 
     def write_json(self, path: str | Path) -> Path:
@@ -104,8 +107,10 @@ def summarise(
     digests: dict,
     counts: dict,
     config: dict,
+    spans: Mapping[str, Sequence[Any]] | None = None,
 ) -> EvalReport:
-    """Assemble the report: means, CIs, per-query rows and slices."""
+    """Assemble the report: means, CIs, per-query rows and slices. ``spans``: each query's
+    located evidence (document character ranges), kept in its row for the per-query page."""
     metrics = {name: _mean(np.asarray(v, dtype=float)) for name, v in values.items()}
     ci = {}
     for name, v in values.items():
@@ -117,9 +122,16 @@ def summarise(
         tokens = defaultdict(int)
         for c in chunks:
             tokens[c.doc_id] += c.n_tokens
+    # Readable names: a chunk is ``doc-id:ordinal`` (its content id stays the key in TREC files);
+    # at document level the ranked units are documents already.
+    label_of = {c.id: c.label for c in chunks} if level != "doc" else {}
+    doc_of = {c.id: c.doc_id for c in chunks} if level != "doc" else {}
     rows = []
     for i, q in enumerate(golden.queries):
         top = list(rankings[i].ids[: spec.k])
+        relevant = [u for u, g in qrels.get(q.id, {}).items() if g > 0]
+        expected = [doc_of.get(u, u) for u in relevant]
+        expected += [*q.relevant_docs, *(e.doc for e in q.evidence)]
         row: dict[str, Any] = {
             "id": q.id,
             "query": q.query,
@@ -129,6 +141,14 @@ def summarise(
             "first_relevant_rank": int(first_relevant_rank[i]),
             f"tokens@{spec.k}": sum(tokens.get(u, 0) for u in top),
             "retrieved": top,
+            "retrieved_labels": [label_of.get(u, u) for u in top],
+            "relevant_labels": sorted(label_of.get(u, u) for u in relevant),
+            "expected_docs": list(dict.fromkeys(expected)),
+            "evidence": [{"doc": e.doc, "quote": e.quote} for e in q.evidence],
+            "evidence_spans": [
+                {"doc": sp.doc, "start": int(sp.start), "end": int(sp.end)}
+                for sp in (spans or {}).get(q.id, [])
+            ],
         }
         for name, v in values.items():
             x = float(v[i])
@@ -155,6 +175,7 @@ def summarise(
         ks=list(spec.ks),
         rankings=list(rankings),
         qrels={q: dict(r) for q, r in qrels.items()},
+        chunks=list(chunks),
     )
 
 
