@@ -106,9 +106,13 @@ def _metric_names(report: Mapping[str, Any]) -> list[str]:
     return names or [f"{m}@{k}" for m in HEADLINE][:1]
 
 
+PLUMBING = ("hydra.", "mlflow.", "cache_dir", "latency_sample", "dataset.corpus", "dataset.golden")
+
+
 def _title(report: Mapping[str, Any]) -> str:
-    over = " ".join(report.get("overrides") or [])
-    return over or "default config"
+    """The run's overrides that change what it measures (``chunk=512 search=bm25``)."""
+    over = [o for o in report.get("overrides") or [] if not o.lstrip("+~").startswith(PLUMBING)]
+    return " ".join(over) or "default config"
 
 
 def render(report: Mapping[str, Any], chunks: Mapping[str, Mapping[str, Any]]) -> str:
