@@ -98,7 +98,7 @@ def run_params(config: Mapping[str, Any], choices: Mapping[str, str]) -> dict[st
     of each group that change what is measured. No ``_target_`` class paths, no cache or batch
     sizes, no gate/mlflow blocks, no ``backend.*`` key repeating a ``search.*`` one, no None.
     The resolved config stays whole in the run's config.yaml artifact."""
-    from rageval.redact import MASK, redact
+    from rageval.redact import redact
 
     config = redact(dict(config))
     params: dict[str, Any] = {g: c for g, c in choices.items() if g in GROUPS and c}
@@ -124,7 +124,8 @@ def run_params(config: Mapping[str, Any], choices: Mapping[str, str]) -> dict[st
                 params[f"{key}.{sub}"] = v
         elif key != "allow_model_mismatch" or value:
             params[key] = value
-    return {k: _param(v) for k, v in params.items() if v is not None and v != "" and v != MASK}
+    # a masked secret stays (as ***): the run needed one, and a rerun must supply it
+    return {k: _param(v) for k, v in params.items() if v is not None and v != ""}
 
 
 def _repeats(search: Mapping[str, Any], sub: str, value: Any) -> bool:
