@@ -16,7 +16,7 @@ import Stemmer  # noqa: E402
 from qdrant_client import models  # noqa: E402
 from qdrant_fixture import HashEncoder, make_chunks, make_corpus  # noqa: E402
 
-from rageval.retrieval import qdrant as qmod  # noqa: E402
+from rageval.retrieval.qdrant import retriever as qmod  # noqa: E402
 from rageval.retrieval.qdrant.retriever import QdrantRetriever  # noqa: E402
 
 pytestmark = pytest.mark.integration
