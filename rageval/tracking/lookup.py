@@ -13,15 +13,17 @@ def best_run_id(client, experiment: str, metric: str, sweep: str | None = None) 
     exp = client.get_experiment_by_name(experiment)
     if exp is None:
         raise InputError(f"no MLflow experiment named {experiment!r}; pass --experiment")
-    filt = "attributes.status = 'FINISHED' and tags.`rageval.sweep` != 'parent'"
+    filt = "attributes.status = 'FINISHED'"
     if sweep:
-        filt = f"attributes.status = 'FINISHED' and tags.`mlflow.parentRunId` = '{sweep}'"
+        filt += f" and tags.`mlflow.parentRunId` = '{sweep}'"
     best: tuple[float, str] | None = None
     token = None
     while True:
         page = client.search_runs([exp.experiment_id], filter_string=filt, max_results=1000,
                                   page_token=token)  # fmt: skip
         for r in page:
+            if r.data.tags.get("rageval.sweep") == "parent":  # holds a copy of its best child's
+                continue
             found = find_metric(r.data.metrics, metric)
             if found and (best is None or found[1] > best[0]):
                 best = (found[1], r.info.run_id)
