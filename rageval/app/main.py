@@ -147,6 +147,8 @@ def run_job(cfg, output_dir: str | Path, overrides: list[str] | None = None,
     atomic_write_text(out / "config.yaml", yaml.safe_dump(redact(config), sort_keys=False))
     write_run_files(report, out)
     if not quiet:  # the results first: logging can take a while, or fail
+        if job is not None:  # sweep jobs print side by side (joblib): say whose table this is
+            print(f"\njob {job}: {' '.join(report.overrides)}")
         print(report.table())
         print(f"per-query page: {out / 'report.html'}")
     if cfg.mlflow.enabled:
