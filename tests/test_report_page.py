@@ -156,3 +156,40 @@ def test_diff_page_shows_changes_worst_first_and_rank_moves(browser, tmp_path):
     moves = [m.text for m in q1.find_elements("css selector", "li .move")]
     assert moves == ["↑1", "↓1", "new"]
     assert "dropped from baseline's top 3: faq:0" in q1.text
+
+
+def run_folder(path, report_dict):
+    import json
+
+    path.mkdir(parents=True)
+    (path / "report.json").write_text(json.dumps(report_dict), encoding="utf-8")
+    (path / "chunks.jsonl").write_text(
+        "\n".join(json.dumps(c) for c in CHUNKS.values()) + "\n", encoding="utf-8"
+    )
+    return path
+
+
+def test_rageval_report_writes_one_page_or_a_diff_and_rejects_a_folder_without_report(
+    tmp_path, capsys
+):
+    from rageval.cli.main import main
+
+    a, b = run_folder(tmp_path / "base", RUN_A), run_folder(tmp_path / "cand", RUN_B)
+    assert main(["report", str(a)]) == 0
+    page = (a / "report.html").read_text(encoding="utf-8")
+    assert f"<mark>{QUOTE}</mark>" in page and "hr-leave:1" in page
+    assert main(["report", str(a), str(b), "--out", str(tmp_path / "d.html")]) == 0
+    diff = (tmp_path / "d.html").read_text(encoding="utf-8")
+    assert "base vs cand" in diff and "↑1" in diff and "dropped from base" in diff
+    assert f"per-query page: {tmp_path / 'd.html'}" in capsys.readouterr().out
+    assert main(["report", str(tmp_path / "nothing")]) == 2
+    assert "no report.json in" in capsys.readouterr().err
+
+
+def test_the_gate_writes_the_baseline_vs_candidate_page_beside_its_files(tmp_path):
+    from rageval.report.html import write_diff_page
+
+    cand = run_folder(tmp_path / "check", RUN_B)
+    path = write_diff_page(cand / "diff.html", RUN_A, cand)
+    page = path.read_text(encoding="utf-8")
+    assert "baseline vs candidate" in page and "+0.370" in page and f"<mark>{QUOTE}</mark>" in page
