@@ -149,7 +149,7 @@ class SentenceTransformerEncoder:
             from rageval.report.console import status
 
             # importing sentence-transformers alone takes seconds: inside the spinner
-            with status(f"loading the embedding model {Path(str(self.model_path)).name}"):
+            with status(f"loading the embedding model {self.model_name}"):
                 from sentence_transformers import SentenceTransformer
                 from transformers.utils import logging as hf_logging
 
