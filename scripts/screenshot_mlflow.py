@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -82,7 +83,7 @@ def main() -> None:
     port = free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", f"sqlite:///{db}",
-         "--host", "127.0.0.1", "--port", str(port)],
+         "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
         cwd=work, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
@@ -94,9 +95,13 @@ def main() -> None:
             shoot(d, f"{base}/#/experiments/{exp.experiment_id}", Path(a.out))
         finally:
             d.quit()
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
+    finally:  # uvicorn shuts down on Ctrl-C; kill it if it does not
+        server.send_signal(signal.SIGINT)
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
     print(f"screenshot: {a.out}")
 
 
