@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import warnings
 
+from rageval.embedding.base import Encoder
 from rageval.errors import IndexMismatchError
-from rageval.retrieval.base import Encoder
 
 
 class PairedEncoder:

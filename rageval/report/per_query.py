@@ -99,15 +99,3 @@ def read_chunks(run_dir: Path) -> dict[str, dict[str, Any]]:
             out[d["id"]] = d
     return out
 
-
-def write_run_files(report, out: Path) -> None:
-    """The run folder's readable files besides report.json and the TREC files: per_query.csv,
-    chunks.jsonl, chunk_labels.tsv, the metric@k plot and the per-query page report.html."""
-    from rageval.report.html import write_page
-    from rageval.report.plots import curve_png
-
-    out = Path(out)
-    atomic_write_text(out / "per_query.csv", per_query_csv(report.per_query))
-    write_chunk_files(out, report.chunks, report.per_query, report.qrels)
-    curve_png(report, out / "metrics_at_k.png")
-    write_page(out / "report.html", report.to_dict(), read_chunks(out))

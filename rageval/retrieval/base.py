@@ -1,4 +1,4 @@
-"""The plug points: an ``Encoder`` that turns text into vectors and a batch-first ``Retriever``.
+"""The retrieval plug point: a batch-first ``Retriever`` (the ``Encoder`` lives in rageval.embedding.base).
 
 A team plugs its own system in by writing a class with ``index`` and ``search`` and naming it
 with ``_target_`` in ``conf/backend``. Everything is batch-first: ``search`` receives every
@@ -10,30 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-import numpy as np
-
+from rageval.embedding.base import Encoder
 from rageval.types import Chunk, RankedList
 
-
-@runtime_checkable
-class Encoder(Protocol):
-    """Embeds texts as L2-normalised float32 rows, through the embedding cache."""
-
-    @property
-    def fingerprint(self) -> str:
-        """Identifies the model by its weights and config, not just its name."""
-        ...
-
-    @property
-    def dim(self) -> int: ...
-
-    def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
-        """Return an array of shape (len(texts), dim), float32, rows of unit length."""
-        ...
-
-    def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
-        """Like ``encode_documents``; a model with a query prompt applies it here."""
-        ...
+__all__ = ["Encoder", "Retriever"]  # Encoder re-exported: plug-ins import it from here
 
 
 @runtime_checkable

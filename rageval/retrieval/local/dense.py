@@ -20,9 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
+from rageval.embedding.base import Encoder
 from rageval.errors import ConfigError
 from rageval.ranking import break_ties
-from rageval.retrieval.base import Encoder
 from rageval.retrieval.local.faiss_build import Rows, f32, stream_build
 from rageval.types import Chunk, RankedList
 

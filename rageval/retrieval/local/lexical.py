@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
+from rageval.embedding.base import Encoder
 from rageval.ranking import break_ties
-from rageval.retrieval.base import Encoder
 from rageval.retrieval.tokenize import BM25Tokenizer
 from rageval.types import Chunk, RankedList
 
