@@ -110,23 +110,19 @@ def shoot(d, url: str, out: Path) -> None:
     from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import WebDriverWait
 
-    d.get(url)
-    wait = WebDriverWait(d, 90)
-    wait.until(
-        ec.presence_of_element_located(
-            (By.XPATH, "//*[starts-with(normalize-space(text()), 'sweep ')]")
-        )
-    )
+    # MLflow 3.17 opens experiments in the GenAI view unless told (the "Model training" toggle at
+    # the top left, remembered by the browser, or this query parameter)
+    d.get(f"{url}/runs?workflowType=machine_learning")
+    wait = WebDriverWait(d, 120)
+    expander = (By.CSS_SELECTOR, "button[data-component-id*='runnamecellrenderer']")
+    wait.until(ec.element_to_be_clickable(expander))
     time.sleep(2)
-    # unfold the sweep: the expander button sits in the parent run's row
-    for button in d.find_elements(
-        By.CSS_SELECTOR, "[aria-label*='xpand'], [data-testid*='expand']"
-    ):
-        if button.is_displayed():
-            button.click()
-            break
-    wait.until(ec.presence_of_element_located((By.XPATH, "//*[contains(text(), '#0')]")))
-    time.sleep(2)
+    for close in d.find_elements(By.CSS_SELECTOR, "[aria-label='Close']"):  # the assistant panel
+        if close.is_displayed():
+            close.click()
+    d.find_element(*expander).click()  # unfold the sweep's jobs under its parent run
+    wait.until(ec.presence_of_element_located((By.XPATH, "//span[contains(text(), ' #0')]")))
+    time.sleep(3)
     out.parent.mkdir(parents=True, exist_ok=True)
     d.save_screenshot(str(out))
 

@@ -19,6 +19,7 @@ from rageval.tracking.client import (
     source_tags,
     tracking_uri,
 )
+from rageval.tracking.keys import run_name
 from rageval.tracking.log import ui_command
 
 # The hand-off from the launching process to its jobs: the parent run's id in the environment
@@ -55,7 +56,7 @@ def start_sweep(config) -> dict[str, Any]:
         overrides = " ".join(redact_override(o) for o in config.hydra.overrides.task)
         run = client.create_run(
             exp_id,
-            run_name=f"sweep {sweep_dir.parent.name} {sweep_dir.name}: {overrides}"[:250],
+            run_name=f"sweep {sweep_dir.name}: {run_name(list(config.hydra.overrides.task))}"[:250],
             tags={
                 **source_tags(git_info()),
                 "rageval.sweep": "parent",
