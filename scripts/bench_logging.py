@@ -25,7 +25,7 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=5)
     a = p.parse_args()
     import rageval
-    from rageval.cli.log import load_run
+    from rageval.tracking.later import load_run
     from rageval.tracking.runs import client_for, log_run
 
     first, later = [], []
