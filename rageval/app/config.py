@@ -1,8 +1,8 @@
 """Where the Hydra config lives, its resolvers and schema, and composing it from overrides.
 
 ``compose(overrides)`` builds the config a run would get, without running Hydra's launcher;
-``check_overrides(argv)`` composes every job of a command line first, so a bad override (a wrong
-type, an unknown option or key) is one line and exit 2 before anything runs.
+``check_overrides(argv)`` checks every value of a sweep, so a bad one (a wrong type, an unknown
+option) is one line and exit 2 before any job runs.
 """
 
 from __future__ import annotations
@@ -50,13 +50,16 @@ def compose(overrides: Sequence[str]):
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
             return hydra_compose("config", overrides=list(overrides))
     except (HydraException, OmegaConfBaseException) as err:
-        raise ConfigError(_one_line(err)) from None
+        raise ConfigError(f"bad override ({' '.join(overrides)}): {describe_error(err)}") from None
 
 
 def check_overrides(argv: Sequence[str]) -> None:
-    """Compose every value of every sweep override in ``argv`` (the others at their first value):
+    """Check every value of every sweep override in ``argv`` (the others at their first value):
     Hydra's schema and group checks fail here, as one ConfigError, before a job starts.
-    Command lines with other Hydra flags (--help, --cfg, --config-dir...) are left to Hydra."""
+    Command lines with other Hydra flags (--help, --cfg, --config-dir...) are left to Hydra.
+
+    The first job is composed; the other values of a sweep are checked against that config (a
+    group option's file, a value's type), and composed only when that cannot tell."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import HydraException
 
@@ -66,25 +69,57 @@ def check_overrides(argv: Sequence[str]) -> None:
     try:
         parsed = OverridesParser.create().parse_overrides(given)
         choices = [
-            list(o.sweep_string_iterator()) if o.is_sweep_override() else [o.input_line]
+            list(zip(o.sweep_string_iterator(), o.sweep_iterator(), strict=True))
+            if o.is_sweep_override()
+            else [(None, None)]
             for o in parsed
         ]
-        for o, values in zip(parsed, choices, strict=True):
-            if o.is_sweep_override():
-                values[:] = [f"{o.get_key_element()}={v}" for v in values]
     except HydraException as err:
-        raise ConfigError(_one_line(err)) from None
+        raise ConfigError(f"bad override ({' '.join(given)}): {describe_error(err)}") from None
     except Exception:  # a sweep Hydra's basic sweeper cannot list (ranges for an optimiser)
         return
-    first = [values[0] for values in choices]
-    compose(first)
-    for i, values in enumerate(choices):
-        for value in values[1:]:
-            compose([*first[:i], value, *first[i + 1 :]])
+
+    def line(o, text: str | None) -> str:
+        return o.input_line if text is None else f"{o.get_key_element()}={text}"
+
+    if all(len(values) == 1 for values in choices):
+        return  # one job: rageval.app.overrides.prepare_overrides composed it already
+    first = [line(o, values[0][0]) for o, values in zip(parsed, choices, strict=True)]
+    cfg = compose(first)
+    for i, (o, values) in enumerate(zip(parsed, choices, strict=True)):
+        for text, value in values[1:]:
+            if not _fits(cfg, o, text, value):
+                try:
+                    compose([*first[:i], line(o, text), *first[i + 1 :]])
+                except ConfigError as err:
+                    reason = str(err).split("): ", 1)[-1]
+                    raise ConfigError(f"bad override ({line(o, text)}): {reason}") from None
 
 
-def _one_line(err: BaseException) -> str:
-    """Hydra's message and its cause's, on one line, with what to do."""
+def _fits(cfg, override, text: str, value) -> bool:
+    """True when ``override`` set to this sweep value surely composes: the group option's file
+    exists in conf/, or the value merges into ``cfg`` with the schema's types. False: compose."""
+    import copy
+
+    from hydra.core.override_parser.types import OverrideType
+    from omegaconf import OmegaConf
+
+    key = override.key_or_group
+    if override.package is not None or override.type != OverrideType.CHANGE:
+        return False
+    if (CONF_DIR / key).is_dir():
+        return (CONF_DIR / key / f"{text}.yaml").is_file()
+    if key.startswith("hydra") or "/" in key:
+        return False
+    try:
+        OmegaConf.update(copy.deepcopy(cfg), key, value, merge=True)
+    except Exception:
+        return False
+    return True
+
+
+def describe_error(err: BaseException) -> str:
+    """Hydra's message and its cause's (the type a value failed), on one line."""
     parts = [str(err)]
     cause = err.__cause__ or err.__context__
     if cause is not None and str(cause) not in parts[0]:
@@ -95,5 +130,4 @@ def _one_line(err: BaseException) -> str:
         lines = [ln.strip() for ln in part.splitlines() if ln.strip()]
         lines = [f"(key {ln[9:].strip()})" if ln.startswith("full_key:") else ln for ln in lines]
         kept.append(" ".join(ln for ln in lines if not ln.startswith("object_type=")))
-    text = "; ".join(p for p in kept if p)
-    return f"bad config: {text} (see conf/ for the keys and options, python -m rageval --help)"
+    return "; ".join(p for p in kept if p)

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from rageval.embedding.batching import encode_stable
-from rageval.embedding.cache import EmbeddingCache, text_key
+from rageval.embedding.batching import encode_stable, warn_if_mkl_unpinned
+from rageval.embedding.cache import EmbeddingCache, check_vectors, text_key
 from rageval.errors import ConfigError
 from rageval.formats.atomic import atomic_write_text
 
@@ -146,6 +146,7 @@ class SentenceTransformerEncoder:
         if self._model is None:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            warn_if_mkl_unpinned()
             from rageval.report.console import status
 
             # importing sentence-transformers alone takes seconds: inside the spinner
@@ -197,9 +198,11 @@ class SentenceTransformerEncoder:
             for lo in range(0, len(todo), self.write_every):
                 start = time.perf_counter()
                 group = todo[lo : lo + self.write_every]
-                vec = encode_stable(model, [prompt + texts[i] for i in group], self.batch_size)
+                # the bar moves per batch: a long job does not sit at 0% for write_every texts
+                vec = encode_stable(model, [prompt + texts[i] for i in group], self.batch_size,
+                                    progress=bar.update)  # fmt: skip
+                check_vectors(vec, [texts[i] for i in group])
                 self.cache.put([keys[i] for i in group], vec)
                 self.texts_encoded += len(group)
                 self.encode_seconds += time.perf_counter() - start
-                bar.update(len(group))
                 yield group, vec

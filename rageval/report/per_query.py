@@ -22,7 +22,8 @@ from rageval.types import Chunk
 LEAD = ("id", "query", "source", "tags", "n_relevant", "first_relevant_rank", "expected_docs",
         "retrieved_labels", "relevant_labels")  # fmt: skip
 TAIL = ("retrieved",)
-SKIP = ("evidence", "evidence_spans")  # quotes are long and nested: report.json and the per-query page hold them
+# quotes are long and nested: report.json and the per-query page hold them
+SKIP = ("evidence", "evidence_spans")
 
 
 def columns(rows: Sequence[dict[str, Any]]) -> list[str]:
@@ -67,24 +68,41 @@ def shown_chunk_ids(rows: Iterable[dict[str, Any]], qrels: dict[str, dict[str, i
     return ids
 
 
-def write_chunk_files(
-    out: Path, chunks: Sequence[Chunk], rows: Sequence[dict[str, Any]], qrels
-) -> None:
-    """``chunks.jsonl`` (id, doc, ordinal, offsets, tokens; text for the chunks a query retrieved
-    or needed) and ``chunk_labels.tsv`` (content id -> ``doc-id:ordinal``) in ``out``."""
-    if not chunks:
-        return
-    shown = shown_chunk_ids(rows, qrels)
-    lines = []
-    for c in chunks:
-        d = {"id": c.id, "label": c.label, "doc_id": c.doc_id, "ordinal": c.ordinal,
-             "start": c.start, "end": c.end, "tokens": c.n_tokens}  # fmt: skip
-        if c.id in shown:
-            d["text"] = c.text
-        lines.append(json.dumps(d, ensure_ascii=False))
-    atomic_write_text(out / "chunks.jsonl", "\n".join(lines) + "\n")
-    tsv = ["chunk_id\tlabel"] + [f"{c.id}\t{c.label}" for c in chunks]
-    atomic_write_text(out / "chunk_labels.tsv", "\n".join(tsv) + "\n")
+def add_readable_ids(report, golden, chunks: Sequence[Chunk], spans=None) -> None:
+    """Name what each query expected and got as people do: per-query rows gain
+    ``retrieved_labels`` (``doc-id:ordinal``, in the order of ``retrieved``), ``relevant_labels``,
+    ``expected_docs``, the evidence quotes and their located spans; the rows of chunks.jsonl gain
+    ``label`` and, for the chunks a query retrieved or needed, ``text`` (the per-query page)."""
+    doc_level = report.level == "doc"  # rankings hold document ids already
+    label_of = {} if doc_level else {c.id: c.label for c in chunks}
+    doc_of = {} if doc_level else {c.id: c.doc_id for c in chunks}
+    by_id = {q.id: q for q in golden.queries}
+    for row in report.per_query:
+        q = by_id.get(row["id"])
+        relevant = [u for u, g in report.qrels.get(row["id"], {}).items() if g > 0]
+        expected = [doc_of.get(u, u) for u in relevant]
+        if q is not None:
+            expected += [*q.relevant_docs, *(e.doc for e in q.evidence)]
+        row["retrieved_labels"] = [label_of.get(u, u) for u in row.get("retrieved", [])]
+        row["relevant_labels"] = sorted(label_of.get(u, u) for u in relevant)
+        row["expected_docs"] = list(dict.fromkeys(expected))
+        row["evidence"] = [{"doc": e.doc, "quote": e.quote} for e in (q.evidence if q else ())]
+        row["evidence_spans"] = [{"doc": sp.doc, "start": int(sp.start), "end": int(sp.end)}
+                                 for sp in (spans or {}).get(row["id"], [])]  # fmt: skip
+    shown = shown_chunk_ids(report.per_query, report.qrels)
+    text_of = {c.id: c.text for c in chunks if c.id in shown}
+    for r in report.chunks:
+        r["label"] = f"{r['doc_id']}:{r['ordinal']}"
+        if r["id"] in text_of:
+            r["text"] = text_of[r["id"]]
+
+
+def write_chunk_labels(out: Path, rows: Sequence[dict[str, Any]]) -> None:
+    """``chunk_labels.tsv`` in ``out``: content id (the key in run.trec and qrels.trec) ->
+    ``doc-id:ordinal``."""
+    if rows:
+        tsv = ["chunk_id\tlabel"] + [f"{r['id']}\t{r['doc_id']}:{r['ordinal']}" for r in rows]
+        atomic_write_text(Path(out) / "chunk_labels.tsv", "\n".join(tsv) + "\n")
 
 
 def read_chunks(run_dir: Path) -> dict[str, dict[str, Any]]:
@@ -98,4 +116,3 @@ def read_chunks(run_dir: Path) -> dict[str, dict[str, Any]]:
             d = json.loads(line)
             out[d["id"]] = d
     return out
-

@@ -88,7 +88,8 @@ def _description(rows, keys, best, metric, command, link, sweep_dir) -> str:
         target = f"[{name}]({link})" if link else name
         lines.append(f"\n**Best by {metric}**{shown}: {target}; its metrics and swept values are "
                      "logged on this run.")  # fmt: skip
-    md = Path(sweep_dir) / "comparison.md"
+    md = Path(sweep_dir) / "leaderboard.md"
+    md = md if md.is_file() else Path(sweep_dir) / "comparison.md"
     if md.is_file():
         lines.append("\n" + md.read_text(encoding="utf-8")[:6000])
     lines.append("\nFiles: the artifacts of this run; each job is a child run below it.")

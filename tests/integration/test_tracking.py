@@ -44,16 +44,16 @@ def test_a_sweep_reads_in_mlflow_like_its_comparison(
         assert f"MLflow run {r.info.run_id}" in out
 
     # the parent carries the verdict: the best child by ndcg@5, its metrics and swept value
-    from rageval.tracking.lookup import best_run_id
+    from rageval.tracking.lookups import best_run
 
     top = max(r.data.metrics["headline/ndcg_at_5"] for r in children)
     tags = parent.data.tags
     (best,) = [r for r in children if r.info.run_id == tags["rageval.best_run_id"]]
     assert best.data.metrics["headline/ndcg_at_5"] == top  # ties: any of the tied jobs
     for sweep in (parent.info.run_id, None):  # `promote --best`: a child, never the parent's copy
-        found = best_run_id(c, "rageval", "ndcg@5", sweep)
-        assert found != parent.info.run_id
-        assert c.get_run(found).data.metrics["headline/ndcg_at_5"] == top
+        found = best_run(c, "rageval", "ndcg_at_5", golden_digest=None, sweep=sweep)
+        assert found.info.run_id != parent.info.run_id
+        assert found.data.metrics["headline/ndcg_at_5"] == top
     assert tags["rageval.best_run_url"].endswith(f"/runs/{best.info.run_id}")
     assert (
         best.info.run_id in tags["mlflow.note.content"] and "ndcg@5" in tags["mlflow.note.content"]

@@ -95,7 +95,6 @@ def test_trec_eval_order_agrees_with_pytrec_eval():
     ("line", "message"),
     [
         ("q1 Q0 d1 1 0.5", "expected 6 whitespace-separated columns"),
-        ("q1 Q0 d1 1 0.5 tag extra", "expected 6 whitespace-separated columns"),
         ("q1 Q0 d1 1 high tag", "score 'high' .* is not a finite number"),
         ("q1 Q0 d1 1 nan tag", "score 'nan'"),
         ("q1 Q0 d1 1 -inf tag", "score '-inf'"),
@@ -106,6 +105,51 @@ def test_read_run_bad_lines_name_file_and_line(tmp_path, line, message):
     with pytest.raises(InputError, match=message) as err:
         read_run(path)
     assert str(err.value).startswith(f"{path}:2: ")
+
+
+def test_read_run_ignores_fields_after_the_tag_like_trec_eval(tmp_path):
+    # trec_eval's own test/results.trunc carries extra fields after the run tag
+    path = write(tmp_path, "r.run", "q1 Q0 d1 1 0.5 tag 0.5 extra\nq1 Q0 d2 2 0.7 tag x\n")
+    assert read_run(path) == {"q1": RankedList(("d2", "d1"), (0.7, 0.5))}
+
+
+def test_comment_lines_are_skipped_never_read_as_data(tmp_path):
+    qrels = write(
+        tmp_path, "q.txt", "# judged by A\nq1 0 d1 1\n#q2 0 d9 1\n  # indented\nq1 0 d2 0\n"
+    )
+    assert read_qrels(qrels) == {"q1": {"d1": 1, "d2": 0}}
+    run = write(tmp_path, "r.run", "#q Q0 d 1 1 t\nq1 Q0 d1 1 1.0 t\n# a note\n")
+    assert read_run(run) == {"q1": RankedList(("d1",), (1.0,))}
+
+
+def test_a_trec_qrels_line_with_two_tabs_is_still_trec(tmp_path):
+    path = write(tmp_path, "q.txt", "q1 0\td1\t1\nq1 0 d2 2\nq2\t0 d3 1\n")
+    assert read_qrels(path) == {"q1": {"d1": 1, "d2": 2}, "q2": {"d3": 1}}
+    beir = write(tmp_path, "b.tsv", "q1\td1\t1\nq2\td 2\t0\n")  # BEIR without its header
+    assert read_qrels(beir, fmt="beir") == {"q1": {"d1": 1}, "q2": {"d 2": 0}}
+    assert read_qrels(write(tmp_path, "c.tsv", "q1\td1\t1\n")) == {"q1": {"d1": 1}}
+
+
+def test_qrels_of_neither_format_say_so_on_their_line(tmp_path):
+    with pytest.raises(InputError, match="expected 4 whitespace-separated fields .* got 5") as err:
+        read_qrels(write(tmp_path, "q.txt", "\n# c\nq1 0 d1 1 extra\n"))
+    assert err.value.line == 3
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_vectorised_run_order_equals_the_reference_order(tmp_path, seed):
+    rng = random.Random(seed)
+    docs = ["a", "B", "b", "a1", "a10", "é", "ü", "10", "9", "_x"]
+    lines, want = [], {}
+    for q in rng.sample(["q3", "q1", "q10", "q2"], 4):
+        pairs = [
+            (rng.choice(docs), rng.choice([0.5, 1.0, 1.0 + 1e-9, 2.0, -0.0, 0.0]))
+            for _ in range(12)
+        ]
+        want[q] = order_like_trec_eval(pairs)
+        lines += [f"{q} Q0 {d} 0 {s!r} t" for d, s in pairs]
+    got = read_run(write(tmp_path, "r.run", "\n".join(lines)))
+    assert list(got) == list(want) and got == want
 
 
 def test_read_run_empty_or_not_utf8(tmp_path):
