@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rageval.errors import ConfigError
-from rageval.scoring.spec import MetricSpec
+from rageval.scoring.spec import FAMILIES, MetricSpec
 
 GROUPS = ("dataset", "embedding", "backend", "search", "rerank")
 CUTOFFS = "cutoffs"
@@ -33,11 +33,14 @@ MODE_KEYS = {"fusion": {"hybrid", "semantic"}, "rrf_k": {"hybrid", "semantic"},
 def metric_key(name: str, k: int | None = None) -> str:
     """The MLflow key of a report's metric name: ``ndcg@5`` -> ``headline/ndcg_at_5`` when 5 is
     the run's ``k`` (or ``k`` is None), ``cutoffs/ndcg_at_10`` at another cutoff; budget metrics
-    (``@1024t``) stay in their family's section. A name that is no metric keeps its own form."""
+    (``@1024t``) stay in their family's section; a name without a cutoff goes to its family's
+    section (``span/evidence_precision_max``), else to ``other/``."""
     try:
         spec = MetricSpec.parse(name)
-    except ConfigError:
-        return name.replace("@", "_at_")
+    except ConfigError:  # no cutoff (evidence_precision_max): its family's section, else other/
+        key = name.replace("@", "_at_")
+        family = max((f for f in FAMILIES if key.startswith(f + "_")), key=len, default=None)
+        return f"{FAMILIES[family][0] if family else 'other'}/{key}"
     if k is not None and not spec.budget and spec.k != k:
         return f"{CUTOFFS}/{spec.mlflow_key}"
     return f"{spec.group}/{spec.mlflow_key}"
@@ -47,7 +50,8 @@ def metric_keys(name: str) -> list[str]:
     """Every key a metric may be logged under (its section, the cutoffs section, and the flat
     ``ndcg_at_5`` of runs logged before sections existed), for look-ups across runs."""
     spec = MetricSpec.parse(name)
-    return list(dict.fromkeys([metric_key(name), f"{CUTOFFS}/{spec.mlflow_key}", spec.mlflow_key]))
+    keys = [metric_key(name), f"{CUTOFFS}/{spec.mlflow_key}", spec.mlflow_key]
+    return list(dict.fromkeys(keys))
 
 
 def find_metric(metrics: Mapping[str, float], name: str) -> tuple[str, float] | None:

@@ -43,24 +43,26 @@ def test_a_sweep_reads_in_mlflow_like_its_comparison(
     for r in children:
         assert f"MLflow run {r.info.run_id}" in out
 
-    # the parent carries the verdict: the best child by ndcg@5, its metrics and swept value
+    # the parent carries the verdict: the best child by the sweep's deciding metric, its metrics
+    # and swept value
+    from rageval.tracking.keys import find_metric
     from rageval.tracking.lookups import best_run
 
-    top = max(r.data.metrics["headline/ndcg_at_5"] for r in children)
     tags = parent.data.tags
+    decide = tags["rageval.compare_metric"]
+    top = max(find_metric(r.data.metrics, decide)[1] for r in children)
     (best,) = [r for r in children if r.info.run_id == tags["rageval.best_run_id"]]
-    assert best.data.metrics["headline/ndcg_at_5"] == top  # ties: any of the tied jobs
+    assert find_metric(best.data.metrics, decide)[1] == top  # ties: any of the tied jobs
+    top_ndcg = max(r.data.metrics["headline/ndcg_at_5"] for r in children)
     for sweep in (parent.info.run_id, None):  # `promote --best`: a child, never the parent's copy
         found = best_run(c, "rageval", "ndcg_at_5", golden_digest=None, sweep=sweep)
         assert found.info.run_id != parent.info.run_id
-        assert found.data.metrics["headline/ndcg_at_5"] == top
+        assert found.data.metrics["headline/ndcg_at_5"] == top_ndcg
     assert tags["rageval.best_run_url"].endswith(f"/runs/{best.info.run_id}")
-    assert (
-        best.info.run_id in tags["mlflow.note.content"] and "ndcg@5" in tags["mlflow.note.content"]
-    )
+    assert best.info.run_id in tags["mlflow.note.content"] and decide in tags["mlflow.note.content"]
     assert parent.data.metrics == best.data.metrics
     assert parent.data.params == {"chunk": best.data.params["chunk"]}
-    assert {"comparison.md", "comparison.csv"} <= {
+    assert {"leaderboard.md", "leaderboard.csv"} <= {
         a.path for a in c.list_artifacts(parent.info.run_id)
     }
 
