@@ -43,6 +43,13 @@ def log_batched(client, run_id: str, *, metrics: Mapping[str, float] = {},
         ms, ps, ts = ms[BATCH_METRICS:], ps[BATCH_PARAMS_TAGS:], ts[BATCH_PARAMS_TAGS:]
 
 
+def log_artifacts(client, run_id: str, output_dir: Path) -> None:
+    """The run folder's files named in ARTIFACTS (those present) as the run's artifacts."""
+    for name in ARTIFACTS:
+        if (output_dir / name).is_file():
+            client.log_artifact(run_id, str(output_dir / name))
+
+
 def dataset_inputs(report, config: Mapping[str, Any]) -> list:
     """The golden set and the corpus as MLflow dataset inputs (name, digest, source, size)."""
     from mlflow.entities import Dataset, DatasetInput, InputTag
@@ -129,9 +136,7 @@ def log_run(
         data = report.to_dict()
         data["mlflow_run_id"] = run_id
         client.log_text(run_id, json.dumps(data, indent=2, default=str), "report.json")
-        for name in ARTIFACTS:
-            if (Path(output_dir) / name).is_file():
-                client.log_artifact(run_id, str(Path(output_dir) / name))
+        log_artifacts(client, run_id, Path(output_dir))
         client.log_table(run_id, data=table(report.per_query), artifact_file="per_query.json")
         client.set_terminated(run_id, "FINISHED")
     except BaseException as err:

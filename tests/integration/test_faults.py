@@ -123,7 +123,9 @@ def test_mlflow_failing_half_way_leaves_a_failed_run_never_a_running_one(
     def disk_full(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(tracking, "_log_artifacts", disk_full)
+    from rageval.tracking import log as tracking_log
+
+    monkeypatch.setattr(tracking_log, "log_artifacts", disk_full)
     with pytest.warns(UserWarning, match=re.escape(f"log it later with: rageval log {out}")):
         code = run_app(
             mini_args(
