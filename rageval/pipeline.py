@@ -192,15 +192,23 @@ def _warn_if_invisible(spec: RunSpec, retriever: Retriever, encoder: Encoder | N
 
 
 def embeds(retriever: Retriever) -> bool:
-    """False for a retriever that declares ``embeds = False`` (BM25), also behind wrappers."""
-    seen = 0
-    while retriever is not None and seen < 8:
+    """False for a retriever that declares ``embeds = False`` (BM25), also behind wrappers (retry,
+    rerank) that hold the retriever they wrap as ``inner`` or ``base``."""
+    for _ in range(8):
         if getattr(type(retriever), "embeds", True) is False:
             return False
-        inner = retriever.__dict__.get("base") or retriever.__dict__.get("inner")
+        held = getattr(retriever, "__dict__", {})
+        inner = next(
+            (
+                v
+                for v in (held.get("inner"), held.get("base"))
+                if v is not None and callable(getattr(v, "search", None))
+            ),
+            None,
+        )
         if inner is None:
-            return bool(getattr(retriever, "embeds", True))
-        retriever, seen = inner, seen + 1
+            return True
+        retriever = inner
     return True
 
 

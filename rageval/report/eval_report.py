@@ -134,12 +134,25 @@ class RunFacts:
     config: dict
 
 
+# Families with a CI at every k; the others (quote, evidence precision, tokens) get one at the
+# headline k and at every budget only: a bootstrap costs about 2 s per metric at 100,000 queries.
+_CI_EVERY_K = frozenset((*HEADLINE, "evidence_recall", "evidence_iou"))
+
+
+def _wants_ci(name: str, k: int) -> bool:
+    family, _, cut = name.partition("@")
+    return not cut or family in _CI_EVERY_K or cut.endswith("t") or cut == str(k)
+
+
 def summarise(golden: GoldenSet, scored: Scored, facts: RunFacts) -> EvalReport:
-    """Assemble the report: means, CIs, per-query rows and slices."""
+    """Assemble the report: means, CIs (95% bootstrap; see ``_wants_ci``), per-query rows and
+    slices."""
     values = scored.values
     metrics = {name: _mean(np.asarray(v, dtype=float)) for name, v in values.items()}
     ci = {}
     for name, v in values.items():
+        if not _wants_ci(name, facts.k):
+            continue
         v = np.asarray(v, dtype=float)
         v = v[~np.isnan(v)]
         ci[name] = list(bootstrap_ci(v)) if v.size else [float("nan"), float("nan")]

@@ -29,6 +29,18 @@ def _spec(mini, model_dir, **kw):
                    ChunkingSpec(32, 8), latency_sample=0, **kw)  # fmt: skip
 
 
+def test_embeds_looks_through_retry_and_rerank_wrappers():
+    from types import SimpleNamespace
+
+    from rageval.pipeline import embeds
+    from rageval.retrieval.retry import RetryingRetriever
+
+    assert not embeds(RetryingRetriever(BM25Retriever()))
+    assert not embeds(SimpleNamespace(base=RetryingRetriever(BM25Retriever()), search=print))
+    assert embeds(RetryingRetriever(VectorLike()))
+    assert embeds(SimpleNamespace(inner={"nlist": 4}, base=None, search=print))  # not a retriever
+
+
 def test_bm25_runs_do_not_warn_about_max_seq_length(mini, model_dir):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -46,6 +58,11 @@ def test_a_run_reports_budget_span_and_token_metrics_and_its_chunks(mini, model_
                  "evidence_precision_max", "tokens@5"):  # fmt: skip
         assert name in m and m[name] == m[name], name  # present and not NaN
     assert m["evidence_recall@64t"] <= m["evidence_recall@128t"]
+    # CIs: every k for the ranking metrics, the headline k and every budget for the others
+    assert {"ndcg@1", "ndcg@10", "quote_recall@5", "evidence_recall@64t", "tokens@5"} <= set(
+        report.ci
+    )
+    assert "quote_recall@1" not in report.ci and "evidence_precision@10" not in report.ci
     assert 0 < m["evidence_precision@5"] <= m["evidence_precision_max"] <= 1
     # each query's context within the budget holds at most that many tokens
     rows = {r["id"]: r for r in report.per_query}
