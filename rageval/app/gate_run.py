@@ -120,6 +120,7 @@ def run_check(baseline_path: str | Path, overrides: Sequence[str] | None = None,
     from rageval.formats.atomic import atomic_write_text
     from rageval.gate.baseline import load_baseline
     from rageval.gate.compare import compare
+    from rageval.report.html import write_diff_page
 
     baseline = load_baseline(baseline_path)
     overrides = list(overrides or [])
@@ -140,4 +141,6 @@ def run_check(baseline_path: str | Path, overrides: Sequence[str] | None = None,
     )
     atomic_write_text(out_dir / "gate.json", json.dumps(cmp.to_dict(), indent=2))
     atomic_write_text(out_dir / "gate.md", cmp.markdown())
+    # the per-query page of the baseline against the re-run: rank moves, chunks gained and lost
+    write_diff_page(out_dir / "gate.html", baseline, out_dir)
     return cmp, out_dir

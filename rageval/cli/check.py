@@ -41,6 +41,7 @@ def handle(args: argparse.Namespace) -> int:
     print(
         f"gate: {out_dir / 'gate.md'} (markdown for a pull-request comment), {out_dir / 'gate.json'}"
     )
+    print(f"per-query diff of baseline and this run: {out_dir / 'gate.html'}")
     return cmp.exit_code
 
 

@@ -137,6 +137,8 @@ def test_a_fresh_baseline_passes_in_process_and_with_the_helper(baseline, tmp_pa
     assert (out / "gate.json").is_file() and "No retrieval regression" in (
         out / "gate.md"
     ).read_text()
+    page = (out / "gate.html").read_text()  # the per-query diff page, baseline vs the re-run
+    assert page.lower().startswith("<!doctype html>") and "baseline vs candidate" in page
     assert assert_no_regression(baseline, out=tmp_path / "helper").status == "pass"
 
 
