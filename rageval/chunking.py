@@ -37,6 +37,7 @@ class ChunkingSpec:
 
     @property
     def key(self) -> str:
+        """The spec as a cache-key fragment, e.g. ``tok256o0``."""
         return f"tok{self.size}o{self.overlap}"
 
 

@@ -273,6 +273,7 @@ def score_run(
 
 
 def chunk_token_stats(chunks: Sequence[Chunk]) -> dict[str, float]:
+    """Mean and max tokens per chunk (``chunk_tokens_mean``/``_max``); 0 for no chunks."""
     n_tok = np.array([c.n_tokens for c in chunks] or [0])
     return {"chunk_tokens_mean": float(n_tok.mean()), "chunk_tokens_max": int(n_tok.max())}
 

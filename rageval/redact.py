@@ -37,6 +37,7 @@ SECRET_ENV = re.compile(r"(KEY|SECRET|TOKEN|PASSWORD|CONNECTION_STRING)", re.I)
 
 
 def is_secret_key(key: str) -> bool:
+    """True when a name looks secret (key, token, password, ...), unless it ends in ``_env``."""
     return bool(SECRET_KEY.search(key)) and not key.lower().endswith("_env")
 
 
@@ -265,6 +266,7 @@ class ScrubbingStream:
         self._stream, self._secrets = stream, set(secrets)
 
     def write(self, text: str) -> int:
+        """Write ``text`` with secrets masked; returns the length of the unmasked text."""
         self._stream.write(scrub(text, self._secrets))
         return len(text)
 
@@ -280,6 +282,7 @@ class ScrubbingFilter(logging.Filter):
         self.secrets = set(secrets)
 
     def filter(self, record: logging.LogRecord) -> bool:
+        """Mask secrets in the record's message and traceback; always keeps it."""
         text = record.getMessage()
         clean = scrub(text, self.secrets)
         if clean != text:

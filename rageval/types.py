@@ -33,6 +33,7 @@ class Chunk:
 
     @property
     def label(self) -> str:
+        """The ``<doc>:<ordinal>`` form, e.g. ``manual:3``."""
         return f"{self.doc_id}:{self.ordinal}"
 
 

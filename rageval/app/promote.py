@@ -35,6 +35,8 @@ class ProjectData:
 
 @dataclass(frozen=True)
 class Promoted:
+    """What ``promote`` wrote: baseline path, run id (None: a report file), report, metric."""
+
     path: Path
     run_id: str | None
     report: dict[str, Any]

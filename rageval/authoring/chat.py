@@ -83,6 +83,7 @@ class EndpointConfig:
 
     @property
     def url(self) -> str:
+        """The chat-completions URL (Azure: the deployment's, with ``api-version``)."""
         base = self.base_url.rstrip("/")
         if self.api_style == "azure":
             return (
@@ -151,6 +152,7 @@ class ChatClient:
         self._opener = urllib.request.build_opener(_NoRedirect)
 
     def scrub(self, text: str) -> str:
+        """``text`` with the API key and every secret from the environment masked."""
         return scrub(text, self._secrets)
 
     def _headers(self) -> dict[str, str]:

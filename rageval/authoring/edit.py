@@ -58,6 +58,7 @@ def read_golden(path: Path) -> tuple[str, GoldenSet | None]:
 
 
 def doc_hint(name: str, docs: Iterable[str]) -> str:
+    """A " (did you mean 'x'?)" suffix naming the closest of ``docs``, or "" if none is."""
     close = difflib.get_close_matches(name, list(docs), n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
 

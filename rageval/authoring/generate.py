@@ -70,6 +70,8 @@ class GenerateSpec:
 
 @dataclass(frozen=True)
 class Candidate:
+    """A generated question with its verbatim quote from ``doc``, before dedupe and checks."""
+
     question: str
     doc: str
     quote: str

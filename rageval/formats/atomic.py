@@ -55,11 +55,13 @@ def atomic_open(path: str | Path, mode: str = "w", encoding: str | None = "utf-8
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:
+    """Replace ``path`` with ``text`` (UTF-8) atomically."""
     with atomic_open(path, "w") as fh:
         fh.write(text)
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` atomically."""
     with atomic_open(path, "wb") as fh:
         fh.write(data)
 

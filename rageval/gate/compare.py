@@ -36,6 +36,8 @@ WHERE_KEYS = ("hydra", "mlflow", "gate", "cache_dir", "latency_sample", "query_b
 
 @dataclass
 class MetricRow:
+    """One gate metric: baseline and current means, ``delta`` (current - baseline), verdict."""
+
     metric: str
     baseline: float
     current: float
@@ -50,6 +52,8 @@ class MetricRow:
 
 @dataclass
 class Comparison:
+    """The gate's result: ``status``, a row per metric, and the queries that moved."""
+
     status: str
     rows: list[MetricRow]
     lost_hits: list[dict[str, Any]] = field(default_factory=list)
@@ -65,12 +69,15 @@ class Comparison:
 
     @property
     def exit_code(self) -> int:
+        """The process exit code: 0 pass, 1 regressed, 2 golden set changed."""
         return {PASS: 0, REGRESSED: 1}.get(self.status, 2)
 
     def to_dict(self) -> dict[str, Any]:
+        """Every field as plain JSON-ready data (what gate.json holds)."""
         return asdict(self)
 
     def header_lines(self) -> list[str]:
+        """Baseline run, current config, what changed between them, how it was tested."""
         b, c = self.baseline_info, self.current_info
         run = f"run {b['run_id']}" if b.get("run_id") else (b.get("file") or "a report file")
         lines = [
@@ -84,6 +91,7 @@ class Comparison:
         return lines
 
     def markdown(self) -> str:
+        """The verdict as Markdown (gate.md): header, metric table, then the queries that moved."""
         head = {PASS: "✅ No retrieval regression", REGRESSED: "❌ Retrieval regressed",
                 GOLDEN_CHANGED: "⚠️ Golden set changed since the baseline"}[self.status]  # fmt: skip
         lines = [f"### {head}", ""]
@@ -116,6 +124,7 @@ class Comparison:
         return "\n".join(lines).rstrip() + "\n"
 
     def console(self) -> str:
+        """The verdict as terminal text, ending in a PASS / FAIL / GOLDEN SET CHANGED line."""
         out = list(self.header_lines())
         w = max([len(r.metric) for r in self.rows] + [6])
         out.append(

@@ -53,6 +53,7 @@ class BeirData:
     skipped: dict[str, int] = field(default_factory=dict)
 
     def summary(self) -> str:
+        """What was skipped, e.g. "3 queries whose judgements are all 0"; "" when nothing was."""
         parts = [f"{n} {what}" for what, n in self.skipped.items() if n]
         return "; ".join(parts)
 

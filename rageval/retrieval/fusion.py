@@ -72,10 +72,12 @@ class HybridRetriever:
         self.candidate_depth = candidate_depth
 
     def index(self, chunks: Sequence[Chunk], encoder: Encoder | None) -> None:
+        """Index ``chunks`` in both the dense and the lexical retriever."""
         self.dense.index(chunks, encoder)
         self.lexical.index(chunks, encoder)
 
     def search(self, queries: Sequence[str], depth: int) -> list[RankedList]:
+        """Top ``depth`` per query, fused (RRF or weighted) from both retrievers."""
         cand = max(depth, self.candidate_depth)
         dense = self.dense.search(queries, cand)
         lexical = self.lexical.search(queries, cand)

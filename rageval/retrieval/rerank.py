@@ -45,6 +45,7 @@ class CrossEncoderReranker:
         self.pairs_scored = 0
 
     def index(self, chunks: Sequence[Chunk], encoder: Encoder | None) -> None:
+        """Keep the chunk texts for rescoring and index ``chunks`` in the base retriever."""
         self._text = {c.id: c.text for c in chunks}
         self.base.index(chunks, encoder)
 
@@ -59,6 +60,7 @@ class CrossEncoderReranker:
         return self._model
 
     def search(self, queries: Sequence[str], depth: int) -> list[RankedList]:
+        """``base``'s top ``candidates`` per query, reordered by CrossEncoder score."""
         first = self.base.search(queries, max(depth, self.candidates))
         pairs, owner = [], []
         for qi, (q, rl) in enumerate(zip(queries, first, strict=True)):

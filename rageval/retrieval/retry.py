@@ -43,14 +43,17 @@ class RetryingRetriever:
         return f"RetryingRetriever({self.inner!r}, retries={self.retries})"
 
     def index(self, chunks: Sequence[Chunk], encoder) -> None:
+        """Index ``chunks`` in the wrapped retriever (no retries)."""
         self.inner.index(chunks, encoder)
 
     def close(self) -> None:
+        """Close the wrapped retriever if it has a ``close`` method."""
         close = getattr(self.inner, "close", None)
         if callable(close):
             close()
 
     def search(self, queries: Sequence[str], depth: int) -> list[RankedList]:
+        """The wrapped retriever's results, with retries; BackendError naming failing queries."""
         queries = list(queries)
         failed: list[tuple[int, Exception]] = []
         results = self._search(queries, 0, depth, failed)

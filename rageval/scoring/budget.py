@@ -65,6 +65,7 @@ class TokenizerTruncate:
         self.offsets: dict[str, list[tuple[int, int]]] = {}
 
     def prepare(self, chunks: Sequence[Chunk]) -> None:
+        """Tokenise, in one batch, those ``chunks`` whose token offsets are not cached yet."""
         todo = [c for c in {c.id: c for c in chunks}.values() if c.id not in self.offsets]
         if todo:
             encs = self.tokenizer.encode_batch([c.text for c in todo], add_special_tokens=False)

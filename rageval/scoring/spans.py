@@ -73,6 +73,7 @@ def merge(intervals: Iterable[Interval]) -> list[Interval]:
 
 
 def length(intervals: Iterable[Interval]) -> int:
+    """Characters covered by ``intervals``, counted once per interval (merge them first)."""
     return sum(e - s for s, e in intervals)
 
 
@@ -138,14 +139,17 @@ class Overlap:
 
     @property
     def recall(self) -> float:
+        """Share of the evidence characters the context covers; 0.0 without evidence."""
         return self.covered / self.evidence if self.evidence else 0.0
 
     @property
     def precision(self) -> float:
+        """Share of the retrieved characters that are evidence; 0.0 when nothing was retrieved."""
         return self.covered / self.retrieved if self.retrieved else 0.0
 
     @property
     def iou(self) -> float:
+        """Covered characters over the union of evidence and retrieved; 0.0 when both are empty."""
         union = self.evidence + self.retrieved - self.covered
         return self.covered / union if union else 0.0
 
@@ -173,6 +177,7 @@ def doc_cover(extents: Extents) -> dict[str, list[Interval]]:
 def evidence_by_query(
     query_ids: Sequence[str], spans: Mapping[str, list[Span]], extents: Extents
 ) -> list[Evidence | None]:
+    """Each query's :class:`Evidence` under these chunk extents; None where it has none."""
     cover = doc_cover(extents)
     return [Evidence.of(spans.get(q) or [], cover) for q in query_ids]
 

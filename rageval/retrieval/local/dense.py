@@ -148,6 +148,7 @@ class FaissRetriever:
         return self.cache_dir / "indexes" / f"faiss-{kind}-{h.hexdigest()[:24]}.faiss"
 
     def search(self, queries: Sequence[str], depth: int) -> list[RankedList]:
+        """Top ``depth`` chunks per query by inner product; RuntimeError before ``index()``."""
         if self.encoder is None or not self.built_type:
             raise RuntimeError("index() must run before search()")
         queries = list(queries)

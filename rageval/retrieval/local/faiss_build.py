@@ -18,6 +18,7 @@ Rows = Callable[[slice | np.ndarray], np.ndarray]
 
 
 def f32(a: np.ndarray) -> np.ndarray:
+    """``a`` as a C-contiguous float32 array (what FAISS accepts), copied only if needed."""
     return np.ascontiguousarray(a, dtype=np.float32)
 
 
@@ -35,6 +36,7 @@ def train_rows(n: int, params: Mapping[str, Any]) -> np.ndarray:
 
 
 def new_index(kind: str, dim: int, n: int, params: Mapping[str, Any]):
+    """An empty inner-product index of ``kind`` (flat, hnsw, else untrained IVF)."""
     import faiss
 
     if kind == "flat":

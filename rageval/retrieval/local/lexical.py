@@ -48,6 +48,7 @@ class BM25Retriever:
         return self._tokenizer(texts)
 
     def index(self, chunks: Sequence[Chunk], encoder: Encoder | None = None) -> None:
+        """Build the BM25 index over the chunk texts, or load it from ``cache_dir`` when cached."""
         import bm25s
 
         start = time.perf_counter()
@@ -76,6 +77,7 @@ class BM25Retriever:
         return self.cache_dir / "indexes" / f"bm25-{h.hexdigest()[:24]}"
 
     def search(self, queries: Sequence[str], depth: int) -> list[RankedList]:
+        """Top ``depth`` chunks per query by BM25 score, score 0 left out; needs ``index()``."""
         if self._bm25 is None:
             raise RuntimeError("index() must run before search()")
         k = min(depth, len(self.ids))
