@@ -147,11 +147,15 @@ class SentenceTransformerEncoder:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
             warn_if_mkl_unpinned()
-            from sentence_transformers import SentenceTransformer
-            from transformers.utils import logging as hf_logging
+            from rageval.report.console import status
 
-            hf_logging.disable_progress_bar()
-            self._model = SentenceTransformer(str(self.model_path), device=self.device)
+            # importing sentence-transformers alone takes seconds: inside the spinner
+            with status(f"loading the embedding model {self.model_name}"):
+                from sentence_transformers import SentenceTransformer
+                from transformers.utils import logging as hf_logging
+
+                hf_logging.disable_progress_bar()
+                self._model = SentenceTransformer(str(self.model_path), device=self.device)
         return self._model
 
     def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
