@@ -72,13 +72,10 @@ def build(cfg) -> tuple[Any, Any, Any, Any]:
         if not isinstance(c.get(key), int) or isinstance(c.get(key), bool):
             raise ConfigError(f"{key} must be an integer, got {c.get(key)!r}")
     emb = dict(c["embedding"])
-    query_model = emb.pop("query_model", None)
+    query = {k: emb.pop(f"query_{k}", None) for k in ("model", "backend", "quantize")}
+    query = {k: v for k, v in query.items() if v is not None}
     encoder = _instantiate(emb, "embedding")
-    query_encoder = (
-        _instantiate({**emb, "model": query_model}, "embedding.query_model")
-        if query_model
-        else None
-    )
+    query_encoder = _instantiate({**emb, **query}, "embedding.query_model") if query else None
     retriever = _instantiate(c["backend"], "backend")
     retries, backoff = c.get("retries", 2), c.get("retry_backoff", 0.5)
     if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
@@ -132,9 +129,10 @@ def run_job(cfg, output_dir: str | Path, overrides: list[str] | None = None,
     try:
         report = evaluate(spec, retriever, encoder, query_encoder, config=redact(config))
     finally:
-        close = getattr(retriever, "close", None)
-        if callable(close):
-            close()
+        for part in (retriever, encoder, query_encoder):
+            close = getattr(part, "close", None)
+            if callable(close):
+                close()
     report.overrides = list(overrides or [])
     report.choices = dict(choices or {})
     qids = [r["id"] for r in report.per_query]

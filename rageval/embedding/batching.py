@@ -7,6 +7,13 @@ by runs in another order, would not equal a fresh one bit for bit, and a near-ti
 could flip. :func:`encode_stable` pads every text to a length that depends on its own token count
 alone (rounded up to a multiple of ``BUCKET``, at most the model's ``max_seq_length``) and puts
 only texts of one padded length in a batch. Bucketing also pads less than a mixed batch does.
+
+It serves every sentence-transformers backend (torch, ONNX Runtime, OpenVINO: their models take
+the same features). Two limits, both handled by the encoder: ONNX Runtime's dynamic int8 scales
+activations over the whole batch, so that backend runs one text per batch; and torch's CPU matmul
+with more than one thread splits rows between threads by the batch's shape, so under torch the
+last bits (~1e-7) of a vector can still change with the batch size (ONNX Runtime and OpenVINO
+keep every bit; the embedding cache keeps what was computed first either way).
 """
 
 from __future__ import annotations

@@ -147,6 +147,7 @@ def log_run(
         "rageval.golden_digest": report.digests.get("golden", ""),
         "rageval.corpus_digest": report.digests.get("corpus", ""),
         "rageval.model_fingerprint": report.digests.get("model", ""),
+        "rageval.embedding": report.digests.get("embedding", ""),
         "rageval.level": report.level,
         **{f"rageval.{k}": v for k, v in (git_info() if git else {}).items()},
         **(tags or {}),
