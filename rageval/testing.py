@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from rageval.gate.baseline import Comparison
+from rageval.gate.compare import Comparison
 
 
 def assert_no_regression(
@@ -21,9 +21,9 @@ def assert_no_regression(
 ) -> Comparison:
     """Re-run the baseline's config (with ``overrides``) and fail with the comparison table if any
     gate metric dropped beyond its tolerance or the golden set changed since the baseline."""
-    from rageval.cli.check import run_check
+    from rageval.app.gate_run import run_check
 
     cmp, out_dir = run_check(baseline, list(overrides), out, quiet=True)
     if cmp.status != "pass":
-        raise AssertionError(f"{cmp.console()}\n(details: {out_dir / 'comparison.md'})")
+        raise AssertionError(f"{cmp.console()}\n(details: {out_dir / 'gate.md'})")
     return cmp

@@ -41,17 +41,6 @@ def variant(name: str) -> tuple[str, str]:
     return backend, quant or "none"
 
 
-def compose(overrides: list[str]):
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
-
-    from rageval.app.main import CONF_DIR, register_resolvers
-
-    register_resolvers()
-    with initialize_config_dir(str(CONF_DIR), version_base=None):
-        return hydra_compose("config", overrides=overrides)
-
-
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--variants", default="torch,onnx,onnx-int8,openvino,openvino-int8,static")
@@ -62,7 +51,8 @@ def main() -> None:
     a = p.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-    from rageval.app.main import build
+    from rageval.app.build import build
+    from rageval.app.config import compose
     from rageval.chunking import chunk_documents, load_tokenizer
     from rageval.embedding.cache import EmbeddingCache, text_key
     from rageval.inputs.corpus import load_corpus
@@ -77,7 +67,8 @@ def main() -> None:
         backend, quant = variant(name)
         cfg = compose([f"cache_dir={a.cache_dir}", "mlflow.enabled=false",
                        f"embedding.backend={backend}", f"embedding.quantize={quant}"])  # fmt: skip
-        spec, enc, _, retriever = build(cfg)
+        parts = build(cfg)
+        spec, enc, retriever = parts.spec, parts.encoder, parts.retriever
         enc.progress = False
         t = time.perf_counter()
         if backend != "torch":

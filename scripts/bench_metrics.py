@@ -11,6 +11,15 @@ first (what a retriever returns), and, in the "score dicts" columns, those dicts
 runs, after a GC collection; the script fails if any mean differs from pytrec_eval's by 1e-9.
 
     .venv/bin/python scripts/bench_metrics.py [--queries 100000] [--depth 100] [--repeat 3]
+
+``--files`` times whole processes instead, file reading and start-up included: the same data
+written as TREC qrels and run files, then ``python -m rageval score QRELS RUN --k 5,10 --json``
+against a Python process that reads the files with pytrec_eval's own ``parse_qrel`` /
+``parse_run``, evaluates and averages (trec_eval's default averaging, which is what both do). The
+trec_eval C binary is not installed where rageval is developed, so pytrec_eval (the same C code,
+behind Python) stands in for it. CPU seconds are the child processes' user + sys time.
+
+    .venv/bin/python scripts/bench_metrics.py --files --queries 10000 --depth 100 --repeat 3
 """
 
 from __future__ import annotations
@@ -115,12 +124,96 @@ def bench(pytrec_eval, n: int, depth: int, boost: float, repeat: int) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
+PYTREC_PROCESS = """
+import json, sys, statistics, pytrec_eval
+with open(sys.argv[1]) as f:
+    qrels = pytrec_eval.parse_qrel(f)
+with open(sys.argv[2]) as f:
+    run = pytrec_eval.parse_run(f)
+measures = {"P_5", "P_10", "recall_5", "recall_10", "ndcg_cut_5", "ndcg_cut_10", "map_cut_5",
+            "map_cut_10"}
+per_query = pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(run)
+print(json.dumps({m: statistics.fmean(r[m] for r in per_query.values()) for m in measures}))
+"""
+
+
+def write_files(folder, n: int, depth: int, boost: float) -> tuple[str, str]:
+    """The data set of :func:`make_data` as TREC qrels and run files in ``folder``."""
+    qrels, run, _, _ = make_data(n, depth, boost)
+    qrels_path, run_path = os.path.join(folder, "qrels.txt"), os.path.join(folder, "run.txt")
+    with open(qrels_path, "w") as f:
+        f.writelines(f"{q} 0 {d} {g}\n" for q, judged in qrels.items() for d, g in judged.items())
+    with open(run_path, "w") as f:
+        for q, scores in run.items():
+            f.writelines(
+                f"{q} Q0 {d} {r} {s} bench\n" for r, (d, s) in enumerate(scores.items(), 1)
+            )
+    return qrels_path, run_path
+
+
+def process(argv: list[str], repeat: int) -> tuple[float, float, str]:
+    """Median wall-clock and CPU (user + sys) seconds of a child process, and its stdout."""
+    import resource
+    import subprocess
+
+    wall, cpu, out = [], [], ""
+    for _ in range(repeat):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+        wall.append(time.perf_counter() - start)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return statistics.median(wall), statistics.median(cpu), out
+
+
+def bench_files(n: int, depth: int, repeat: int) -> None:
+    """Whole-process comparison (see the module docstring); prints a markdown table."""
+    import json
+    import sys
+    import tempfile
+
+    py = sys.executable
+    with tempfile.TemporaryDirectory() as tmp:
+        qrels, run = write_files(tmp, n, depth, 0.15)
+        with open(run) as f:
+            lines = sum(1 for _ in f)
+        ref = process([py, "-c", PYTREC_PROCESS, qrels, run], repeat)
+        ours = process([py, "-m", "rageval", "score", qrels, run, "--k", "5,10", "--json"], repeat)
+        small_q, small_r = os.path.join(tmp, "q-small.txt"), os.path.join(tmp, "r-small.txt")
+        with open(small_q, "w") as f:
+            f.write("q1 0 d1 1\nq1 0 d2 0\n")
+        with open(small_r, "w") as f:
+            f.write("q1 Q0 d1 1 2.0 t\nq1 Q0 d3 2 1.0 t\n")
+        small = process([py, "-m", "rageval", "score", small_q, small_r], repeat)
+        help_ = process([py, "-m", "rageval", "score", "--help"], repeat)
+        bare = process([py, "-c", "pass"], repeat)
+    want, got = json.loads(ref[2]), json.loads(ours[2])["metrics"]
+    worst = max(abs(want[m] - got[SAME[m]]) for m in want)
+    assert worst < 1e-9, f"means differ from pytrec_eval by {worst}"
+    print(f"{n:,} queries x {depth} results ({lines:,} run lines), median of {repeat}; "
+          f"{os.cpu_count()} cores, Python {platform.python_version()}\n")  # fmt: skip
+    print("| process | CPU s | wall s |\n|---|---:|---:|")
+    rows = [("pytrec_eval: parse_qrel + parse_run + evaluate + mean", ref),
+            ("`rageval score --json`", ours), ("`rageval score`, a 2-line file", small),
+            ("`rageval score --help`", help_), ("`python -c pass` (interpreter start)", bare)]  # fmt: skip
+    for name, (w, c, _) in rows:
+        print(f"| {name} | {c:.2f} | {w:.2f} |")
+    print(f"\nspeed-up (CPU): {ref[1] / ours[1]:.1f}x; max diff of means {worst:.0e}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queries", type=int, default=100_000)
     parser.add_argument("--depth", type=int, default=100)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--files", action="store_true", help="whole processes on TREC files (file reading included)"
+    )
     args = parser.parse_args()
+    if args.files:
+        bench_files(args.queries, args.depth, args.repeat)
+        return
     import pytrec_eval
 
     rows = [bench(pytrec_eval, args.queries, args.depth, b, args.repeat) for b in (0.0, 0.15)]

@@ -1,4 +1,8 @@
-"""Shared fixtures: the small fixture corpus, the packaged model's path, and an isolated cache."""
+"""Shared fixtures: the small fixture corpus, the packaged model's path, and an isolated cache.
+
+Tiers: everything under tests/integration/ is marked ``integration`` here (slow: real model, MLflow,
+Ray, the app end to end, scale); tests/unit/ is the fast tier, ``pytest -m "not integration"``.
+"""
 
 from __future__ import annotations
 
@@ -19,7 +23,7 @@ _CACHE = Path(tempfile.mkdtemp(prefix="rageval-test-cache-"))
 os.environ["RAGEVAL_CACHE_DIR"] = str(_CACHE)
 atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parent / "support" / "data"
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -47,3 +51,22 @@ def tokenizer(model_dir):
 def shared_cache() -> Path:
     """One embedding cache for the session's integration tests, so the model embeds each text once."""
     return _CACHE
+
+
+INTEGRATION = Path(__file__).parent / "integration"
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark every test under tests/integration/ ``integration``; refuse one marked so elsewhere,
+    since the fast tier (``-m "not integration"``) is tests/unit/ and nothing slow belongs there."""
+    misplaced = []
+    for item in items:
+        if item.path.is_relative_to(INTEGRATION):
+            item.add_marker(pytest.mark.integration)
+        elif item.get_closest_marker("integration"):
+            misplaced.append(item.nodeid)
+    if misplaced:
+        raise pytest.UsageError(
+            "tests marked integration outside tests/integration/ (move them there): "
+            + ", ".join(misplaced)
+        )

@@ -1,6 +1,11 @@
 """The Hydra app: compose conf/, build every component, evaluate, write report.json, log to MLflow.
 
-``run_job(cfg)`` is the plain function behind ``@hydra.main``: tests call it with a composed config.
+- ``run_job(cfg, output_dir)``: one run from a composed config, a plain function tests call.
+- ``guarded_job(cfg, job)``: the one place that handles a job's failures (secrets masked in logs
+  and errors, the launch folder, error.json, exit codes).
+- ``hydra_task(cfg)``: what ``@hydra.main`` wraps: the job's Hydra context, then ``guarded_job``.
+- ``run_app(argv)``: the command line: checks overrides, runs Hydra, returns the exit code (a
+  sweep's comes back from ``rageval.app.callbacks.SweepCallback``).
 """
 
 from __future__ import annotations
@@ -10,9 +15,11 @@ import os
 import shlex
 import sys
 import warnings
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from rageval.app.build import Components, build
+from rageval.app.config import CONF_DIR, GROUPS, ROOT, default_cache_dir, register_resolvers
 from rageval.errors import ConfigError, RagevalError
 from rageval.redact import (
     ScrubbingStream,
@@ -24,92 +31,19 @@ from rageval.redact import (
     secret_values,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
-CONF_DIR = ROOT / "conf"
-GROUPS = ("dataset", "embedding", "backend", "search", "rerank")
-
-
-def default_cache_dir() -> str:
-    return os.environ.get("RAGEVAL_CACHE_DIR") or str(Path.home() / ".cache" / "rageval")
-
-
-def register_resolvers() -> None:
-    from omegaconf import OmegaConf
-
-    OmegaConf.register_new_resolver("rageval_root", lambda: str(ROOT), replace=True)
-    OmegaConf.register_new_resolver("rageval_cache_dir", default_cache_dir, replace=True)
-
-
-def _instantiate(node: dict, what: str, **kwargs):
-    from hydra.errors import InstantiationException
-    from hydra.utils import instantiate
-
-    try:
-        return instantiate(node, _convert_="all", **kwargs)
-    except InstantiationException as err:
-        cause = err.__cause__ or err
-        if isinstance(cause, RagevalError):
-            raise cause from None
-        raise ConfigError(f"cannot build {what} from {node.get('_target_')!r}: {cause}") from None
-
-
-def build(cfg) -> tuple[Any, Any, Any, Any]:
-    """RunSpec, encoder, query encoder (or None) and retriever; fails fast on config mistakes."""
-    from omegaconf import OmegaConf
-    from omegaconf.errors import OmegaConfBaseException
-
-    from rageval.chunking import ChunkingSpec
-    from rageval.pipeline import RunSpec
-    from rageval.retrieval.retry import RetryingRetriever
-
-    try:
-        c = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)
-    except OmegaConfBaseException as err:
-        raise ConfigError(
-            f"{err.__class__.__name__}: {str(err).splitlines()[0]} (key {getattr(err, 'full_key', '?')})"
-        ) from None
-    for key in ("chunk", "chunk_overlap", "k"):
-        if not isinstance(c.get(key), int) or isinstance(c.get(key), bool):
-            raise ConfigError(f"{key} must be an integer, got {c.get(key)!r}")
-    emb = dict(c["embedding"])
-    query = {k: emb.pop(f"query_{k}", None) for k in ("model", "backend", "quantize")}
-    query = {k: v for k, v in query.items() if v is not None}
-    encoder = _instantiate(emb, "embedding")
-    query_encoder = _instantiate({**emb, **query}, "embedding.query_model") if query else None
-    retriever = _instantiate(c["backend"], "backend")
-    retries, backoff = c.get("retries", 2), c.get("retry_backoff", 0.5)
-    if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
-        raise ConfigError(f"retries must be an integer >= 0, got {retries!r}")
-    if not isinstance(backoff, int | float) or isinstance(backoff, bool) or backoff < 0:
-        raise ConfigError(f"retry_backoff must be a number of seconds >= 0, got {backoff!r}")
-    retriever = RetryingRetriever(retriever, retries, float(backoff))
-    rerank = dict(c.get("rerank") or {})
-    if rerank.pop("enabled", False):
-        retriever = _instantiate(rerank, "rerank", base=retriever)
-    from rageval.embedding.base import tokenizer_dir_of
-
-    tokenizer_dir = tokenizer_dir_of(encoder)
-    ds = c["dataset"]
-    if ds.get("format") == "beir":
-        from rageval.inputs.beir import beir_dataset
-
-        corpus, golden = beir_dataset(ds["path"], ds.get("split", "test"))
-    else:
-        corpus, golden = str(Path(ds["corpus"]).expanduser()), str(Path(ds["golden"]).expanduser())
-    spec = RunSpec(
-        corpus=corpus,
-        golden=golden,
-        tokenizer_dir=str(tokenizer_dir),
-        chunking=ChunkingSpec(c["chunk"], c["chunk_overlap"]),
-        k=c["k"],
-        ks=tuple(c["ks"]),
-        level=c.get("level", "auto"),
-        depth=c.get("depth"),
-        latency_sample=c.get("latency_sample", 20),
-        query_batch=c.get("query_batch", 10_000),
-        allow_model_mismatch=bool(c.get("allow_model_mismatch", False)),
-    )
-    return spec, encoder, query_encoder, retriever
+__all__ = [
+    "CONF_DIR",
+    "ROOT",
+    "Components",
+    "JobContext",
+    "build",
+    "default_cache_dir",
+    "guarded_job",
+    "hydra_task",
+    "register_resolvers",
+    "run_app",
+    "run_job",
+]
 
 
 def run_job(cfg, output_dir: str | Path, overrides: list[str] | None = None,
@@ -124,15 +58,14 @@ def run_job(cfg, output_dir: str | Path, overrides: list[str] | None = None,
 
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    spec, encoder, query_encoder, retriever = build(cfg)
+    parts = build(cfg)
     config = OmegaConf.to_container(cfg, resolve=True)
     try:
-        report = evaluate(spec, retriever, encoder, query_encoder, config=redact(config))
+        report = evaluate(
+            parts.spec, parts.retriever, parts.encoder, parts.query_encoder, config=redact(config)
+        )
     finally:
-        for part in (retriever, encoder, query_encoder):
-            close = getattr(part, "close", None)
-            if callable(close):
-                close()
+        parts.close()
     report.overrides = list(overrides or [])
     report.choices = dict(choices or {})
     qids = [r["id"] for r in report.per_query]
@@ -166,39 +99,82 @@ def run_job(cfg, output_dir: str | Path, overrides: list[str] | None = None,
     return report
 
 
-def _hydra_task(cfg) -> None:
+@dataclass(frozen=True)
+class JobContext:
+    """Where a job runs and how it was asked for: what Hydra knows and ``run_job`` records."""
+
+    output_dir: Path
+    overrides: list[str] = field(default_factory=list)
+    choices: dict[str, str] = field(default_factory=dict)
+    # set for a job of a sweep: a failure then ends this job only, never the sweep
+    sweep_dir: str | None = None
+    # the folder the sweep was launched from (a Ray worker starts elsewhere)
+    launch_dir: str | None = None
+    # secret values passed as overrides, masked in every line the job prints or logs
+    override_secrets: frozenset[str] = frozenset()
+
+
+def job_context() -> JobContext:
+    """The running Hydra job's context (inside ``@hydra.main`` only)."""
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
+
+    hc = HydraConfig.get()
+    multirun = hc.mode == RunMode.MULTIRUN
+    return JobContext(
+        output_dir=Path(hc.runtime.output_dir),
+        overrides=[redact_override(o) for o in hc.overrides.task],
+        # `rerank: null` (the default) is recorded as the option "none", as before
+        choices={g: str(hc.runtime.choices.get(g) or "none") for g in GROUPS},
+        sweep_dir=str(hc.sweep.dir) if multirun else None,
+        launch_dir=str(hc.runtime.cwd) if multirun else None,
+        override_secrets=frozenset(override_secrets(hc.overrides.task)),
+    )
+
+
+def guarded_job(cfg, job: JobContext) -> int:
+    """Run one job and return its exit code; the one place that handles a job's failures.
+
+    Secrets of the config are masked in the console and the job's log file; a sweep's job runs in
+    the launch folder; a RagevalError prints one line, writes error.json and returns its exit code;
+    any other error in a sweep's job is written to error.json (with the traceback on stderr) so the
+    other jobs run on, and raised in a single run.
+    """
     from omegaconf import OmegaConf
 
-    register_resolvers()  # a Ray or joblib worker process has not run run_app
-    hc = HydraConfig.get()
-    secrets = secret_values(OmegaConf.to_container(cfg, resolve=False))
-    scrub_logging(secrets | override_secrets(hc.overrides.task))  # the console and the .log file
-    overrides = [redact_override(o) for o in hc.overrides.task]
-    multirun = hc.mode == RunMode.MULTIRUN
-    sweep_dir = str(hc.sweep.dir) if multirun else None
-    choices = {g: str(hc.runtime.choices.get(g)) for g in GROUPS if hc.runtime.choices.get(g)}
-    out = Path(hc.runtime.output_dir)
-    if multirun:
-        _enter_launch_dir(str(hc.runtime.cwd))
+    secrets = secret_values(OmegaConf.to_container(cfg, resolve=False)) | set(job.override_secrets)
+    scrub_logging(secrets)
+    cwd = os.getcwd()
     try:
-        run_job(cfg, out, overrides, choices, sweep_dir)
+        if job.launch_dir:
+            _enter_launch_dir(job.launch_dir)
+        run_job(cfg, job.output_dir, job.overrides, job.choices, job.sweep_dir)
+        return 0
     except RagevalError as err:
-        msg = scrub(str(err), secret_values(OmegaConf.to_container(cfg, resolve=False)))
+        msg = scrub(str(err), secrets)
         print(f"rageval: error: {msg}", file=sys.stderr)
-        _write_error(out, msg, overrides)
-        if not multirun:
-            sys.exit(err.exit_code)
+        _write_error(job.output_dir, msg, job.overrides)
+        return err.exit_code
     except Exception as err:
-        if not multirun:
+        if not job.sweep_dir:
             raise
-        # One job's bug or crash must not end the sweep: the others run on, the summary says why.
         import traceback
 
-        secrets = secret_values(OmegaConf.to_container(cfg, resolve=False))
         print(scrub(traceback.format_exc(), secrets), file=sys.stderr)
-        _write_error(out, scrub(f"{type(err).__name__}: {err}", secrets), overrides)
+        _write_error(job.output_dir, scrub(f"{type(err).__name__}: {err}", secrets), job.overrides)
+        return 2
+    finally:
+        if os.path.isdir(cwd):
+            os.chdir(cwd)
+
+
+def hydra_task(cfg) -> None:
+    """The function ``@hydra.main`` wraps: one job; a single run exits with its error's code."""
+    register_resolvers()  # a Ray or joblib worker process has not run run_app
+    job = job_context()
+    code = guarded_job(cfg, job)
+    if code and not job.sweep_dir:
+        sys.exit(code)
 
 
 def _write_error(out: Path, msg: str, overrides: list[str]) -> None:
@@ -220,35 +196,54 @@ def _enter_launch_dir(cwd: str) -> None:
 
 def run_app(argv: list[str]) -> int:
     """Run the Hydra app with ``argv`` as its command line; returns the exit code."""
-    import hydra
+    import tempfile
 
-    from rageval.app.sweep import LAST_SWEEP
+    import hydra
+    from omegaconf import OmegaConf
+
+    from rageval.app.callbacks import OUTCOME_ENV, read_outcome
+    from rageval.app.config import check_overrides
+    from rageval.app.overrides import prepare_overrides
 
     register_resolvers()
-    LAST_SWEEP.update(failed=0, exit_code=0, pending=None)
-    main = hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")(
-        _hydra_task
-    )
-    saved = sys.argv, sys.stdout, sys.stderr
-    sys.argv = ["rageval", *argv]
     # Hydra echoes overrides in its own errors (and --cfg prints the config): mask secrets there
     secrets = override_secrets(argv) | secret_values()
+    try:
+        argv = prepare_overrides(argv, CONF_DIR, GROUPS)  # one line with a "did you mean"
+        check_overrides(argv)  # a bad override is one line and exit 2, before any job starts
+    except ConfigError as err:
+        raise ConfigError(scrub(str(err), secrets)) from None
+    main = hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")(
+        hydra_task
+    )
+    saved = sys.argv, sys.stdout, sys.stderr, os.environ.get(OUTCOME_ENV)
+    sys.argv = ["rageval", *argv]
     sys.stdout, sys.stderr = (
         ScrubbingStream(sys.stdout, secrets),
         ScrubbingStream(sys.stderr, secrets),
     )
-    try:
-        main()
-    except BaseException as exc:
-        # The launcher itself failed mid-sweep (a worker died, the cluster went away): summarise
-        # what finished and close the parent run, then exit 2 (or let Ctrl-C through).
-        if LAST_SWEEP.get("pending") is None:
-            raise
-        from rageval.app.sweep import abort_sweep
+    with tempfile.TemporaryDirectory(prefix="rageval-sweep-") as tmp:
+        outcome_file = Path(tmp) / "outcome.json"
+        os.environ[OUTCOME_ENV] = str(outcome_file)  # where SweepCallback reports the sweep
+        try:
+            main()
+        except BaseException as exc:
+            # The launcher itself failed mid-sweep (a worker died, the cluster went away): summarise
+            # what finished and close the parent run, then exit 2 (or let Ctrl-C through).
+            outcome = read_outcome(outcome_file)
+            if outcome is None or outcome["state"] != "started":
+                raise
+            from rageval.app.sweep import abort_sweep
 
-        abort_sweep(exc)
-        if not isinstance(exc, SystemExit):
-            raise
-    finally:
-        sys.argv, sys.stdout, sys.stderr = saved
-    return int(LAST_SWEEP["exit_code"])
+            code = abort_sweep(OmegaConf.create(outcome["config"]), exc)
+            if not isinstance(exc, SystemExit):
+                raise
+            return code
+        finally:
+            sys.argv, sys.stdout, sys.stderr = saved[:3]
+            if saved[3] is None:
+                os.environ.pop(OUTCOME_ENV, None)
+            else:
+                os.environ[OUTCOME_ENV] = saved[3]
+        outcome = read_outcome(outcome_file)
+    return int(outcome.get("exit_code", 0)) if outcome else 0

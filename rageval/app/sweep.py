@@ -12,33 +12,35 @@ from typing import Any
 from rageval.formats.atomic import atomic_write_text
 from rageval.redact import redact_override, scrub
 from rageval.report.eval_report import HEADLINE
-from rageval.tracking.runs import (
-    PARENT_ENV,
-    PARENT_FILE,
-    SWEEP_ENV,
-    client_for,
-    ensure_experiment,
-    tracking_uri,
-)
+from rageval.tracking.runs import client_for, ensure_experiment, tracking_uri
 
-# The exit code of the last sweep, read by rageval.app.main after Hydra returns; ``pending`` holds the
-# config of a sweep that started and has not finished (rageval.app.main then finishes it).
-LAST_SWEEP: dict[str, Any] = {"failed": 0, "exit_code": 0, "pending": None}
+# The hand-off from the launching process to its jobs: the parent run's id in the environment
+# (inherited by joblib workers and a local Ray cluster) and in a file in the sweep folder (read by
+# the workers of a Ray cluster that was already running).
+PARENT_ENV = "RAGEVAL_PARENT_RUN_ID"
+# The sweep that PARENT_ENV belongs to: a reused worker process (Ray, joblib) may still hold the
+# variables of an earlier sweep launched from the same process.
+SWEEP_ENV = "RAGEVAL_SWEEP_DIR"
+PARENT_FILE = ".rageval_parent_run"
 
 
 def _sweep_dir(config) -> Path:
     return Path(str(config.hydra.sweep.dir))
 
 
-def start_sweep(config) -> None:
-    """Create the experiment once and the parent run, before any job starts."""
-    LAST_SWEEP.update(failed=0, exit_code=0, pending=config)
+def start_sweep(config) -> dict[str, Any]:
+    """Create the experiment once and the parent run, before any job starts.
+
+    Returns what ``finish_sweep`` needs to close the sweep if the launcher fails: the resolved
+    config without Hydra's own node, plus the sweep folder.
+    """
+    settings = sweep_settings(config)
     os.environ.pop(PARENT_ENV, None)
     os.environ.pop(SWEEP_ENV, None)
     sweep_dir = _sweep_dir(config)
     sweep_dir.mkdir(parents=True, exist_ok=True)
     if not config.mlflow.enabled:
-        return
+        return settings
     uri = tracking_uri(config.mlflow.tracking_uri)
     try:
         client = client_for(uri)
@@ -55,12 +57,33 @@ def start_sweep(config) -> None:
         )
     except Exception as err:  # the jobs still run and write their reports
         _mlflow_warning("starting the sweep's parent run", uri, err)
-        return
+        return settings
     atomic_write_text(sweep_dir / PARENT_FILE, run.info.run_id)
     # Inherited by workers started from here on (joblib, a local Ray cluster), not by the workers
     # of a Ray cluster that was already running: those read the file, or ask MLflow.
     os.environ[PARENT_ENV] = run.info.run_id
     os.environ[SWEEP_ENV] = str(sweep_dir)
+    return settings
+
+
+def sweep_settings(config) -> dict[str, Any]:
+    """The sweep's config as plain data (resolved, Hydra's node reduced to the sweep folder)."""
+    from omegaconf import Container, OmegaConf
+
+    settings: dict[str, Any] = {"hydra": {"sweep": {"dir": str(_sweep_dir(config))}}}
+    for key in config:
+        if key == "hydra":
+            continue
+        try:
+            value = config[key]
+            settings[key] = (
+                OmegaConf.to_container(value, resolve=True)
+                if isinstance(value, Container)
+                else value
+            )
+        except Exception:  # a value left missing (???): the jobs report it, the sweep goes on
+            settings[key] = None
+    return settings
 
 
 def parent_run_id(
@@ -159,10 +182,10 @@ def _csv(cell: str) -> str:
     return f'"{cell.replace(chr(34), chr(34) * 2)}"' if any(c in cell for c in ',"\n') else cell
 
 
-def finish_sweep(config, stopped: str | None = None) -> None:
-    """Print and log the comparison table; close the parent run; remember failures for the exit code.
-    ``stopped``: why the launcher gave up, told for every job that left no report."""
-    LAST_SWEEP["pending"] = None
+def finish_sweep(config, stopped: str | None = None) -> int:
+    """Print and log the comparison table, close the parent run; returns the sweep's exit code
+    (2 if a job failed). ``stopped``: why the launcher gave up, told for every job that left no
+    report."""
     sweep_dir = _sweep_dir(config)
     rows = collect(sweep_dir)
     for r in rows:
@@ -179,7 +202,6 @@ def finish_sweep(config, stopped: str | None = None) -> None:
     print(f"comparison: {sweep_dir / 'comparison.md'}")
     for r in failed:
         print(f"job {r['job']} ({' '.join(r['overrides'])}) failed: {r['error']}", file=sys.stderr)
-    LAST_SWEEP.update(failed=len(failed), exit_code=2 if failed else 0)
     parent = parent_run_id(str(sweep_dir))
     if config.mlflow.enabled and parent:
         uri = tracking_uri(config.mlflow.tracking_uri)
@@ -194,6 +216,7 @@ def finish_sweep(config, stopped: str | None = None) -> None:
             _mlflow_warning("closing the sweep's parent run", uri, err)
     os.environ.pop(PARENT_ENV, None)
     os.environ.pop(SWEEP_ENV, None)
+    return 2 if failed else 0
 
 
 def _mlflow_warning(what: str, uri: str, err: Exception) -> None:
@@ -205,15 +228,13 @@ def _mlflow_warning(what: str, uri: str, err: Exception) -> None:
     )
 
 
-def abort_sweep(exc: BaseException) -> None:
+def abort_sweep(config, exc: BaseException) -> int:
     """The launcher raised (a worker died, the cluster went away, Ctrl-C): still summarise the jobs
-    that finished, say why the others have no report, and close the parent run as FAILED."""
-    config = LAST_SWEEP.get("pending")
-    if config is None:
-        return
+    that finished, say why the others have no report, and close the parent run as FAILED.
+    ``config``: what ``start_sweep`` returned. Returns the exit code, 2."""
     cause = exc.__context__ if isinstance(exc, SystemExit) and exc.__context__ else exc
     text = " ".join(str(cause).split())[:300]
     reason = f"{type(cause).__name__}: {text}" if text else type(cause).__name__
     print(f"rageval: the sweep stopped early: {reason}", file=sys.stderr)
     finish_sweep(config, stopped=reason)
-    LAST_SWEEP.update(exit_code=2)
+    return 2

@@ -18,7 +18,9 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 from rageval.errors import ConfigError, RagevalError
@@ -267,3 +269,95 @@ def _snippet(raw: bytes, n: int = 200) -> str:
         pass
     text = " ".join(text.split())
     return text if len(text) <= n else text[: n - 3] + "..."
+
+
+# Endpoint settings: the command line, else a YAML file, else the environment, else the defaults.
+# The API key only ever comes from the environment variable named by ``api_key_env``.
+SETTING_TYPES = {f.name: f.type for f in fields(EndpointConfig)} | {
+    "max_requests": "int",
+    "max_tokens": "int",
+}
+SETTING_ENV = {
+    "base_url": ("RAGEVAL_LLM_BASE_URL", "OPENAI_BASE_URL"),
+    "model": ("RAGEVAL_LLM_MODEL",),
+}
+AZURE_SETTING_ENV = {
+    "base_url": ("RAGEVAL_LLM_BASE_URL", "AZURE_OPENAI_ENDPOINT"),
+    "model": ("RAGEVAL_LLM_MODEL",),
+}
+
+
+def read_settings_file(path: str) -> dict[str, Any]:
+    """Endpoint and budget settings from a YAML mapping; errors name the file, line and key."""
+    import yaml
+
+    from rageval.redact import is_secret_key
+
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+        node, data = yaml.compose(text), yaml.safe_load(text)
+    except OSError as err:
+        raise ConfigError(f"cannot read the config: {err.strerror}", path=path) from None
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        raise ConfigError(f"not valid YAML: {getattr(err, 'problem', err)}", path=path,
+                          line=mark.line + 1 if mark else None) from None  # fmt: skip
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(
+            "expected a mapping such as 'base_url: http://localhost:11434/v1'", path=path
+        )
+    lines = {k.value: k.start_mark.line + 1 for k, _ in node.value}
+    for key, value in data.items():
+        line = lines.get(key)
+        if key not in SETTING_TYPES:
+            if is_secret_key(str(key)):
+                raise ConfigError(
+                    f"{key!r}: never put an API key in a file; export it in an environment "
+                    "variable and name that variable with api_key_env", path=path, line=line)  # fmt: skip
+            raise ConfigError(f"unknown key {key!r}; valid keys: {', '.join(sorted(SETTING_TYPES))}",
+                              path=path, line=line)  # fmt: skip
+        if not _type_ok(value, SETTING_TYPES[key]):
+            want = SETTING_TYPES[key].replace(" | None", " or null")
+            raise ConfigError(f"{key!r} must be {want}, got {value!r}", path=path, line=line)
+    return data
+
+
+def _type_ok(value: Any, want: str) -> bool:
+    if value is None:
+        return "None" in want
+    if "str" in want:
+        return isinstance(value, str)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return "float" in want or isinstance(value, int)
+
+
+def endpoint_settings(
+    given: Mapping[str, Any],
+    settings_file: str | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> tuple[EndpointConfig, Budget]:
+    """The endpoint and budget: ``given`` (settings from the command line, None = not given), else
+    ``settings_file``, else the environment, else the defaults. ConfigError says where to set a
+    missing base_url or model (``--base-url`` style option names)."""
+    env = os.environ if environ is None else environ
+    values = read_settings_file(settings_file) if settings_file else {}
+    values.update({k: v for k, v in given.items() if v is not None})
+    sources = AZURE_SETTING_ENV if values.get("api_style") == "azure" else SETTING_ENV
+    for key, names in sources.items():
+        for name in names:
+            if not values.get(key) and env.get(name):
+                values[key] = env[name]
+        if not values.get(key):
+            opt = key.replace("_", "-")
+            raise ConfigError(
+                f"no {key} for the chat endpoint: pass --{opt}, set {key} in a --config file, "
+                f"or export {' or '.join(names)}"
+            )
+    budget = Budget(values.pop("max_requests", 100), values.pop("max_tokens", 200_000))
+    if budget.max_requests < 1 or budget.max_tokens < 1:
+        raise ConfigError("--max-requests and --max-tokens must be >= 1")
+    return EndpointConfig(**values), budget

@@ -227,6 +227,20 @@ def migrate(
     return out
 
 
+def check_migration(golden: GoldenSet, migrated: Migration, out: Path,
+                    docs: Mapping[str, Document], chunks: Sequence[Chunk]) -> None:  # fmt: skip
+    """InputError unless the migrated set judges every chunk as the original does under the
+    chunking the labels were written against (the promise of a migration)."""
+    from rageval.inputs.golden import parse_line
+
+    lines = enumerate(migrated.text.splitlines(), 1)
+    queries = tuple(parse_line(raw, path=str(out), lineno=i) for i, raw in lines if raw.strip())
+    new = resolve(GoldenSet(str(out), queries, ""), docs, chunks, level="chunk").qrels
+    if new != resolve(golden, docs, chunks, level="chunk").qrels:
+        raise InputError("the migrated set would judge chunks differently; nothing written "
+                         "(please report this as a bug)", path=golden.path)  # fmt: skip
+
+
 def chunk_quote(chunk: Chunk, doc: Document, doc_chunks: Sequence[Chunk]) -> str | None:
     """A verbatim quote that resolves to exactly ``chunk`` among ``doc_chunks``: the chunk's text,
     else its longest stretch no other chunk covers; None if neither does (repeated text)."""

@@ -1,27 +1,25 @@
-"""``rageval golden generate``: options, endpoint settings, and the written file for review.
+"""``rageval golden generate``: options, and the written file for review.
 
 Endpoint settings come from the command line, else a YAML file (``--config``), else the
 environment (``RAGEVAL_LLM_BASE_URL``, then ``OPENAI_BASE_URL`` or, for Azure,
 ``AZURE_OPENAI_ENDPOINT``; ``RAGEVAL_LLM_MODEL``). The API key only ever comes from the
-environment variable named by ``api_key_env``. Output goes to its own file (default
-``generated.jsonl`` beside the golden set), never into the golden set itself.
+environment variable named by ``api_key_env`` (see rageval.authoring.chat.endpoint_settings).
+Output goes to its own file (default ``generated.jsonl`` beside the golden set), never into the
+golden set itself.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Mapping
-from dataclasses import fields
 from pathlib import Path
-from typing import Any
 
-from rageval.authoring.chat import API_STYLES, Budget, EndpointConfig
+from rageval.authoring.chat import API_STYLES, Budget, EndpointConfig, endpoint_settings
+from rageval.cli.paths import golden_and_corpus
 from rageval.errors import ConfigError, InputError, RagevalError
 from rageval.formats.atomic import atomic_write_text
-from rageval.redact import is_secret_key
 
 # option dest -> config-file key, for the endpoint and budget settings
 OPTIONS = {"base_url": "base_url", "model": "model", "api_style": "api_style",
@@ -29,18 +27,10 @@ OPTIONS = {"base_url": "base_url", "model": "model", "api_style": "api_style",
            "retries": "max_retries", "backoff": "backoff", "temperature": "temperature",
            "max_answer_tokens": "max_answer_tokens", "max_requests": "max_requests",
            "max_tokens": "max_tokens"}  # fmt: skip
-KEY_TYPES = {f.name: f.type for f in fields(EndpointConfig)} | {
-    "max_requests": "int",
-    "max_tokens": "int",
-}
-ENV = {"base_url": ("RAGEVAL_LLM_BASE_URL", "OPENAI_BASE_URL"), "model": ("RAGEVAL_LLM_MODEL",)}
-AZURE_ENV = {
-    "base_url": ("RAGEVAL_LLM_BASE_URL", "AZURE_OPENAI_ENDPOINT"),
-    "model": ("RAGEVAL_LLM_MODEL",),
-}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Add the options of ``golden generate`` to ``p``."""
     p.add_argument(
         "path",
         nargs="?",
@@ -112,95 +102,32 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--no-progress", action="store_true")
 
 
-def read_config(path: str) -> dict[str, Any]:
-    """Endpoint and budget settings from a YAML mapping; errors name the file, line and key."""
-    import yaml
-
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-        node, data = yaml.compose(text), yaml.safe_load(text)
-    except OSError as err:
-        raise ConfigError(f"cannot read the config: {err.strerror}", path=path) from None
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        raise ConfigError(f"not valid YAML: {getattr(err, 'problem', err)}", path=path,
-                          line=mark.line + 1 if mark else None) from None  # fmt: skip
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise ConfigError(
-            "expected a mapping such as 'base_url: http://localhost:11434/v1'", path=path
-        )
-    lines = {k.value: k.start_mark.line + 1 for k, _ in node.value}
-    for key, value in data.items():
-        line = lines.get(key)
-        if key not in KEY_TYPES:
-            if is_secret_key(str(key)):
-                raise ConfigError(
-                    f"{key!r}: never put an API key in a file; export it in an environment "
-                    "variable and name that variable with api_key_env", path=path, line=line)  # fmt: skip
-            raise ConfigError(f"unknown key {key!r}; valid keys: {', '.join(sorted(KEY_TYPES))}",
-                              path=path, line=line)  # fmt: skip
-        if not _type_ok(value, KEY_TYPES[key]):
-            want = KEY_TYPES[key].replace(" | None", " or null")
-            raise ConfigError(f"{key!r} must be {want}, got {value!r}", path=path, line=line)
-    return data
-
-
-def _type_ok(value: Any, want: str) -> bool:
-    if value is None:
-        return "None" in want
-    if "str" in want:
-        return isinstance(value, str)
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return False
-    return "float" in want or isinstance(value, int)
-
-
 def load_settings(args, environ: Mapping[str, str] | None = None) -> tuple[EndpointConfig, Budget]:
-    """Command line, else ``--config``, else the environment, else the defaults."""
-    env = os.environ if environ is None else environ
-    values = read_config(args.config) if args.config else {}
-    for dest, key in OPTIONS.items():
-        if getattr(args, dest, None) is not None:
-            values[key] = getattr(args, dest)
-    sources = AZURE_ENV if values.get("api_style") == "azure" else ENV
-    for key, names in sources.items():
-        for name in names:
-            if not values.get(key) and env.get(name):
-                values[key] = env[name]
-        if not values.get(key):
-            opt = key.replace("_", "-")
-            raise ConfigError(
-                f"no {key} for the chat endpoint: pass --{opt}, set {key} in a --config file, "
-                f"or export {' or '.join(names)}"
-            )
-    budget = Budget(values.pop("max_requests", 100), values.pop("max_tokens", 200_000))
-    if budget.max_requests < 1 or budget.max_tokens < 1:
-        raise ConfigError("--max-requests and --max-tokens must be >= 1")
-    return EndpointConfig(**values), budget
+    """The endpoint and budget from the command line, else ``--config``, else the environment."""
+    given = {key: getattr(args, dest, None) for dest, key in OPTIONS.items()}
+    return endpoint_settings(given, args.config, environ)
 
 
 def build_encoder(model: str, cache_dir: str | None, progress: bool):
     """The project's encoder, for near-duplicate questions (tests replace this)."""
-    from rageval.app.main import default_cache_dir
+    from rageval.app.config import default_cache_dir
     from rageval.embedding import SentenceTransformerEncoder
 
     return SentenceTransformerEncoder(model, cache_dir or default_cache_dir(), progress=progress)
 
 
-def run(args) -> int:
+def handle(args: argparse.Namespace) -> int:
+    """Generate questions into their own file for review and print what was spent and dropped."""
     from rageval.authoring.chat import ChatClient
     from rageval.authoring.edit import read_golden
     from rageval.authoring.generate import GenerateSpec, generate
+    from rageval.authoring.inspect import synthetic_line
     from rageval.chunking import ChunkingSpec, chunk_documents, load_tokenizer
-    from rageval.cli.golden import _paths, synthetic_line
     from rageval.embedding import resolve_model_path
     from rageval.inputs.corpus import load_corpus
     from rageval.inputs.golden import entry_from_dict
 
-    golden_path, corpus_path = _paths(args)
+    golden_path, corpus_path = golden_and_corpus(args.path, args.corpus)
     out = Path(args.out) if args.out else golden_path.parent / "generated.jsonl"
     if out.resolve() == golden_path.resolve():
         raise ConfigError(

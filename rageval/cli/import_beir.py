@@ -9,14 +9,8 @@ exactly like ``dataset=beir``: same documents, same text embedded, same labels.
 from __future__ import annotations
 
 import argparse
-import json
-import shutil
-from pathlib import Path
 
-from rageval.errors import ConfigError, InputError
-from rageval.formats.atomic import atomic_write_text
-
-FORMATS = ("jsonl", "folder")
+from rageval.inputs.beir import EXPORT_FORMATS, import_beir
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -28,14 +22,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     b.add_argument("--split", default="test", help="qrels split to import (default: test)")
     b.add_argument(
         "--corpus-format",
-        choices=FORMATS,
+        choices=EXPORT_FORMATS,
         default="jsonl",
         help="corpus.jsonl (default) or a corpus/ folder of .txt files",
     )
     b.add_argument("--force", action="store_true", help="overwrite files already in --out")
 
 
-def run(args: argparse.Namespace) -> int:
+def handle(args: argparse.Namespace) -> int:
     """Import the dataset and print what was written and how to evaluate it."""
     golden, corpus, data = import_beir(
         args.path, args.out, split=args.split, corpus_format=args.corpus_format, force=args.force
@@ -50,71 +44,3 @@ def run(args: argparse.Namespace) -> int:
         f"evaluate: python -m rageval dataset=custom dataset.corpus={corpus} dataset.golden={golden}"
     )
     return 0
-
-
-def import_beir(
-    path: str | Path,
-    out: str | Path,
-    *,
-    split: str = "test",
-    corpus_format: str = "jsonl",
-    force: bool = False,
-):
-    """Write the golden JSONL and corpus of a BEIR split; returns (golden path, corpus path, data)."""
-    from rageval.inputs.beir import load_beir
-    from rageval.inputs.golden import entry_to_dict
-
-    if corpus_format not in FORMATS:
-        raise ConfigError(
-            f"corpus format must be one of {', '.join(FORMATS)}, got {corpus_format!r}"
-        )
-    data = load_beir(path, split)
-    out = Path(out).expanduser()
-    golden = out / "retriever.jsonl"
-    corpus = out / ("corpus.jsonl" if corpus_format == "jsonl" else "corpus")
-    for target in (golden, corpus):
-        if target.exists() and not force:
-            raise InputError("already exists; pass --force to overwrite it", path=str(target))
-    if corpus_format == "folder":
-        paths = {d.id: _doc_path(d.id, data.files.corpus) for d in data.docs}
-    out.mkdir(parents=True, exist_ok=True)
-    lines = [json.dumps(entry_to_dict(q), ensure_ascii=False) + "\n" for q in data.golden.queries]
-    atomic_write_text(golden, "".join(lines))
-    if corpus_format == "jsonl":
-        tmp = corpus.with_name(corpus.name + ".tmp")
-        shutil.copyfile(data.files.corpus, tmp)
-        tmp.replace(corpus)
-    else:
-        _write_folder(corpus, data.docs, paths)
-    return golden, corpus, data
-
-
-def _doc_path(doc_id: str, source: Path) -> str:
-    """``<id>.txt``, relative; the folder loader reads the id back as the path without ``.txt``."""
-    parts = doc_id.split("/")
-    if "\\" in doc_id or any(p in ("", ".", "..") for p in parts) or "\0" in doc_id:
-        raise InputError(
-            f"document id {doc_id!r} cannot be a file name; import with --corpus-format jsonl",
-            path=str(source),
-        )
-    if any(len(p.encode()) > 250 for p in parts):
-        raise InputError(
-            f"document id {doc_id[:40]!r}... is too long for a file name; use --corpus-format jsonl",
-            path=str(source),
-        )
-    return doc_id + ".txt"
-
-
-def _write_folder(corpus: Path, docs, paths: dict[str, str]) -> None:
-    from tqdm.auto import tqdm
-
-    if corpus.exists():
-        shutil.rmtree(corpus)
-    tmp = corpus.with_name(corpus.name + ".tmp")
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    for d in tqdm(docs, desc="writing documents", unit="doc", disable=len(docs) < 10_000):
-        f = tmp / paths[d.id]
-        f.parent.mkdir(parents=True, exist_ok=True)
-        f.write_bytes(d.text.encode("utf-8"))
-    tmp.replace(corpus)

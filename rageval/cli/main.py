@@ -2,7 +2,8 @@
 
 ``rageval run [overrides]`` (and ``python -m rageval [overrides]``) is the Hydra app. The other
 subcommands are plain argparse commands; each lives in its own module exposing
-``add_arguments(parser)`` and ``run(args) -> int`` and is imported only when it is used.
+``add_arguments(parser)`` and ``handle(args) -> int`` (the exit code) and is imported only when it
+is used. A handler parses and calls: the work is done in the core (inputs/, authoring/, gate/...).
 """
 
 from __future__ import annotations
@@ -59,7 +60,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             sub.add_parser(name, help=help_text)
     args = parser.parse_args(argv)
     mod = importlib.import_module(COMMANDS[args.command][0])
-    return _exit(lambda: mod.run(args), secrets)
+    return _exit(lambda: _handler(mod)(args), secrets)
+
+
+def _handler(mod):
+    """The module's ``handle``; ``run`` is the name the gate's commands used before the re-layout."""
+    return getattr(mod, "handle", None) or mod.run
 
 
 def _exit(fn, secrets: set[str]) -> int:

@@ -1,98 +1,218 @@
 """TREC run and qrels files (and BEIR qrels tsv): read, write, and order runs like trec_eval.
 
-- qrels: ``qid 0 docid grade`` (whitespace-separated), or BEIR ``query-id<TAB>corpus-id<TAB>score``
-  with its header line; the format is detected from the first line.
-- run: ``qid Q0 docid rank score tag``. trec_eval ignores the rank column and orders each query's
-  results by score descending (in single precision), ties by docid descending; :func:`read_run`
-  does the same.
+- qrels: ``qid iter docid grade`` (4 whitespace-separated fields), or BEIR
+  ``query-id<TAB>corpus-id<TAB>score`` (3 tab-separated fields, usually after a header line).
+  ``fmt="auto"`` decides by the first data line: the BEIR header or 3 fields is BEIR, 4 fields is
+  TREC; a TREC line that happens to hold two tabs is still 4 fields, so it is read as TREC.
+- run: ``qid Q0 docid rank score tag``; fields after the tag are ignored, as trec_eval ignores
+  them (its own ``results.trunc`` test file has them). trec_eval ignores the rank column and
+  orders each query's results by score descending (in single precision), ties by docid
+  descending; :func:`read_run` does the same.
+- Lines whose first field starts with ``#`` are comments and skipped (trec_eval 10 does the same),
+  blank lines too.
 
-Every problem in a file is an :class:`~rageval.errors.InputError` naming the file and line.
-Writes are atomic (:mod:`rageval.formats.atomic`): a reader sees the old file or the new one.
+Both readers are vectorised (numpy over the whole file's bytes), so a run of millions of lines
+reads in about a second. Every problem in a file is an :class:`~rageval.errors.InputError` naming the file
+and line. Writes are atomic (:mod:`rageval.formats.atomic`): a reader sees the old file or the new
+one. numpy is imported only by the readers, so importing this module stays cheap.
 """
 
 from __future__ import annotations
 
-import math
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from rageval.errors import InputError
 from rageval.formats.atomic import atomic_write_text
-from rageval.formats.textio import lines, read_text
-from rageval.inputs.golden import MAX_GRADE
+from rageval.formats.textio import read_text
 from rageval.ranking import order_like_trec_eval  # noqa: F401 (re-exported)
 from rageval.types import Qrels, RankedList
 
 _TREC_QRELS = "qid 0 docid grade"
 _BEIR_HEADER = ("query-id", "corpus-id", "score")
 _RUN_LINE = "qid Q0 docid rank score tag"
+MAX_GRADE = 2**63 - 1  # what trec_eval (a C long) and numpy can hold
+QRELS_FORMATS = ("auto", "trec", "beir")
 
 
-def _lines(path: str | os.PathLike) -> Iterable[tuple[int, list[str], str]]:
-    """Yield (line number, whitespace-split fields, raw line) for each non-blank line."""
-    for number, raw in lines(read_text(path)):  # UTF-8, a byte-order mark dropped
-        yield number, raw.split(), raw.rstrip("\r")
+@dataclass(frozen=True)
+class _Fields:
+    """The data lines of a file, split on ASCII whitespace (comments and blank lines dropped).
+
+    Field ``t`` of the file spans bytes ``starts[t]:ends[t]`` of ``data``; data line ``i`` holds
+    fields ``offset[i] .. offset[i] + count[i] - 1`` and is line ``number[i]`` of the file. No
+    Python object is made per field: :meth:`column` decodes one column in a few numpy calls.
+    """
+
+    data: bytes
+    buf: Any
+    starts: Any
+    ends: Any
+    offset: Any
+    count: Any
+    number: Any
+
+    def column(self, j: int, block: int = 1 << 20) -> list[str]:
+        """Field ``j`` of every data line, as str (gathered in blocks to bound memory)."""
+        import numpy as np
+
+        out: list[str] = []
+        for lo in range(0, len(self.offset), block):
+            t = self.offset[lo : lo + block] + j
+            s, n = self.starts[t], self.ends[t] - self.starts[t] + 1  # with the byte after it
+            first = np.concatenate(([0], np.cumsum(n)[:-1]))
+            picked = self.buf[np.repeat(s - first, n) + np.arange(int(n.sum()))]
+            picked[_space_table()[picked]] = 10  # the byte after each field: its separator
+            out += picked.tobytes().decode().split("\n")[:-1]
+        return out
+
+    def raw_line(self, i: int) -> str:
+        return self.data.split(b"\n", int(self.number[i]))[int(self.number[i]) - 1].decode()
 
 
-def _grade(text: str, path: str, line: int) -> int:
+def _space_table() -> Any:
+    """ASCII whitespace (trec_eval's field separators) as a 256-entry lookup table."""
+    import numpy as np
+
+    table = np.zeros(256, dtype=bool)
+    table[[9, 10, 11, 12, 13, 32]] = True
+    return table
+
+
+def _split_fields(path: str | os.PathLike) -> _Fields:
+    import numpy as np
+
+    # UTF-8 checked (with the line of a bad byte), BOM dropped; a final newline ends every field
+    data = read_text(path).encode() + b"\n"
+    buf = np.frombuffer(data, dtype=np.uint8)
+    is_space = _space_table()[buf]
+    before = np.concatenate(([True], is_space[:-1]))
+    starts = np.flatnonzero(~is_space & before)
+    ends = np.flatnonzero(is_space & ~before)
+    line_ends = np.flatnonzero(buf == 10)
+    first_field = np.concatenate(([0], np.searchsorted(starts, line_ends)))
+    count = np.diff(first_field)
+    offset = first_field[:-1]
+    keep = count > 0
+    keep[keep] = buf[starts[offset[keep]]] != ord("#")  # comment lines
+    number = np.flatnonzero(keep) + 1
+    return _Fields(data, buf, starts, ends, offset[keep], count[keep], number)
+
+
+def _bad_line(f: _Fields, i: int, message: str, where: str) -> InputError:
+    return InputError(message, path=where, line=int(f.number[i]))
+
+
+def _numbers(f: _Fields, column: Any, parse, describe, where: str) -> list:
+    """Parse a column with ``parse`` (int or float); the first bad field is an error on its line."""
+    values = column
     try:
-        grade = int(text)
-    except ValueError:
-        grade = None
-    if grade is None or not -MAX_GRADE <= grade <= MAX_GRADE:
-        raise InputError(
-            f"relevance grade {text[:40]!r} is not an integer of at most 18 digits; use 0 for "
-            "non-relevant, 1+ for relevant",
-            path=path,
-            line=line,
-        )
-    return grade
+        return list(map(parse, values))
+    except (ValueError, OverflowError):
+        for i, text in enumerate(values):
+            try:
+                parse(text)
+            except (ValueError, OverflowError):
+                raise _bad_line(f, i, describe(text), where) from None
+        raise
 
 
-def read_qrels(path: str | os.PathLike) -> dict[str, dict[str, int]]:
+def _grade_message(text: str) -> str:
+    return (
+        f"relevance grade {text[:40]!r} is not an integer of at most 18 digits; use 0 for "
+        "non-relevant, 1+ for relevant"
+    )
+
+
+def _detect_qrels_format(f: _Fields, where: str) -> str:
+    raw = f.raw_line(0).rstrip("\r")
+    cells = [c.strip().lower() for c in raw.split("\t")]
+    if tuple(cells) == _BEIR_HEADER or int(f.count[0]) == 3:
+        return "beir"
+    if int(f.count[0]) == 4:
+        return "trec"
+    raise _bad_line(
+        f,
+        0,
+        f"expected 4 whitespace-separated fields ({_TREC_QRELS}) or a BEIR qrels tsv "
+        f"({chr(9).join(_BEIR_HEADER)}), got {int(f.count[0])} fields; fix the file or pass "
+        "--format trec|beir",
+        where,
+    )
+
+
+def _without_gc(fn):
+    """Run ``fn`` with the cyclic GC paused: the millions of short-lived strings a big file makes
+    would trigger full collections, each walking every object of the heap (no cycles are made)."""
+    import functools
+    import gc
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            if was_enabled:
+                gc.enable()
+
+    return wrapper
+
+
+@_without_gc
+def read_qrels(path: str | os.PathLike, fmt: str = "auto") -> dict[str, dict[str, int]]:
     """Read relevance judgements: query id -> {docid: grade}, in file order.
 
-    A judgement repeated with the same grade is accepted; with a different grade it is an error.
+    ``fmt`` is ``auto`` (see the module docstring), ``trec`` or ``beir``. A judgement repeated
+    with the same grade is accepted; with a different grade it is an error.
     """
+    import numpy as np
+
     where = str(path)
-    qrels: dict[str, dict[str, int]] = {}
-    first_line: dict[tuple[str, str], int] = {}
-    beir: bool | None = None
-    for number, fields, raw in _lines(path):
-        if beir is None:
-            beir = "\t" in raw and len(raw.split("\t")) == 3
-            if beir and raw.split("\t")[2].strip().lower() == _BEIR_HEADER[2]:
-                continue
-        if beir:
-            fields = [f.strip() for f in raw.split("\t")]
-            if len(fields) != 3 or not all(fields):
-                raise InputError(
-                    f"expected 3 tab-separated columns ({' '.join(_BEIR_HEADER)}) like the "
-                    f"first line, got {len(fields)}; fix or remove this line",
-                    path=where,
-                    line=number,
-                )
-            qid, docid, grade_text = fields
-        else:
-            if len(fields) != 4:
-                raise InputError(
-                    f"expected 4 whitespace-separated columns ({_TREC_QRELS}), got "
-                    f"{len(fields)}; fix or remove this line",
-                    path=where,
-                    line=number,
-                )
-            qid, _, docid, grade_text = fields
-        grade = _grade(grade_text, where, number)
-        judged = qrels.setdefault(qid, {})
-        if docid in judged and judged[docid] != grade:
-            raise InputError(
-                f"{docid!r} of query {qid!r} is judged {grade} here but {judged[docid]} on line "
-                f"{first_line[qid, docid]}; keep one judgement",
-                path=where,
-                line=number,
+    if fmt not in QRELS_FORMATS:
+        raise InputError(f"qrels format {fmt!r} is not one of {', '.join(QRELS_FORMATS)}")
+    f = _split_fields(path)
+    if len(f.count) and fmt == "auto":
+        fmt = _detect_qrels_format(f, where)
+    if fmt == "beir":
+        rows, numbers = _beir_rows(f, where)
+    else:
+        bad = np.flatnonzero(f.count != 4)
+        if len(bad):
+            raise _bad_line(
+                f,
+                int(bad[0]),
+                f"expected 4 whitespace-separated columns ({_TREC_QRELS}), got "
+                f"{int(f.count[bad[0]])}; fix or remove this line",
+                where,
             )
-        first_line.setdefault((qid, docid), number)
-        judged[docid] = grade
+        grades = _numbers(f, f.column(3), int, _grade_message, where)
+        rows, numbers = (
+            zip(f.column(0), f.column(2), grades, strict=True),
+            f.number,
+        )
+    qrels: dict[str, dict[str, int]] = {}
+    for i, (qid, docid, grade) in enumerate(rows):
+        if not -MAX_GRADE <= grade <= MAX_GRADE:
+            raise InputError(_grade_message(str(grade)), path=where, line=int(numbers[i]))
+        judged = qrels.get(qid)
+        if judged is None:
+            judged = qrels[qid] = {}
+        old = judged.setdefault(docid, grade)
+        if old != grade:
+            first = next(
+                int(numbers[j]) for j, (q, d, _) in enumerate(_rows_again(f, fmt, where))
+                if q == qid and d == docid
+            )  # fmt: skip
+            raise InputError(
+                f"{docid!r} of query {qid!r} is judged {grade} here but {old} on line {first}; "
+                "keep one judgement",
+                path=where,
+                line=int(numbers[i]),
+            )
     if not qrels:
         raise InputError(
             f"no judgements found; expected lines '{_TREC_QRELS}' or a BEIR qrels tsv",
@@ -101,35 +221,109 @@ def read_qrels(path: str | os.PathLike) -> dict[str, dict[str, int]]:
     return qrels
 
 
-def read_run(path: str | os.PathLike) -> dict[str, RankedList]:
-    """Read a TREC run: query id -> its results ordered like trec_eval (see module docstring).
+def _rows_again(f: _Fields, fmt: str, where: str):
+    if fmt == "beir":
+        return _beir_rows(f, where)[0]
+    cols = f.column(0), f.column(2), map(int, f.column(3))
+    return zip(*cols, strict=False)
 
-    Repeated docids are kept (best-scored first); scoring drops the later copies with a warning.
-    """
-    where = str(path)
-    results: dict[str, list[tuple[str, float]]] = {}
-    for number, fields, _ in _lines(path):
-        if len(fields) != 6:
+
+def _beir_rows(f: _Fields, where: str) -> tuple[list[tuple[str, str, int]], list[int]]:
+    """BEIR qrels lines split on tabs (ids may hold spaces); the header line skipped."""
+    text = f.data.decode().split("\n")
+    rows, numbers = [], []
+    for i, number in enumerate(f.number.tolist()):
+        cells = [c.strip() for c in text[number - 1].rstrip("\r").split("\t")]
+        if i == 0 and tuple(c.lower() for c in cells) == _BEIR_HEADER:
+            continue
+        if len(cells) != 3 or not all(cells):
             raise InputError(
-                f"expected 6 whitespace-separated columns ({_RUN_LINE}), got {len(fields)}; "
-                "fix or remove this line",
+                f"expected 3 tab-separated columns ({' '.join(_BEIR_HEADER)}) like the "
+                f"first line, got {len(cells)}; fix or remove this line",
                 path=where,
                 line=number,
             )
         try:
-            score = float(fields[4])
+            grade = int(cells[2])
         except ValueError:
-            score = math.nan
-        if not math.isfinite(score):
-            raise InputError(
-                f"score {fields[4]!r} (column 5) is not a finite number; write a real score",
-                path=where,
-                line=number,
-            )
-        results.setdefault(fields[0], []).append((fields[2], score))
-    if not results:
+            raise InputError(_grade_message(cells[2]), path=where, line=number) from None
+        rows.append((cells[0], cells[1], grade))
+        numbers.append(number)
+    return rows, numbers
+
+
+@_without_gc
+def read_run(path: str | os.PathLike) -> dict[str, RankedList]:
+    """Read a TREC run: query id -> its results ordered like trec_eval (see module docstring),
+    queries in the order they first appear.
+
+    Repeated docids are kept (best-scored first); scoring drops the later copies with a warning.
+    """
+    import numpy as np
+
+    where = str(path)
+    f = _split_fields(path)
+    if not len(f.count):
         raise InputError(f"no results found; expected lines '{_RUN_LINE}'", path=where)
-    return {qid: order_like_trec_eval(pairs) for qid, pairs in results.items()}
+    short = np.flatnonzero(f.count < 6)
+    if len(short):
+        raise _bad_line(
+            f,
+            int(short[0]),
+            f"expected 6 whitespace-separated columns ({_RUN_LINE}), got "
+            f"{int(f.count[short[0]])}; fix or remove this line (fields after the tag are ignored)",
+            where,
+        )
+    score_col, docids = f.column(4), f.column(2)
+    scores = np.array(
+        _numbers(f, score_col, float, lambda t: _score_message(t), where), dtype=np.float64
+    )
+    bad = np.flatnonzero(~np.isfinite(scores))
+    if len(bad):
+        raise _bad_line(f, int(bad[0]), _score_message(score_col[bad[0]]), where)
+    query, qids = _query_codes(np.array(f.column(0), dtype=object))
+    key = -scores.astype(np.float32)  # trec_eval compares C floats
+    order = np.lexsort((key, query))  # stable: copies of a docid keep their file order
+    q_sorted, k_sorted = query[order], key[order]
+    if np.any((q_sorted[1:] == q_sorted[:-1]) & (k_sorted[1:] == k_sorted[:-1])):
+        # ties: docid descending within a score (bytewise, as trec_eval's strcmp)
+        _, doc_rank = np.unique(np.array(docids, dtype=str), return_inverse=True)
+        order = np.lexsort((-doc_rank.reshape(-1), key, query))
+        q_sorted = query[order]
+    docs = np.array(docids, dtype=object)[order].tolist()
+    sorted_scores = scores[order].tolist()
+    bounds = np.flatnonzero(np.diff(q_sorted)) + 1
+    starts = [0, *bounds.tolist()]
+    ends = [*bounds.tolist(), len(order)]
+    return {
+        qid: RankedList(tuple(docs[a:b]), tuple(sorted_scores[a:b]))
+        for qid, a, b in zip(qids, starts, ends, strict=True)
+    }
+
+
+def _query_codes(column: Any) -> tuple[Any, list[str]]:
+    """Per line, the query's number in order of first appearance; and the query ids in that order.
+
+    A run usually holds each query's lines together: then the codes are a running count of the
+    places where the id changes; otherwise the ids are sorted out with numpy.
+    """
+    import numpy as np
+
+    change = np.concatenate(([True], column[1:] != column[:-1]))
+    heads = column[change]
+    if len(set(heads.tolist())) == len(heads):
+        return np.cumsum(change) - 1, heads.tolist()
+    names, first_seen, inverse = np.unique(
+        np.array(column.tolist(), dtype=str), return_index=True, return_inverse=True
+    )
+    by_appearance = np.argsort(first_seen, kind="stable")
+    code = np.empty(len(names), dtype=np.int64)
+    code[by_appearance] = np.arange(len(names))
+    return code[inverse.reshape(-1)], column[first_seen[by_appearance]].tolist()
+
+
+def _score_message(text: str) -> str:
+    return f"score {text[:40]!r} (column 5) is not a finite number; write a real score"
 
 
 def _check_token(value: str, what: str, path: str) -> None:

@@ -1,247 +1,157 @@
-"""The committed baseline and the regression gate.
+"""The committed baseline: a small summary file plus its per-query values in a CSV beside it.
 
-A baseline is a report.json (same schema) promoted from a run, plus where it came from. ``compare``
-pairs the current report with it query by query: a metric regresses when its mean drops by more
-than its tolerance (absolute); each metric also gets a paired randomization test on the per-query
-values (Holm-corrected across metrics), and the queries that lost their hit or whose first
-relevant result fell furthest are listed. A golden set that changed since the baseline is its own
-verdict: neither a pass nor a regression.
+``golden/baseline.json`` (schema 2) holds where the baseline came from, the resolved config and
+group choices of that run (``rageval check`` rebuilds the run from them), the digests of the
+golden set, corpus and model, and the metrics with their CIs. The per-query values live in
+``golden/baseline.per_query.csv``, one line per query (id, query, first relevant rank and each
+metric), so promoting a run that changed a few queries changes a few lines of a pull request.
+The summary records the CSV's sha256: a CSV edited by hand or left half-written is refused.
+
+Both files are written atomically, the CSV first: a crash leaves the old baseline readable (its
+summary still names the old CSV digest, so a new CSV without its summary is caught). Baselines
+of schema 1 (a report.json with everything inline) still read.
 """
 
 from __future__ import annotations
 
+import csv
+import hashlib
+import io
 import json
 import math
-from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from rageval.errors import InputError
 from rageval.formats.atomic import atomic_write_text
-from rageval.scoring.spec import mlflow_key
-from rageval.scoring.stats import holm, paired_randomization_test
 
-PASS, REGRESSED, GOLDEN_CHANGED = "pass", "regressed", "golden_changed"
+SCHEMA = 2
+# summary keys copied from the report
+SUMMARY_KEYS = ("level", "k", "ks", "mlflow_run_id", "choices", "overrides", "config", "digests")
+ID_COLUMNS = ("id", "query", "n_relevant", "first_relevant_rank")
+
+
+def sidecar_path(path: str | Path) -> Path:
+    """``golden/baseline.json`` -> ``golden/baseline.per_query.csv``."""
+    p = Path(path)
+    return p.with_name(f"{p.stem}.per_query.csv")
+
+
+def _read_json(path: Path, what: str) -> dict[str, Any]:
+    if not path.is_file():
+        hint = (
+            "create one with `rageval promote RUN_ID`" if what == "baseline" else "check the path"
+        )
+        raise InputError(f"{what} not found; {hint}", path=str(path))
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as err:
+        raise InputError(f"not a valid {what} JSON file: {err}", path=str(path)) from None
+    if not isinstance(data, dict):
+        raise InputError(f"not a rageval {what}: expected a JSON object", path=str(path))
+    return data
 
 
 def load_report(path: str | Path) -> dict[str, Any]:
-    """A report.json or baseline.json, checked for the keys the gate needs."""
+    """A report.json or a baseline (either schema), checked for the keys the gate needs; a
+    baseline's per-query values are read from its CSV."""
     p = Path(path)
-    if not p.is_file():
-        raise InputError(
-            "baseline not found; create one with `rageval promote RUN_ID`", path=str(p)
-        )
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as err:
-        raise InputError(f"not a valid report/baseline JSON file: {err}", path=str(p)) from None
-    missing = (
-        [k for k in ("metrics", "per_query", "digests", "k") if k not in data]
-        if isinstance(data, dict)
-        else ["metrics"]
-    )
+    data = _read_json(p, "report")
+    if data.get("per_query_file"):
+        data = {**data, "per_query": _read_sidecar(p, data)}
+    missing = [k for k in ("metrics", "per_query", "digests", "k") if k not in data]
     if missing:
         raise InputError(f"not a rageval report: missing {', '.join(missing)}", path=str(p))
     return data
 
 
-def write_baseline(report: dict[str, Any], path: str | Path, source: dict[str, Any]) -> Path:
-    """Write ``report`` as the baseline at ``path``, atomically; ``source`` says where it came from."""
-    data = {**report, "promoted_from": source}
-    atomic_write_text(path, json.dumps(data, indent=2) + "\n")
-    return Path(path)
-
-
-@dataclass
-class MetricRow:
-    metric: str
-    baseline: float
-    current: float
-    delta: float
-    tolerance: float
-    p_value: float
-    verdict: str  # "regressed", "improved", "ok"
-
-
-@dataclass
-class Comparison:
-    status: str
-    rows: list[MetricRow]
-    lost_hits: list[dict[str, Any]] = field(default_factory=list)
-    gained_hits: list[dict[str, Any]] = field(default_factory=list)
-    rank_drops: list[dict[str, Any]] = field(default_factory=list)
-    golden: dict[str, str] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def exit_code(self) -> int:
-        return {PASS: 0, REGRESSED: 1}.get(self.status, 2)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    def markdown(self) -> str:
-        head = {PASS: "✅ No retrieval regression", REGRESSED: "❌ Retrieval regressed",
-                GOLDEN_CHANGED: "⚠️ Golden set changed since the baseline"}[self.status]  # fmt: skip
-        lines = [
-            f"### {head}",
-            "",
-            "| metric | baseline | current | delta | p-value | verdict |",
-            "|---|---|---|---|---|---|",
-        ]
-        for r in self.rows:
-            lines.append(
-                f"| {r.metric} | {r.baseline:.4f} | {r.current:.4f} | {r.delta:+.4f} | {r.p_value:.3g} | {r.verdict} |"
-            )
-        if self.lost_hits:
-            lines += ["", "**Queries that lost their hit**", ""] + [
-                f"- `MISS {q['id']}`: {q['query']}" for q in self.lost_hits
-            ]
-        if self.rank_drops:
-            lines += ["", "**Largest drops of the first relevant rank**", ""]
-            lines += [
-                f"- `{q['id']}` rank {_rank(q['baseline_rank'])} -> {_rank(q['current_rank'])}: {q['query']}"
-                for q in self.rank_drops
-            ]
-        if self.gained_hits:
-            lines += ["", "**Queries that gained a hit**", ""] + [
-                f"- `HIT {q['id']}`: {q['query']}" for q in self.gained_hits
-            ]
-        lines += ["", *[f"_{n}_" for n in self.notes]]
-        return "\n".join(lines).rstrip() + "\n"
-
-    def console(self) -> str:
-        w = max([len(r.metric) for r in self.rows] + [6])
-        out = [f"{'metric':<{w}}  baseline   current     delta   p-value  verdict"]
-        for r in self.rows:
-            out.append(
-                f"{r.metric:<{w}}  {r.baseline:8.4f}  {r.current:8.4f}  {r.delta:+8.4f}  {r.p_value:8.3g}  {r.verdict}"
-            )
-        out += [f"MISS {q['id']}: {q['query']}" for q in self.lost_hits]
-        out += [
-            f"RANK {q['id']}: {_rank(q['baseline_rank'])} -> {_rank(q['current_rank'])}: {q['query']}"
-            for q in self.rank_drops
-        ]
-        out += [f"HIT {q['id']}: {q['query']}" for q in self.gained_hits]
-        out += self.notes
-        verdict = {PASS: "PASS: nothing regressed beyond tolerance", REGRESSED: "FAIL: " + ", ".join(
-            r.metric for r in self.rows if r.verdict == "regressed") + " regressed",
-            GOLDEN_CHANGED: "GOLDEN SET CHANGED: neither a pass nor a regression; re-promote a baseline"}[self.status]  # fmt: skip
-        return "\n".join([*out, verdict])
-
-
-def _rank(r: int) -> str:
-    return str(r) if r else "miss"
-
-
-def tolerance_for(metric: str, default: float, per_metric: dict[str, float]) -> float:
-    key = mlflow_key(metric)
-    for name in (metric, key):
-        if name in per_metric:
-            return float(per_metric[name])
-    return float(default)
-
-
-def compare(
-    baseline: dict[str, Any],
-    current: dict[str, Any],
-    metrics: list[str],
-    tolerance: float = 0.03,
-    tolerances: dict[str, float] | None = None,
-    require_significance: bool = False,
-    alpha: float = 0.05,
-    resamples: int = 10000,
-    top_drops: int = 10,
-) -> Comparison:
-    """Compare two reports query by query (see the module docstring)."""
-    tolerances = tolerances or {}
-    golden = {
-        "baseline": baseline["digests"].get("golden", ""),
-        "current": current["digests"].get("golden", ""),
-    }
-    base_q = {r["id"]: r for r in baseline["per_query"]}
-    cur_q = {r["id"]: r for r in current["per_query"]}
-    shared = [q for q in base_q if q in cur_q]
-    notes = []
-    if len(shared) != len(base_q) or len(shared) != len(cur_q):
-        notes.append(
-            f"{len(base_q)} baseline queries, {len(cur_q)} current, {len(shared)} compared"
+def load_baseline(path: str | Path) -> dict[str, Any]:
+    """The baseline at ``path`` as a report dict (``per_query`` filled in from the CSV)."""
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(
+            "baseline not found; create one with `rageval promote RUN_ID`", path=str(p)
         )
-    rows, pvals = [], []
-    for m in metrics:
-        if m not in baseline["metrics"] or m not in current["metrics"]:
-            raise InputError(
-                f"metric {m!r} is missing from the baseline or the current report; gate.metrics lists metrics both have"
-            )
-        a = np.array([_num(base_q[q].get(m)) for q in shared])
-        b = np.array([_num(cur_q[q].get(m)) for q in shared])
-        ok = ~(np.isnan(a) | np.isnan(b))
-        p = (
-            paired_randomization_test(a[ok], b[ok], n_resamples=resamples, seed=0)
-            if ok.any()
-            else 1.0
-        )
-        pvals.append(p)
-        base_mean, cur_mean = float(baseline["metrics"][m]), float(current["metrics"][m])
-        rows.append(
-            MetricRow(
-                m,
-                base_mean,
-                cur_mean,
-                cur_mean - base_mean,
-                tolerance_for(m, tolerance, tolerances),
-                p,
-                "ok",
-            )
-        )
-    for r, p_adj in zip(rows, holm(pvals) if pvals else [], strict=True):
-        r.p_value = float(p_adj)
-        significant = p_adj < alpha or not require_significance
-        if r.delta < -r.tolerance - 1e-12 and significant:
-            r.verdict = "regressed"
-        elif r.delta > r.tolerance + 1e-12:
-            r.verdict = "improved"
-    k = baseline["k"]
-    hit = f"hit_rate@{k}"
-    lost = [
-        cur_q[q] for q in shared if _num(base_q[q].get(hit)) > 0 and _num(cur_q[q].get(hit)) == 0
-    ]
-    gained = [
-        cur_q[q] for q in shared if _num(base_q[q].get(hit)) == 0 and _num(cur_q[q].get(hit)) > 0
-    ]
-    drops = []
-    for q in shared:
-        a, b = base_q[q].get("first_relevant_rank", 0), cur_q[q].get("first_relevant_rank", 0)
-        if a and (b == 0 or b > a):
-            drops.append({"id": q, "query": cur_q[q]["query"], "baseline_rank": a, "current_rank": b,
-                          "fall": (b or 10**6) - a})  # fmt: skip
-    drops.sort(key=lambda d: (-d["fall"], d["id"]))
-    if golden["baseline"] != golden["current"]:
-        status = GOLDEN_CHANGED
-        notes.append(f"golden set digest {golden['baseline'][:12]} (baseline) != {golden['current'][:12]} (now): "
-                     "promote a new baseline after reviewing the change")  # fmt: skip
-    else:
-        status = REGRESSED if any(r.verdict == "regressed" for r in rows) else PASS
-    improved = [r.metric for r in rows if r.verdict == "improved"]
-    if improved:
-        notes.append(
-            "improved beyond tolerance: " + ", ".join(improved) + " (consider promoting this run)"
-        )
-    brief = lambda r: {"id": r["id"], "query": r["query"]}  # noqa: E731
-    return Comparison(
-        status,
-        rows,
-        [brief(r) for r in lost],
-        [brief(r) for r in gained],
-        drops[:top_drops],
-        golden,
-        notes,
-    )
+    return load_report(p)
 
 
-def _num(x: Any) -> float:
-    if x is None:
-        return math.nan
-    return float(x)
+def _read_sidecar(path: Path, summary: Mapping[str, Any]) -> list[dict[str, Any]]:
+    csv_path = path.with_name(str(summary["per_query_file"]))
+    try:
+        raw = csv_path.read_bytes()
+    except OSError as err:
+        raise InputError(
+            f"the baseline's per-query file is missing ({err.strerror or err}); commit it with "
+            "the baseline or re-promote",
+            path=str(csv_path),
+        ) from None
+    if hashlib.sha256(raw).hexdigest() != summary.get("per_query_sha256"):
+        raise InputError(
+            f"does not match {path.name} (edited, or written without its summary); "
+            "re-promote the baseline with `rageval promote`",
+            path=str(csv_path),
+        )
+    reader = csv.DictReader(io.StringIO(raw.decode("utf-8")))
+    return [{k: _cell(k, v) for k, v in row.items()} for row in reader]
+
+
+def _cell(column: str, text: str) -> Any:
+    if column in ("id", "query"):
+        return text
+    if text == "":
+        return None
+    if column in ("n_relevant", "first_relevant_rank"):
+        return int(text)
+    return float(text)
+
+
+def _metric_columns(report: Mapping[str, Any]) -> list[str]:
+    rows = report.get("per_query") or []
+    present = set().union(*(r.keys() for r in rows)) if rows else set()
+    return [m for m in report["metrics"] if m in present]
+
+
+def per_query_csv(report: Mapping[str, Any]) -> str:
+    """The per-query values as CSV text: one line per query, floats written to round-trip."""
+    columns = [*ID_COLUMNS, *_metric_columns(report)]
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(columns)
+    for row in report["per_query"]:
+        writer.writerow([_text(row.get(c)) for c in columns])
+    return out.getvalue()
+
+
+def _text(value: Any) -> str:
+    if value is None or isinstance(value, float) and math.isnan(value):
+        return ""
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def write_baseline(report: Mapping[str, Any], path: str | Path, source: Mapping[str, Any]) -> Path:
+    """Write ``report`` as the baseline at ``path`` (and its CSV), atomically; ``source`` says
+    where it came from (run id, file, time)."""
+    p = Path(path)
+    table = per_query_csv(report)
+    summary: dict[str, Any] = {"schema": SCHEMA, "promoted_from": dict(source)}
+    summary.update({k: report[k] for k in SUMMARY_KEYS if k in report})
+    summary["n_queries"] = len(report["per_query"])
+    summary["metrics"] = report["metrics"]
+    if "ci" in report:
+        summary["ci"] = report["ci"]
+    summary["per_query_file"] = sidecar_path(p).name
+    summary["per_query_sha256"] = hashlib.sha256(table.encode()).hexdigest()
+    atomic_write_text(sidecar_path(p), table)
+    atomic_write_text(p, json.dumps(summary, indent=2) + "\n")
+    return p
+
+
+def config_summary(report: Mapping[str, Any]) -> str:
+    """``chunk=256 search=vector backend=faiss ...``: what a person reads to know the config."""
+    config = report.get("config") or {}
+    parts = [f"{k}={config[k]}" for k in ("chunk", "chunk_overlap", "k") if k in config]
+    parts += [f"{g}={c}" for g, c in (report.get("choices") or {}).items()]
+    return " ".join(parts) or "(config not recorded)"

@@ -10,16 +10,21 @@ golden set of document-level labels (see docs/interop.md).
 
 Every skip is counted in one warning. A qrels line naming a query or document that does not exist
 is an :class:`~rageval.errors.InputError` with its file and line.
+
+:func:`import_beir` exports a split as a golden JSONL and a corpus (``rageval import beir``).
 """
 
 from __future__ import annotations
 
+import json
+import shutil
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rageval.errors import InputError
+from rageval.errors import ConfigError, InputError
+from rageval.formats.atomic import atomic_write_text
 from rageval.formats.textio import jsonl_objects, lines, read_text
 from rageval.formats.trec import read_qrels
 from rageval.inputs.corpus import load_corpus
@@ -195,3 +200,75 @@ def _check_token(value: str, what: str, path: Path, line: int | None) -> None:
             path=str(path),
             line=line,
         )
+
+
+# The exporter: `rageval import beir` writes a split as files any rageval run reads.
+EXPORT_FORMATS = ("jsonl", "folder")
+
+
+def import_beir(
+    path: str | Path,
+    out: str | Path,
+    *,
+    split: str = "test",
+    corpus_format: str = "jsonl",
+    force: bool = False,
+):
+    """Export a BEIR split as a golden JSONL (``retriever.jsonl``) and a corpus (``corpus.jsonl``, or a
+    ``corpus/`` folder of ``<id>.txt``) in ``out``; returns (golden path, corpus path, data)."""
+    from rageval.inputs.golden import entry_to_dict
+
+    if corpus_format not in EXPORT_FORMATS:
+        raise ConfigError(
+            f"corpus format must be one of {', '.join(EXPORT_FORMATS)}, got {corpus_format!r}"
+        )
+    data = load_beir(path, split)
+    out = Path(out).expanduser()
+    golden = out / "retriever.jsonl"
+    corpus = out / ("corpus.jsonl" if corpus_format == "jsonl" else "corpus")
+    for target in (golden, corpus):
+        if target.exists() and not force:
+            raise InputError("already exists; pass --force to overwrite it", path=str(target))
+    if corpus_format == "folder":
+        paths = {d.id: _doc_path(d.id, data.files.corpus) for d in data.docs}
+    out.mkdir(parents=True, exist_ok=True)
+    lines = [json.dumps(entry_to_dict(q), ensure_ascii=False) + "\n" for q in data.golden.queries]
+    atomic_write_text(golden, "".join(lines))
+    if corpus_format == "jsonl":
+        tmp = corpus.with_name(corpus.name + ".tmp")
+        shutil.copyfile(data.files.corpus, tmp)
+        tmp.replace(corpus)
+    else:
+        _write_folder(corpus, data.docs, paths)
+    return golden, corpus, data
+
+
+def _doc_path(doc_id: str, source: Path) -> str:
+    """``<id>.txt``, relative; the folder loader reads the id back as the path without ``.txt``."""
+    parts = doc_id.split("/")
+    if "\\" in doc_id or any(p in ("", ".", "..") for p in parts) or "\0" in doc_id:
+        raise InputError(
+            f"document id {doc_id!r} cannot be a file name; import with --corpus-format jsonl",
+            path=str(source),
+        )
+    if any(len(p.encode()) > 250 for p in parts):
+        raise InputError(
+            f"document id {doc_id[:40]!r}... is too long for a file name; use --corpus-format jsonl",
+            path=str(source),
+        )
+    return doc_id + ".txt"
+
+
+def _write_folder(corpus: Path, docs, paths: dict[str, str]) -> None:
+    from tqdm.auto import tqdm
+
+    if corpus.exists():
+        shutil.rmtree(corpus)
+    tmp = corpus.with_name(corpus.name + ".tmp")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    for d in tqdm(docs, desc="writing documents", unit="doc", disable=len(docs) < 10_000):
+        f = tmp / paths[d.id]
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_bytes(d.text.encode("utf-8"))
+    tmp.replace(corpus)

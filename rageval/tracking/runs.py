@@ -19,16 +19,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from hydra.experimental.callback import Callback
-
 from rageval.redact import redact
 from rageval.scoring.spec import mlflow_key
-
-PARENT_ENV = "RAGEVAL_PARENT_RUN_ID"
-# The sweep that PARENT_ENV belongs to: a reused worker process (Ray, joblib) may still hold the
-# variables of an earlier sweep launched from the same process.
-SWEEP_ENV = "RAGEVAL_SWEEP_DIR"
-PARENT_FILE = ".rageval_parent_run"
 
 
 def tracking_uri(configured: str | None) -> str:
@@ -240,19 +232,3 @@ def _log_artifacts(client, run_id: str, report, config, output_dir: Path) -> Non
     ):
         if (output_dir / name).is_file():
             client.log_artifact(run_id, str(output_dir / name))
-
-
-class SweepCallback(Callback):
-    """Hydra callback: a parent MLflow run around a multirun, and the comparison table at its end."""
-
-    def on_multirun_start(self, config, **kwargs) -> None:
-        from rageval.app.main import register_resolvers
-        from rageval.app.sweep import start_sweep
-
-        register_resolvers()
-        start_sweep(config)
-
-    def on_multirun_end(self, config, **kwargs) -> None:
-        from rageval.app.sweep import finish_sweep
-
-        finish_sweep(config)

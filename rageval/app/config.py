@@ -1,0 +1,128 @@
+"""Where the Hydra config lives, its resolvers and schema, and composing it from overrides.
+
+``compose(overrides)`` builds the config a run would get, without running Hydra's launcher;
+``check_overrides(argv)`` composes every job of a command line first, so a bad override (a wrong
+type, an unknown option or key) is one line and exit 2 before anything runs.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from rageval.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[2]
+CONF_DIR = ROOT / "conf"
+# The config groups, in the order the defaults list composes them.
+GROUPS = ("dataset", "embedding", "backend", "search", "rerank")
+# Hydra flags after which the command line is Hydra's business (help, --cfg, another config dir).
+_MULTIRUN_FLAGS = ("-m", "--multirun")
+
+
+def default_cache_dir() -> str:
+    """$RAGEVAL_CACHE_DIR, else ~/.cache/rageval: embeddings and indexes shared by every run."""
+    return os.environ.get("RAGEVAL_CACHE_DIR") or str(Path.home() / ".cache" / "rageval")
+
+
+def register_resolvers() -> None:
+    """Register rageval's OmegaConf resolvers and its config schema (idempotent; Ray and joblib
+    workers call it too)."""
+    from omegaconf import OmegaConf
+
+    from rageval.app.schema import register_schema
+
+    OmegaConf.register_new_resolver("rageval_root", lambda: str(ROOT), replace=True)
+    OmegaConf.register_new_resolver("rageval_cache_dir", default_cache_dir, replace=True)
+    register_schema()
+
+
+def compose(overrides: Sequence[str]):
+    """The app's config with ``overrides`` (no sweep syntax); ConfigError on a bad override."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    register_resolvers()
+    try:
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+            return hydra_compose("config", overrides=list(overrides))
+    except (HydraException, OmegaConfBaseException) as err:
+        raise ConfigError(_one_line(err)) from None
+
+
+def check_overrides(argv: Sequence[str]) -> None:
+    """Check every value of every sweep override in ``argv`` (the others at their first value):
+    Hydra's schema and group checks fail here, as one ConfigError, before a job starts.
+    Command lines with other Hydra flags (--help, --cfg, --config-dir...) are left to Hydra.
+
+    The first job is composed; the other values of a sweep are checked against that config (a
+    group option's file, a value's type), and composed only when that cannot tell."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    if any(a.startswith("-") and a not in _MULTIRUN_FLAGS for a in argv):
+        return
+    given = [a for a in argv if a not in _MULTIRUN_FLAGS]
+    try:
+        parsed = OverridesParser.create().parse_overrides(given)
+        choices = [
+            list(zip(o.sweep_string_iterator(), o.sweep_iterator(), strict=True))
+            if o.is_sweep_override()
+            else [(None, None)]
+            for o in parsed
+        ]
+    except HydraException as err:
+        raise ConfigError(_one_line(err)) from None
+    except Exception:  # a sweep Hydra's basic sweeper cannot list (ranges for an optimiser)
+        return
+
+    def line(o, text: str | None) -> str:
+        return o.input_line if text is None else f"{o.get_key_element()}={text}"
+
+    first = [line(o, values[0][0]) for o, values in zip(parsed, choices, strict=True)]
+    cfg = compose(first)
+    for i, (o, values) in enumerate(zip(parsed, choices, strict=True)):
+        for text, value in values[1:]:
+            if not _fits(cfg, o, text, value):
+                compose([*first[:i], line(o, text), *first[i + 1 :]])
+
+
+def _fits(cfg, override, text: str, value) -> bool:
+    """True when ``override`` set to this sweep value surely composes: the group option's file
+    exists in conf/, or the value merges into ``cfg`` with the schema's types. False: compose."""
+    import copy
+
+    from hydra.core.override_parser.types import OverrideType
+    from omegaconf import OmegaConf
+
+    key = override.key_or_group
+    if override.package is not None or override.type != OverrideType.CHANGE:
+        return False
+    if (CONF_DIR / key).is_dir():
+        return (CONF_DIR / key / f"{text}.yaml").is_file()
+    if key.startswith("hydra") or "/" in key:
+        return False
+    try:
+        OmegaConf.update(copy.deepcopy(cfg), key, value, merge=True)
+    except Exception:
+        return False
+    return True
+
+
+def _one_line(err: BaseException) -> str:
+    """Hydra's message and its cause's, on one line, with what to do."""
+    parts = [str(err)]
+    cause = err.__cause__ or err.__context__
+    if cause is not None and str(cause) not in parts[0]:
+        parts.append(str(cause))
+    kept = []
+    for part in parts:
+        part = part.split("Config search path")[0]  # Hydra's search path: noise here
+        lines = [ln.strip() for ln in part.splitlines() if ln.strip()]
+        lines = [f"(key {ln[9:].strip()})" if ln.startswith("full_key:") else ln for ln in lines]
+        kept.append(" ".join(ln for ln in lines if not ln.startswith("object_type=")))
+    text = "; ".join(p for p in kept if p)
+    return f"bad config: {text} (see conf/ for the keys and options, python -m rageval --help)"

@@ -1,0 +1,143 @@
+"""The config ``rageval check`` re-runs: the baseline's own, rebuilt from what the baseline stores.
+
+A baseline holds the resolved config of the run it came from and its group choices. The check
+composes conf/ with those choices (the user's group overrides replacing them), lays the
+baseline's resolved values over it, then applies the user's other overrides. So the re-run is
+the baseline's configuration whatever produced the report (a sweep job, a ``rageval check``
+run, a run with ``+extra`` keys), and a change on the command line is the only difference.
+
+Values that say where a run happened, not what it measured, come from this machine instead:
+``cache_dir``, ``mlflow``, ``hydra``, the gate's own settings, and every value conf/ writes as
+an interpolation (``${rageval_root:}/golden/...``, ``${cache_dir}``, ``${search.mode}``), so a
+baseline promoted on a laptop re-runs in CI. Masked secrets (``***``) are never replayed.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from rageval.errors import ConfigError
+
+# top-level keys that are not replayed from the baseline
+NOT_REPLAYED = ("hydra", "mlflow", "gate", "cache_dir", "latency_sample", "query_batch")
+
+
+def _groups() -> tuple[str, ...]:
+    from rageval.app.config import GROUPS
+
+    return tuple(GROUPS)
+
+
+def effective_choices(baseline: Mapping[str, Any], overrides: Sequence[str]) -> dict[str, str]:
+    """The baseline's group choices with the user's group overrides on top."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from rageval.app.overrides import normalize_tolerances
+
+    choices = {str(g): str(c) for g, c in (baseline.get("choices") or {}).items()}
+    for o in OverridesParser.create().parse_overrides(normalize_tolerances(overrides)):
+        if o.key_or_group in _groups():
+            choices[o.key_or_group] = o.get_value_element_as_str()
+    return choices
+
+
+def compose_from_baseline(
+    baseline: Mapping[str, Any], overrides: Sequence[str] = (), mlflow: bool = False
+):
+    """The composed config (a DictConfig) that re-runs ``baseline`` with ``overrides`` on top."""
+    from hydra import compose, initialize_config_dir
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+    from omegaconf import OmegaConf, open_dict
+    from omegaconf.errors import OmegaConfBaseException
+
+    from rageval.app.config import CONF_DIR, register_resolvers
+    from rageval.app.overrides import config_keys, explain, prepare_overrides
+
+    groups = _groups()
+    overrides = prepare_overrides(list(overrides), CONF_DIR, groups)
+    parser = OverridesParser.create()
+    parsed = parser.parse_overrides(overrides)
+    if any(o.is_sweep_override() for o in parsed):
+        raise ConfigError(
+            "rageval check re-runs one configuration: give one value per override, not a sweep"
+        )
+    choices = effective_choices(baseline, overrides)
+    changed = {g for g, c in choices.items() if (baseline.get("choices") or {}).get(g) != c}
+    rest = [o for o in parsed if o.key_or_group not in groups]
+    register_resolvers()
+    try:
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+            cfg = compose("config", overrides=[f"{g}={c}" for g, c in choices.items()])
+    except (HydraException, OmegaConfBaseException) as err:
+        raise ConfigError(
+            f"the baseline's group choices ({', '.join(f'{g}={c}' for g, c in choices.items())}) do "
+            f"not compose with conf/: {str(err).splitlines()[0]}; re-promote a baseline"
+        ) from None
+    with open_dict(cfg):
+        _replay(cfg, baseline.get("config") or {}, skip=set(NOT_REPLAYED) | changed)
+        try:
+            ConfigLoaderImpl._apply_overrides_to_config(rest, cfg)
+        except (HydraException, OmegaConfBaseException) as err:
+            raise explain(err, [o.input_line or "" for o in rest], config_keys(cfg), groups) from None
+    OmegaConf.set_struct(cfg, True)
+    if not mlflow and not any(o.key_or_group == "mlflow.enabled" for o in rest):
+        cfg.mlflow.enabled = False
+    return cfg
+
+
+def _replay(cfg, values: Mapping[str, Any], skip: set[str] = frozenset(), top: bool = True) -> None:
+    """Lay the baseline's resolved ``values`` over ``cfg`` (see the module docstring)."""
+    from omegaconf import DictConfig
+
+    from rageval.redact import MASK
+
+    for key, value in values.items():
+        if top and key in skip or key == "cache_dir":
+            continue
+        node = cfg._get_node(key) if key in cfg else None
+        if node is not None and node._is_interpolation():
+            continue  # machine-local or derived: resolved here, not replayed
+        if isinstance(value, Mapping) and isinstance(node, DictConfig):
+            _replay(node, value, top=False)
+        elif isinstance(value, str) and MASK in value:
+            continue
+        else:
+            cfg[key] = value
+
+
+def run_check(baseline_path: str | Path, overrides: Sequence[str] | None = None,
+              out: str | Path | None = None, mlflow: bool = False, quiet: bool = False):  # fmt: skip
+    """Re-run ``baseline_path``'s config with ``overrides`` and compare; returns the
+    :class:`~rageval.gate.compare.Comparison` and the folder holding the re-run's report,
+    gate.md (for a pull-request comment) and gate.json."""
+    from rageval.app.main import run_job
+    from rageval.formats.atomic import atomic_write_text
+    from rageval.gate.baseline import load_baseline
+    from rageval.gate.compare import compare
+
+    baseline = load_baseline(baseline_path)
+    overrides = list(overrides or [])
+    cfg = compose_from_baseline(baseline, overrides, mlflow)
+    out_dir = Path(out) if out else Path("outputs") / "check" / time.strftime("%Y-%m-%d_%H-%M-%S")
+    choices = effective_choices(baseline, overrides)
+    report = run_job(cfg, out_dir, overrides=overrides, choices=choices, quiet=quiet)
+    gate = cfg.gate
+    cmp = compare(
+        baseline,
+        report.to_dict(),
+        metrics=[str(m) for m in gate.metrics],
+        tolerance=float(gate.tolerance),
+        tolerances={str(k): float(v) for k, v in gate.tolerances.items()},
+        require_significance=bool(gate.require_significance),
+        alpha=float(gate.alpha),
+        resamples=int(gate.resamples),
+    )
+    atomic_write_text(out_dir / "gate.json", json.dumps(cmp.to_dict(), indent=2))
+    atomic_write_text(out_dir / "gate.md", cmp.markdown())
+    return cmp, out_dir

@@ -1,0 +1,169 @@
+"""``rageval promote``: make a run the committed baseline, guarded against the wrong run.
+
+The golden set (and corpus) a run is checked against is the one the *project* gates on, never
+the run's own: ``--golden`` if given, else the dataset of the current baseline's configuration
+(rebuilt on this machine, as ``rageval check`` would run it), else conf/'s default dataset. A run
+measured on another golden set is refused unless ``--force``; ``--best`` only looks at runs
+measured on that golden set and corpus (and label set), so a toy dataset logged in the same
+experiment can never be promoted by accident. Metric names need a cutoff (``ndcg@5``).
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rageval.errors import InputError
+from rageval.gate.baseline import config_summary, load_report, write_baseline
+from rageval.scoring.spec import MetricSpec
+
+
+@dataclass(frozen=True)
+class ProjectData:
+    """What the project gates on: golden-set and corpus digests, and where they came from."""
+
+    golden: str | None
+    corpus: str | None
+    where: str
+
+
+@dataclass(frozen=True)
+class Promoted:
+    path: Path
+    run_id: str | None
+    report: dict[str, Any]
+    metric: str | None
+
+    def summary(self) -> str:
+        """What was promoted: run, config, headline metric (the --best metric first)."""
+        m = self.metric or f"ndcg@{self.report.get('k', 5)}"
+        value = self.report["metrics"].get(m)
+        source = f"run {self.run_id}" if self.run_id else "the report file"
+        shown = f"{m} = {value:.4f}" if isinstance(value, int | float) else f"{m} not recorded"
+        return (
+            f"promoted {source} to {self.path} ({self.path.stem}.per_query.csv beside it): "
+            f"{config_summary(self.report)}; {len(self.report['per_query'])} queries; {shown}"
+        )
+
+
+def _dataset_digests(dataset: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    from rageval.inputs.corpus import corpus_digest, load_corpus
+    from rageval.inputs.golden import load_golden
+
+    if dataset.get("format") == "beir" or not dataset.get("golden"):
+        return None, None
+    golden = Path(str(dataset["golden"])).expanduser()
+    corpus = Path(str(dataset.get("corpus") or "")).expanduser()
+    if not golden.is_file():
+        return None, None
+    corpus_d = (
+        corpus_digest(load_corpus(str(corpus)))
+        if dataset.get("corpus") and corpus.exists()
+        else None
+    )
+    return load_golden(str(golden)).digest, corpus_d
+
+
+def project_data(baseline_path: str | Path, golden: str | None = None) -> ProjectData:
+    """The golden set (and corpus) the project gates on; see the module docstring."""
+    from omegaconf import OmegaConf
+
+    from rageval.inputs.golden import load_golden
+
+    if golden:
+        return ProjectData(load_golden(golden).digest, None, f"--golden {golden}")
+    if Path(baseline_path).is_file():
+        from rageval.app.gate_run import compose_from_baseline
+
+        current = load_report(baseline_path)
+        digests = current.get("digests") or {}
+        if not current.get("config"):  # a baseline that does not record its dataset: its digests
+            return ProjectData(digests.get("golden") or None, digests.get("corpus") or None,
+                               f"the current baseline {baseline_path}")  # fmt: skip
+        cfg = compose_from_baseline(current, [])
+        dataset = OmegaConf.to_container(cfg.dataset, resolve=True)
+        g, c = _dataset_digests(dataset)
+        if g:
+            return ProjectData(g, c, f"the current baseline's dataset ({dataset['golden']})")
+        return ProjectData(
+            digests.get("golden"), digests.get("corpus"), f"the current baseline {baseline_path}"
+        )
+    from rageval.app.gate_run import compose_from_baseline
+
+    cfg = compose_from_baseline({}, [])
+    dataset = OmegaConf.to_container(cfg.dataset, resolve=True)
+    g, c = _dataset_digests(dataset)
+    return ProjectData(g, c, f"the configured dataset.golden ({dataset.get('golden')})")
+
+
+def fetch_report(client, run_id: str) -> dict[str, Any]:
+    """The report.json artifact of MLflow run ``run_id``."""
+    try:
+        run = client.get_run(run_id)
+    except Exception:
+        raise InputError(
+            f"no MLflow run {run_id!r} in this tracking store; check --tracking-uri"
+        ) from None
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            path = client.download_artifacts(run.info.run_id, "report.json", tmp)
+        except Exception:
+            raise InputError(
+                f"run {run_id} has no report.json artifact (was it logged by rageval?)"
+            ) from None
+        return load_report(path)
+
+
+def promote(run: str | None, baseline: str, *, best: str | None = None, experiment: str = "rageval",
+            sweep: str | None = None, golden: str | None = None, force: bool = False,
+            uri: str | None = None) -> Promoted:  # fmt: skip
+    """Write the baseline from a run id, a report.json path or the best run; returns what was
+    promoted. Refuses (InputError) a run measured on another golden set unless ``force``."""
+    from rageval.tracking import lookups
+
+    spec = MetricSpec.parse(best) if best else None  # a name without @k is an error listing choices
+    project = project_data(baseline, golden)
+    client, run_id = None, None
+    if run and Path(run).is_file():
+        report = load_report(run)
+    else:
+        from rageval.tracking.runs import client_for, tracking_uri
+
+        client = client_for(tracking_uri(uri))
+        if spec is not None:
+            found = lookups.best_run(client, experiment, spec.mlflow_key, golden_digest=project.golden,
+                                     corpus_digest=project.corpus, sweep=sweep,
+                                     label_set=None)  # fmt: skip
+            if found is None:
+                total = lookups.count_runs(client, experiment, sweep)
+                raise InputError(
+                    f"none of the {total} finished runs in {experiment!r}"
+                    f"{' sweep ' + sweep if sweep else ''} has {spec} measured on the golden set "
+                    f"of {project.where} (digest {(project.golden or '?')[:12]}); run the "
+                    "evaluation on it, or pass --golden for another golden set"
+                )
+            run_id = found.info.run_id
+        elif run:
+            run_id = run
+        else:
+            raise InputError(
+                "name a run: rageval promote RUN_ID, a report.json path, or --best METRIC"
+            )
+        report = fetch_report(client, run_id)
+    then = report["digests"].get("golden", "")
+    if project.golden and then != project.golden and not force:
+        raise InputError(
+            f"the run was measured on another golden set (digest {then[:12]}) than the project gates "
+            f"on ({project.golden[:12]}, from {project.where}); re-run it on that golden set, pass "
+            "--golden for another one, or --force"
+        )
+    source = {"run_id": run_id or report.get("mlflow_run_id"), "file": run if client is None else None,
+              "promoted_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}  # fmt: skip
+    path = write_baseline(report, baseline, source)
+    if client is not None and run_id:
+        lookups.move_baseline_tag(client, run_id)
+    return Promoted(path, run_id, report, str(spec) if spec else None)

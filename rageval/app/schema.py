@@ -1,0 +1,61 @@
+"""The schema of the top-level config: Hydra checks types at compose time (``chunk=abc`` is refused).
+
+``conf/config.yaml`` extends ``rageval_schema`` (registered here in Hydra's ConfigStore). The group
+nodes (dataset, embedding, backend, search, rerank) are open mappings: each option names its own
+``_target_`` and arguments. A new top-level key is added here and in conf/config.yaml.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from omegaconf import MISSING
+
+SCHEMA_NAME = "rageval_schema"
+
+
+@dataclass
+class MlflowConfig:
+    """Where and whether runs are logged."""
+
+    enabled: bool = True
+    # null: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db in the working directory
+    tracking_uri: str | None = None
+    experiment: str = "rageval"
+    run_name: str | None = None
+    # the metric that marks the best job of a sweep
+    compare_metric: str = "ndcg@${k}"
+
+
+@dataclass
+class RagevalConfig:
+    """The top-level keys of a run's config and their types."""
+
+    dataset: dict[str, Any] = MISSING
+    embedding: dict[str, Any] = MISSING
+    backend: dict[str, Any] = MISSING
+    search: dict[str, Any] = MISSING
+    # null: no reranking; rerank=cross_encoder picks a reranker
+    rerank: dict[str, Any] | None = None
+    chunk: int = 256
+    chunk_overlap: int = 0
+    k: int = 5
+    ks: list[int] = field(default_factory=lambda: [1, 3, 5, 10, 20])
+    level: str = "auto"
+    depth: int | None = None
+    latency_sample: int = 20
+    query_batch: int = 10_000
+    allow_model_mismatch: bool = False
+    retries: int = 2
+    retry_backoff: float = 0.5
+    cache_dir: str = MISSING
+    mlflow: MlflowConfig = field(default_factory=MlflowConfig)
+    gate: dict[str, Any] = field(default_factory=dict)
+
+
+def register_schema() -> None:
+    """Store the schema in Hydra's ConfigStore (idempotent), for conf/config.yaml to extend."""
+    from hydra.core.config_store import ConfigStore
+
+    ConfigStore.instance().store(name=SCHEMA_NAME, node=RagevalConfig)

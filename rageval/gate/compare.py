@@ -1,0 +1,313 @@
+"""The regression gate: compare a run with the baseline query by query, in phases.
+
+1. pair: the queries both reports hold, each gate metric's per-query values side by side;
+2. test: a metric regresses when its mean drops by more than its tolerance (absolute); each metric
+   also gets a paired randomization test on the per-query values, Holm-adjusted across metrics
+   (``require_significance`` makes a drop count only when that test confirms it);
+3. win/tie/loss: per metric, the queries that went up, stayed, went down;
+4. queries: those that lost their hit at k (split into "fell out of the top k" and "no longer
+   retrieved" within the search depth), those that gained one, the largest first-rank drops.
+
+A golden set that changed since the baseline is its own verdict: neither a pass nor a regression.
+:func:`compare` returns a :class:`Comparison`; ``console()``, ``markdown()`` and ``to_dict()`` are
+views of it (``rageval check`` writes gate.md and gate.json).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from rageval.errors import InputError
+from rageval.gate.baseline import config_summary
+from rageval.scoring.spec import MetricSpec
+from rageval.scoring.stats import holm, paired_randomization_test
+
+PASS, REGRESSED, GOLDEN_CHANGED = "pass", "regressed", "golden_changed"
+OUT_OF_TOP_K, NOT_RETRIEVED = "out_of_top_k", "not_retrieved"
+SHOWN = 10  # queries listed before the rest goes into a <details> block / "and N more"
+# config keys that say where a run happened, not what it measured: left out of the config diff
+WHERE_KEYS = ("hydra", "mlflow", "gate", "cache_dir", "latency_sample", "query_batch")
+
+
+@dataclass
+class MetricRow:
+    metric: str
+    baseline: float
+    current: float
+    delta: float
+    tolerance: float
+    p_value: float  # Holm-adjusted
+    verdict: str  # "regressed", "improved", "ok"
+    wins: int = 0
+    ties: int = 0
+    losses: int = 0
+
+
+@dataclass
+class Comparison:
+    status: str
+    rows: list[MetricRow]
+    lost_hits: list[dict[str, Any]] = field(default_factory=list)
+    gained_hits: list[dict[str, Any]] = field(default_factory=list)
+    rank_drops: list[dict[str, Any]] = field(default_factory=list)
+    golden: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    k: int = 0
+    n_queries: int = 0
+    baseline_info: dict[str, Any] = field(default_factory=dict)
+    current_info: dict[str, Any] = field(default_factory=dict)
+    config_diff: list[str] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        return {PASS: 0, REGRESSED: 1}.get(self.status, 2)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def header_lines(self) -> list[str]:
+        b, c = self.baseline_info, self.current_info
+        run = f"run {b['run_id']}" if b.get("run_id") else (b.get("file") or "a report file")
+        lines = [
+            f"Baseline: {run}, promoted {b.get('promoted_at') or '?'}: {b.get('config')}",
+            f"Current: {c.get('config')}"
+            + (f" (overrides: {' '.join(c['overrides'])})" if c.get("overrides") else ""),
+            f"Config changes: {'; '.join(self.config_diff) if self.config_diff else 'none'}",
+            f"Queries compared: {self.n_queries}; tolerance: absolute drop of the mean per metric; "
+            f"p: paired randomization test, Holm-adjusted over {len(self.rows)} metrics",
+        ]
+        return lines
+
+    def markdown(self) -> str:
+        head = {PASS: "✅ No retrieval regression", REGRESSED: "❌ Retrieval regressed",
+                GOLDEN_CHANGED: "⚠️ Golden set changed since the baseline"}[self.status]  # fmt: skip
+        lines = [f"### {head}", ""]
+        lines += [f"- {line}" for line in self.header_lines()]
+        lines += [
+            "",
+            "| metric | baseline | current | delta | tolerance | p (Holm) | win/tie/loss | verdict |",
+            "|---|---:|---:|---:|---:|---:|---:|---|",
+        ]
+        for r in self.rows:
+            lines.append(
+                f"| {r.metric} | {r.baseline:.4f} | {r.current:.4f} | {r.delta:+.4f} | "
+                f"{r.tolerance:.4f} | {r.p_value:.3g} | {r.wins}/{r.ties}/{r.losses} | {r.verdict} |"
+            )
+        sections = [
+            (f"Queries that lost their hit@{self.k}", self.lost_hits, _lost_line),
+            ("Largest drops of the first relevant rank", self.rank_drops, _drop_line),
+            (f"Queries that gained a hit@{self.k}", self.gained_hits, _gain_line),
+        ]
+        for title, items, line in sections:
+            if not items:
+                continue
+            lines += ["", f"**{title}** ({len(items)})", ""]
+            lines += [f"- {line(q, self.k, md=True)}" for q in items[:SHOWN]]
+            if len(items) > SHOWN:
+                lines += ["", f"<details><summary>{len(items) - SHOWN} more</summary>", ""]
+                lines += [f"- {line(q, self.k, md=True)}" for q in items[SHOWN:]]
+                lines += ["", "</details>"]
+        lines += ["", *[f"_{n}_" for n in self.notes]]
+        return "\n".join(lines).rstrip() + "\n"
+
+    def console(self) -> str:
+        out = list(self.header_lines())
+        w = max([len(r.metric) for r in self.rows] + [6])
+        out.append(
+            f"{'metric':<{w}}  baseline   current     delta  tolerance  p (Holm)  win/tie/loss  verdict"
+        )
+        for r in self.rows:
+            wtl = f"{r.wins}/{r.ties}/{r.losses}"
+            out.append(
+                f"{r.metric:<{w}}  {r.baseline:8.4f}  {r.current:8.4f}  {r.delta:+8.4f}  "
+                f"{r.tolerance:9.4f}  {r.p_value:8.3g}  {wtl:>12}  {r.verdict}"
+            )
+        for items, line in ((self.lost_hits, _lost_line), (self.rank_drops, _drop_line),
+                            (self.gained_hits, _gain_line)):  # fmt: skip
+            out += [line(q, self.k) for q in items[:SHOWN]]
+            if len(items) > SHOWN:
+                out.append(f"  ... and {len(items) - SHOWN} more (see gate.md)")
+        out += self.notes
+        verdict = {PASS: "PASS: nothing regressed beyond tolerance", REGRESSED: "FAIL: " + ", ".join(
+            r.metric for r in self.rows if r.verdict == "regressed") + " regressed",
+            GOLDEN_CHANGED: "GOLDEN SET CHANGED: neither a pass nor a regression; re-promote a baseline"}[self.status]  # fmt: skip
+        return "\n".join([*out, verdict])
+
+
+def _rank(r: int) -> str:
+    return str(r) if r else "not retrieved"
+
+
+def _names(q: Mapping[str, Any]) -> str:
+    """Readable evidence for a query line: expected documents and what came back, when known."""
+    parts = []
+    if q.get("expected"):
+        parts.append("expected " + ", ".join(map(str, q["expected"][:3])))
+    if q.get("retrieved"):
+        parts.append("got " + ", ".join(map(str, q["retrieved"][:3])))
+    return f" [{'; '.join(parts)}]" if parts else ""
+
+
+def _lost_line(q: Mapping[str, Any], k: int, md: bool = False) -> str:
+    tag = f"`MISS {q['id']}`" if md else f"MISS {q['id']}"
+    if q["why"] == NOT_RETRIEVED:
+        why = f"no longer retrieved (rank {q['baseline_rank']} -> beyond the search depth)"
+    else:
+        why = f"fell out of the top {k} (rank {q['baseline_rank']} -> {q['current_rank']})"
+    return f"{tag} {why}: {q['query']}{_names(q)}"
+
+
+def _drop_line(q: Mapping[str, Any], k: int, md: bool = False) -> str:
+    tag = f"`{q['id']}`" if md else f"RANK {q['id']}:"
+    return f"{tag} rank {_rank(q['baseline_rank'])} -> {_rank(q['current_rank'])}: {q['query']}"
+
+
+def _gain_line(q: Mapping[str, Any], k: int, md: bool = False) -> str:
+    tag = f"`HIT {q['id']}`" if md else f"HIT {q['id']}:"
+    return f"{tag} {q['query']}"
+
+
+def tolerance_for(metric: str, default: float, per_metric: Mapping[str, float]) -> float:
+    """``per_metric``'s tolerance for ``metric`` (keys in either spelling), else ``default``."""
+    spec = MetricSpec.parse(metric)
+    for key, value in per_metric.items():
+        if MetricSpec.parse(str(key)) == spec:
+            return float(value)
+    return float(default)
+
+
+def _num(x: Any) -> float:
+    return math.nan if x is None else float(x)
+
+
+def _flat(node: Any, prefix: str = "") -> dict[str, Any]:
+    if not isinstance(node, Mapping):
+        return {prefix[:-1]: node}
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if not prefix and key in WHERE_KEYS or key == "cache_dir":
+            continue
+        out.update(_flat(value, f"{prefix}{key}."))
+    return out
+
+
+def config_diff(
+    baseline: Mapping[str, Any], current: Mapping[str, Any], limit: int = 10
+) -> list[str]:
+    """``chunk: 256 -> 512`` for each config value that differs (where-it-ran keys left out)."""
+    a, b = _flat(baseline.get("config") or {}), _flat(current.get("config") or {})
+    diffs = [f"{k}: {a.get(k, '(unset)')} -> {b.get(k, '(unset)')}" for k in sorted(a.keys() | b.keys())
+             if a.get(k) != b.get(k)]  # fmt: skip
+    if len(diffs) > limit:
+        diffs = [*diffs[:limit], f"and {len(diffs) - limit} more"]
+    return diffs
+
+
+def _info(report: Mapping[str, Any]) -> dict[str, Any]:
+    source = report.get("promoted_from") or {}
+    return {"run_id": source.get("run_id") or report.get("mlflow_run_id"), "file": source.get("file"),
+            "promoted_at": source.get("promoted_at"), "config": config_summary(report),
+            "overrides": list(report.get("overrides") or [])}  # fmt: skip
+
+
+def compare(
+    baseline: Mapping[str, Any],
+    current: Mapping[str, Any],
+    metrics: Sequence[str],
+    tolerance: float = 0.03,
+    tolerances: Mapping[str, float] | None = None,
+    require_significance: bool = False,
+    alpha: float = 0.05,
+    resamples: int = 10000,
+    top_drops: int = 10,
+) -> Comparison:
+    """Compare two reports query by query (see the module docstring)."""
+    tolerances = tolerances or {}
+    metrics = [str(MetricSpec.parse(m)) for m in metrics]
+    golden = {"baseline": baseline["digests"].get("golden", ""),
+              "current": current["digests"].get("golden", "")}  # fmt: skip
+    # phase 1: pair the queries
+    base_q = {r["id"]: r for r in baseline["per_query"]}
+    cur_q = {r["id"]: r for r in current["per_query"]}
+    shared = [q for q in base_q if q in cur_q]
+    notes = []
+    if len(shared) != len(base_q) or len(shared) != len(cur_q):
+        notes.append(
+            f"{len(base_q)} baseline queries, {len(cur_q)} current, {len(shared)} compared"
+        )
+    rows, pvals = [], []
+    for m in metrics:
+        if m not in baseline["metrics"] or m not in current["metrics"]:
+            raise InputError(
+                f"metric {m!r} is missing from the baseline or the current report; gate.metrics "
+                "lists metrics both have"
+            )
+        a = np.array([_num(base_q[q].get(m)) for q in shared])
+        b = np.array([_num(cur_q[q].get(m)) for q in shared])
+        ok = ~(np.isnan(a) | np.isnan(b))
+        # phase 2: the paired test (adjusted below); phase 3: win/tie/loss
+        p = (
+            paired_randomization_test(a[ok], b[ok], n_resamples=resamples, seed=0)
+            if ok.any()
+            else 1.0
+        )
+        pvals.append(p)
+        d = b[ok] - a[ok]
+        base_mean, cur_mean = float(baseline["metrics"][m]), float(current["metrics"][m])
+        rows.append(MetricRow(m, base_mean, cur_mean, cur_mean - base_mean,
+                              tolerance_for(m, tolerance, tolerances), p, "ok",
+                              int((d > 1e-12).sum()), int((abs(d) <= 1e-12).sum()), int((d < -1e-12).sum())))  # fmt: skip
+    for r, p_adj in zip(rows, holm(pvals) if pvals else [], strict=True):
+        r.p_value = float(p_adj)
+        significant = p_adj < alpha or not require_significance
+        if r.delta < -r.tolerance - 1e-12 and significant:
+            r.verdict = "regressed"
+        elif r.delta > r.tolerance + 1e-12:
+            r.verdict = "improved"
+    # phase 4: the queries behind the numbers
+    k = int(baseline["k"])
+    hit = f"hit_rate@{k}"
+    lost, gained, drops = [], [], []
+    for q in shared:
+        was, now = _num(base_q[q].get(hit)) > 0, _num(cur_q[q].get(hit)) > 0
+        a, b = base_q[q].get("first_relevant_rank") or 0, cur_q[q].get("first_relevant_rank") or 0
+        row = {"id": q, "query": cur_q[q].get("query", ""), "baseline_rank": a, "current_rank": b}
+        row.update(_labels(cur_q[q], k))
+        if was and not now:
+            lost.append({**row, "why": NOT_RETRIEVED if not b else OUT_OF_TOP_K})
+        elif now and not was:
+            gained.append(row)
+        elif a and (b == 0 or b > a):
+            drops.append({**row, "fall": (b or 10**6) - a})
+    drops.sort(key=lambda d: (-d["fall"], d["id"]))
+    if golden["baseline"] != golden["current"]:
+        status = GOLDEN_CHANGED
+        notes.append(f"golden set digest {golden['baseline'][:12]} (baseline) != {golden['current'][:12]} (now): "
+                     "promote a new baseline after reviewing the change")  # fmt: skip
+    else:
+        status = REGRESSED if any(r.verdict == "regressed" for r in rows) else PASS
+    improved = [r.metric for r in rows if r.verdict == "improved"]
+    if improved:
+        notes.append(
+            "improved beyond tolerance: " + ", ".join(improved) + " (consider promoting this run)"
+        )
+    return Comparison(status, rows, lost, gained, drops[:top_drops], golden, notes, k, len(shared),
+                      _info(baseline), _info(current), config_diff(baseline, current))  # fmt: skip
+
+
+def _labels(row: Mapping[str, Any], k: int) -> dict[str, Any]:
+    """Readable names (``doc-id:ordinal``) of what was expected and retrieved, when the report
+    carries them; nothing otherwise (the lines then show ids only)."""
+    out = {}
+    expected = row.get("expected_docs") or row.get("expected_labels")
+    if expected:
+        out["expected"] = list(expected)
+    retrieved = row.get("retrieved_labels") or row.get("retrieved")
+    if retrieved:
+        out["retrieved"] = list(retrieved)[:k]
+    return out

@@ -1,0 +1,82 @@
+"""MLflow look-ups for ``rageval promote``: the best run on a golden set, the current baseline tag.
+
+Every value put into a search filter goes through :func:`quote`, so a run id, sweep id or digest
+holding a quote cannot change the filter's meaning.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rageval.errors import InputError
+
+BASELINE_TAG = "rageval.baseline"
+GOLDEN_TAG = "rageval.golden_digest"
+CORPUS_TAG = "rageval.corpus_digest"
+LABELS_TAG = "rageval.label_set"
+
+
+def quote(value: str) -> str:
+    """A string literal for an MLflow filter. Run ids, sweep ids and digests are plain tokens;
+    anything holding a quote, backslash or control character is refused, never pasted in."""
+    text = str(value)
+    if not text or any(c in text for c in "'\"\\`") or not text.isprintable():
+        raise InputError(
+            f"{text[:40]!r} is not a valid MLflow id or digest (quotes, backslashes and control "
+            "characters are refused); pass the run id as MLflow shows it"
+        )
+    return f"'{text}'"
+
+
+def best_run(
+    client,
+    experiment: str,
+    metric_key: str,
+    *,
+    golden_digest: str | None,
+    corpus_digest: str | None = None,
+    label_set: str | None = None,
+    sweep: str | None = None,
+) -> Any:
+    """The finished run with the highest ``metric_key`` measured on the given golden set and
+    corpus (and label set, when runs record one); None when no run qualifies."""
+    exp = client.get_experiment_by_name(experiment)
+    if exp is None:
+        raise InputError(f"no MLflow experiment named {experiment!r}; pass --experiment")
+    parts = ["attributes.status = 'FINISHED'"]
+    if sweep:
+        parts.append(f"tags.`mlflow.parentRunId` = {quote(sweep)}")
+    if golden_digest:
+        parts.append(f"tags.`{GOLDEN_TAG}` = {quote(golden_digest)}")
+    if corpus_digest:
+        parts.append(f"tags.`{CORPUS_TAG}` = {quote(corpus_digest)}")
+    runs = client.search_runs(
+        [exp.experiment_id],
+        filter_string=" and ".join(parts),
+        order_by=[f"metrics.`{metric_key}` DESC"],
+        max_results=200,
+    )
+    runs = [r for r in runs if metric_key in r.data.metrics]
+    if label_set:
+        runs = [r for r in runs if r.data.tags.get(LABELS_TAG, "gold") == label_set]
+    return runs[0] if runs else None
+
+
+def count_runs(client, experiment: str, sweep: str | None = None) -> int:
+    """Finished runs in ``experiment`` (one sweep's with ``sweep``), for error messages."""
+    exp = client.get_experiment_by_name(experiment)
+    if exp is None:
+        return 0
+    filt = "attributes.status = 'FINISHED'"
+    if sweep:
+        filt += f" and tags.`mlflow.parentRunId` = {quote(sweep)}"
+    return len(client.search_runs([exp.experiment_id], filter_string=filt, max_results=1000))
+
+
+def move_baseline_tag(client, run_id: str) -> None:
+    """Tag ``run_id`` as its experiment's baseline and untag the previous one."""
+    exp_id = client.get_run(run_id).info.experiment_id
+    for old in client.search_runs([exp_id], filter_string=f"tags.`{BASELINE_TAG}` = 'true'"):
+        if old.info.run_id != run_id:
+            client.delete_tag(old.info.run_id, BASELINE_TAG)
+    client.set_tag(run_id, BASELINE_TAG, "true")

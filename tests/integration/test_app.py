@@ -1,0 +1,183 @@
+"""Integration: the Hydra app in-process and as a subprocess, with a real MLflow store."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rageval.app.main import run_app
+
+pytestmark = pytest.mark.integration
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def mini_args(mini, cache, tmp_path, *extra):
+    return [
+        "dataset=custom",
+        f"dataset.corpus={mini / 'corpus'}",
+        f"dataset.golden={mini / 'golden.jsonl'}",
+        f"cache_dir={cache}",
+        f"mlflow.tracking_uri=sqlite:///{tmp_path / 'mlflow.db'}",
+        "latency_sample=3",
+        *extra,
+    ]
+
+
+def client(tmp_path):
+    from mlflow.tracking import MlflowClient
+
+    return MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+
+
+def artifacts(c, run_id):
+    return {a.path for a in c.list_artifacts(run_id)}
+
+
+def test_single_run_writes_report_and_logs_everything_to_mlflow(
+    mini, shared_cache, tmp_path, capsys
+):
+    out = tmp_path / "run"
+    code = run_app(
+        mini_args(mini, shared_cache, tmp_path, "chunk=64", "search=hybrid", f"hydra.run.dir={out}")
+    )
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert (
+        "precision@5" in printed
+        and "95% CI" in printed
+        and f"report: {out / 'report.json'}" in printed
+    )
+    rep = json.loads((out / "report.json").read_text())
+    for key in (
+        "metrics",
+        "per_query",
+        "config",
+        "digests",
+        "timings",
+        "mlflow_run_id",
+        "ci",
+        "latency",
+    ):
+        assert key in rep
+    for m in ("precision", "recall", "hit_rate", "mrr", "ndcg", "map"):
+        for k in (1, 3, 5, 10, 20):
+            assert 0.0 <= rep["metrics"][f"{m}@{k}"] <= 1.0
+    assert len(rep["per_query"]) == 8 and rep["config"]["chunk"] == 64
+    assert set(rep["latency"]) == {"p50_ms", "p95_ms", "queries_sampled"}
+
+    c = client(tmp_path)
+    run = c.get_run(rep["mlflow_run_id"])
+    assert run.data.params["search"] == "hybrid" and run.data.params["chunk"] == "64"
+    assert run.data.params["search.mode"] == "hybrid" and run.data.params["backend"] == "faiss"
+    assert run.data.metrics["precision_at_5"] == pytest.approx(rep["metrics"]["precision@5"])
+    curve = c.get_metric_history(run.info.run_id, "recall")
+    assert sorted(m.step for m in curve) == [1, 3, 5, 10, 20]
+    assert {m.step: m.value for m in curve}[5] == pytest.approx(rep["metrics"]["recall@5"])
+    assert "latency_p95_ms" in run.data.metrics and "time_index_s" in run.data.metrics
+    tags = run.data.tags
+    assert tags["rageval.golden_digest"] == rep["digests"]["golden"]
+    assert tags["rageval.corpus_digest"] == rep["digests"]["corpus"]
+    assert tags["rageval.model_fingerprint"] == rep["digests"]["model"] != ""
+    assert "rageval.git_commit" in tags and tags["rageval.git_dirty"] in ("true", "false")
+    assert {"report.json", "per_query.csv", "per_query.json", "config.yaml", "metrics_at_k.png",
+            "run.trec", "qrels.trec"} <= artifacts(c, run.info.run_id)  # fmt: skip
+
+
+def test_sweep_2x2_nests_four_runs_under_a_parent_with_the_comparison(
+    mini, shared_cache, tmp_path, capsys
+):
+    sweep = tmp_path / "sweep"
+    code = run_app(["-m", *mini_args(mini, shared_cache, tmp_path, f"hydra.sweep.dir={sweep}"),
+                    "chunk=32,64", "search=vector,bm25"])  # fmt: skip
+    assert code == 0
+    c = client(tmp_path)
+    exp = c.get_experiment_by_name("rageval")
+    runs = c.search_runs([exp.experiment_id])
+    parents = [r for r in runs if r.data.tags.get("rageval.sweep") == "parent"]
+    assert len(parents) == 1
+    parent = parents[0].info.run_id
+    children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent]
+    assert len(children) == 4
+    assert {(r.data.params["chunk"], r.data.params["search"]) for r in children} == {
+        ("32", "vector"), ("32", "bm25"), ("64", "vector"), ("64", "bm25")}  # fmt: skip
+    assert {"comparison.md", "comparison.csv"} <= artifacts(c, parent)
+    md = (sweep / "comparison.md").read_text()
+    assert (
+        sum(line.startswith("| ") for line in md.splitlines()) == 5
+        and md.count("| best |") == 1
+        and "| chunk | search |" in md
+    )
+    assert "Sweep of 4 jobs (0 failed)" in capsys.readouterr().out
+
+
+def run_cli(args, cwd, env_extra=None):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", **(env_extra or {})}
+    return subprocess.run([sys.executable, "-m", "rageval", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=600)  # fmt: skip
+
+
+def test_joblib_sweep_as_a_subprocess_from_another_directory(mini, shared_cache, tmp_path):
+    # the parent's process creates the experiment and parent run before the workers start
+    args = mini_args(mini, shared_cache, tmp_path, f"hydra.sweep.dir={tmp_path / 'sw'}", "hydra/launcher=joblib",
+                     "hydra.launcher.n_jobs=2", "latency_sample=0")  # fmt: skip
+    proc = run_cli(["-m", *args, "chunk=32,64", "search=vector,bm25"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    c = client(tmp_path)
+    runs = c.search_runs([c.get_experiment_by_name("rageval").experiment_id])
+    parent = next(r for r in runs if r.data.tags.get("rageval.sweep") == "parent").info.run_id
+    assert sum(r.data.tags.get("mlflow.parentRunId") == parent for r in runs) == 4
+
+
+def test_bad_override_and_bad_input_exit_2_with_one_line(mini, shared_cache, tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(
+        '{"id": "q1", "query": "x", "evidence": [{"doc": "faq", "quote": "nowhere in the faq"}]}\n'
+    )
+    args = mini_args(
+        mini, shared_cache, tmp_path, f"dataset.golden={bad}", f"hydra.run.dir={tmp_path / 'r'}"
+    )
+    proc = run_cli(args, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert f"rageval: error: {bad}:1: query 'q1': evidence[0] quote not found" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "r" / "report.json").exists()
+    proc = run_cli([*mini_args(mini, shared_cache, tmp_path), "chunk=-5"], cwd=tmp_path)
+    assert (
+        proc.returncode == 2
+        and "chunk must be >= 0" in proc.stderr
+        and "Traceback" not in proc.stderr
+    )
+
+
+def test_a_secret_on_the_command_line_never_reaches_mlflow_or_the_console(
+    mini, shared_cache, tmp_path
+):
+    secret = "sk-live-9f8e7d6c5b4a"
+    env_secret = "env-secret-0a1b2c3d4e"
+    out = tmp_path / "run"
+    proc = run_cli(mini_args(mini, shared_cache, tmp_path, f"+dataset.api_token={secret}",
+                             f"+mlflow.password={secret}", f"hydra.run.dir={out}"),
+                   cwd=tmp_path, env_extra={"AZURE_SEARCH_API_KEY": env_secret})  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert secret not in proc.stdout + proc.stderr
+    rep = json.loads((out / "report.json").read_text())
+    c = client(tmp_path)
+    run = c.get_run(rep["mlflow_run_id"])
+    blob = json.dumps([run.data.params, run.data.tags])
+    assert run.data.params["dataset.api_token"] == "***"
+    dl = Path(c.download_artifacts(run.info.run_id, "", str(tmp_path / "dl")))
+    for f in [*dl.rglob("*"), *out.rglob("*")]:
+        if f.is_file():
+            blob += f.read_bytes().decode("utf-8", "replace")
+    assert secret not in blob and env_secret not in blob
+
+
+def test_rageval_run_is_the_hydra_app_and_chunk_is_a_plain_integer(tmp_path):
+    rageval = os.path.join(os.path.dirname(sys.executable), "rageval")
+    proc = subprocess.run([rageval, "run", "chunk=512", "search=hybrid", "--cfg", "job"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "chunk: 512" in proc.stdout and "mode: hybrid" in proc.stdout

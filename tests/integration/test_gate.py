@@ -1,0 +1,218 @@
+"""Integration: promote a real run, then gate re-runs of it with `rageval check`."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from rageval.app.gate_run import run_check
+from rageval.app.main import run_app
+from rageval.app.promote import promote
+from rageval.errors import ConfigError, InputError
+from rageval.gate.baseline import load_baseline
+from rageval.testing import assert_no_regression
+from rageval.tracking.lookups import BASELINE_TAG
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory, mini, shared_cache):
+    """Two runs of the fixture (chunk 64 and 32) and one of a 2-query toy golden set (which
+    scores higher) logged to one SQLite store."""
+    d = tmp_path_factory.mktemp("gate")
+    uri = f"sqlite:///{d / 'mlflow.db'}"
+    toy = d / "toy.jsonl"
+    toy.write_text("".join((mini / "golden.jsonl").read_text().splitlines(keepends=True)[:2]))
+    reports = {}
+    for name, chunk, golden in (
+        (64, 64, mini / "golden.jsonl"),
+        (32, 32, mini / "golden.jsonl"),
+        ("toy", 64, toy),
+    ):
+        out = d / f"run{name}"
+        assert run_app(["dataset=custom", f"dataset.corpus={mini / 'corpus'}", f"dataset.golden={golden}",
+                        f"cache_dir={shared_cache}", f"mlflow.tracking_uri={uri}", f"chunk={chunk}",
+                        "latency_sample=0", f"hydra.run.dir={out}"]) == 0  # fmt: skip
+        reports[name] = json.loads((out / "report.json").read_text())
+    return {"dir": d, "uri": uri, "reports": reports, "golden": mini / "golden.jsonl"}
+
+
+@pytest.fixture(autouse=True)
+def _cache_env(monkeypatch, shared_cache):
+    monkeypatch.setenv("RAGEVAL_CACHE_DIR", str(shared_cache))
+
+
+def tagged(uri, run_id):
+    from mlflow.tracking import MlflowClient
+
+    return MlflowClient(tracking_uri=uri).get_run(run_id).data.tags.get(BASELINE_TAG)
+
+
+def test_promote_by_run_id_writes_the_report_and_moves_the_mlflow_tag(store, tmp_path):
+    r64, r32 = store["reports"][64], store["reports"][32]
+    done = promote(r64["mlflow_run_id"], str(tmp_path / "baseline.json"), uri=store["uri"],
+                   golden=str(store["golden"]))  # fmt: skip
+    path, run_id = done.path, done.run_id
+    base = load_baseline(path)
+    assert run_id == r64["mlflow_run_id"] and base["promoted_from"]["run_id"] == run_id
+    assert {k: base[k] for k in ("metrics", "digests", "config", "choices")} == {
+        k: r64[k] for k in ("metrics", "digests", "config", "choices")}  # fmt: skip
+    assert [r["ndcg@5"] for r in base["per_query"]] == [r["ndcg@5"] for r in r64["per_query"]]
+    assert f"promoted run {run_id}" in done.summary() and "chunk=64" in done.summary()
+    assert tagged(store["uri"], r64["mlflow_run_id"]) == "true"
+    promote(
+        r32["mlflow_run_id"], str(tmp_path / "baseline.json"), uri=store["uri"]
+    )  # the baseline's golden
+    assert tagged(store["uri"], r32["mlflow_run_id"]) == "true"
+    assert tagged(store["uri"], r64["mlflow_run_id"]) is None
+
+
+def test_promote_best_only_considers_runs_on_the_project_golden_set(store, tmp_path):
+    reports = store["reports"]
+    assert reports["toy"]["metrics"]["ndcg@5"] > max(
+        reports[c]["metrics"]["ndcg@5"] for c in (64, 32)
+    )
+    best = max((reports[64], reports[32]), key=lambda r: r["metrics"]["ndcg@5"])
+    path = tmp_path / "b.json"
+    done = promote(None, str(path), best="ndcg@5", uri=store["uri"], golden=str(store["golden"]))
+    assert (
+        done.run_id == best["mlflow_run_id"]
+        and f"ndcg@5 = {best['metrics']['ndcg@5']:.4f}" in done.summary()
+    )
+    # with a baseline in place, the project's golden set is the baseline's: the toy run is never picked
+    again = promote(None, str(path), best="ndcg_at_5", uri=store["uri"])
+    assert again.run_id == best["mlflow_run_id"]
+    with pytest.raises(InputError, match="measured on another golden set"):
+        promote(reports["toy"]["mlflow_run_id"], str(path), uri=store["uri"])
+
+
+def test_best_needs_a_cutoff(store, tmp_path):
+    with pytest.raises(ConfigError, match=r"must name a cutoff: name@k \(e.g. ndcg@5\)"):
+        promote(
+            None,
+            str(tmp_path / "b.json"),
+            best="ndcg",
+            uri=store["uri"],
+            golden=str(store["golden"]),
+        )
+
+
+def test_promote_refuses_a_run_from_another_golden_set_unless_forced(store, tmp_path, mini):
+    other = tmp_path / "golden.jsonl"
+    other.write_text(
+        (mini / "golden.jsonl").read_text().replace("paid parental leave do I get", "paid leave")
+    )
+    with pytest.raises(InputError, match="measured on another golden set"):
+        promote(
+            store["reports"][64]["mlflow_run_id"],
+            str(tmp_path / "b.json"),
+            golden=str(other),
+            uri=store["uri"],
+        )
+    assert not (tmp_path / "b.json").exists()
+    promote(
+        store["reports"][64]["mlflow_run_id"],
+        str(tmp_path / "b.json"),
+        golden=str(other),
+        force=True,
+        uri=store["uri"],
+    )
+    assert (tmp_path / "b.json").exists()
+
+
+@pytest.fixture
+def baseline(store, tmp_path):
+    done = promote(str(store["dir"] / "run64" / "report.json"), str(tmp_path / "baseline.json"),
+                   golden=str(store["golden"]))  # fmt: skip
+    return done.path
+
+
+def test_a_fresh_baseline_passes_in_process_and_with_the_helper(baseline, tmp_path):
+    cmp, out = run_check(baseline, out=tmp_path / "check", quiet=True)
+    assert cmp.status == "pass" and cmp.exit_code == 0
+    assert all(abs(r.delta) < 1e-9 for r in cmp.rows)
+    assert (out / "gate.json").is_file() and "No retrieval regression" in (
+        out / "gate.md"
+    ).read_text()
+    assert assert_no_regression(baseline, out=tmp_path / "helper").status == "pass"
+
+
+def check_cli(baseline, tmp_path, *overrides):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    return subprocess.run([sys.executable, "-m", "rageval", "check", "--baseline", str(baseline),
+                           "--out", str(tmp_path / "cli"), *overrides], capture_output=True, text=True,
+                          env=env, cwd=tmp_path, timeout=600)  # fmt: skip
+
+
+def test_raised_baseline_numbers_fail_with_exit_1_naming_the_metric(baseline, tmp_path):
+    data = json.loads(baseline.read_text())
+    data["metrics"]["recall@5"] += 0.2
+    baseline.write_text(json.dumps(data))
+    proc = check_cli(baseline, tmp_path)
+    assert proc.returncode == 1, proc.stderr[-1500:]
+    assert "FAIL: recall@5 regressed" in proc.stdout
+    assert (tmp_path / "cli" / "gate.md").is_file()
+    # the documented per-metric tolerance, in both spellings, lets this drop pass
+    for spelling in ("recall_at_5", "recall@5"):
+        proc = check_cli(baseline, tmp_path, f"gate.tolerances.{spelling}=0.5")
+        assert proc.returncode == 0, proc.stdout[-1500:] + proc.stderr[-1500:]
+        assert "| recall@5 |" in (tmp_path / "cli" / "gate.md").read_text()
+    with pytest.raises(AssertionError, match="recall@5 regressed"):
+        assert_no_regression(baseline, out=tmp_path / "helper")
+
+
+def test_a_changed_golden_set_is_reported_as_such_with_exit_2(baseline, tmp_path):
+    data = json.loads(baseline.read_text())
+    data["digests"]["golden"] = "0" * 64
+    baseline.write_text(json.dumps(data))
+    proc = check_cli(baseline, tmp_path)
+    assert proc.returncode == 2 and "GOLDEN SET CHANGED" in proc.stdout
+
+
+@pytest.fixture(scope="module")
+def noisy_model(tmp_path_factory, model_dir):
+    """A copy of the packaged model with perturbed weights: a different model, same tokenizer."""
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    torch.manual_seed(0)
+    m = SentenceTransformer(model_dir, device="cpu")
+    with torch.no_grad():
+        for p in m.parameters():
+            p.add_(torch.randn_like(p) * p.std().clamp(min=1e-3) * 2)
+    path = tmp_path_factory.mktemp("noisy-model")
+    m.save(str(path))
+    return path
+
+
+def test_queries_from_another_model_are_refused_or_collapse_the_metrics(
+    baseline, tmp_path, noisy_model
+):
+    proc = check_cli(baseline, tmp_path, f"embedding.query_model={noisy_model}")
+    assert proc.returncode == 2 and "different model than the index" in proc.stderr
+    proc = check_cli(
+        baseline, tmp_path, f"embedding.query_model={noisy_model}", "allow_model_mismatch=true"
+    )
+    assert proc.returncode == 1, proc.stdout[-1500:] + proc.stderr[-1500:]
+    assert "MISS " in proc.stdout and "regressed" in proc.stdout
+
+
+def test_a_baseline_promoted_from_a_check_report_rebuilds_its_own_config(store, tmp_path):
+    """A check at chunk=32 writes a report; promoted, the next check re-runs chunk 32, not 64."""
+    first = promote(str(store["dir"] / "run64" / "report.json"), str(tmp_path / "b.json"),
+                    golden=str(store["golden"]))  # fmt: skip
+    _, out = run_check(first.path, ["chunk=32"], out=tmp_path / "check32", quiet=True)
+    promote(str(out / "report.json"), str(tmp_path / "b.json"))
+    assert load_baseline(tmp_path / "b.json")["config"]["chunk"] == 32
+    cmp, out2 = run_check(tmp_path / "b.json", out=tmp_path / "again", quiet=True)
+    assert cmp.status == "pass" and all(abs(r.delta) < 1e-9 for r in cmp.rows)
+    assert json.loads((out2 / "report.json").read_text())["config"]["chunk"] == 32
+
+
+def test_check_override_mistakes_exit_2_with_one_line(baseline, tmp_path):
+    proc = check_cli(baseline, tmp_path, "chunks=32")
+    assert proc.returncode == 2 and "did you mean chunk" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1

@@ -1,0 +1,18 @@
+"""This repository gates its own demo: the default configuration must not fall below
+golden/baseline.json (re-promote with `rageval promote RUN_ID` after an intended change)."""
+
+from pathlib import Path
+
+import pytest
+
+from rageval.testing import assert_no_regression
+
+pytestmark = pytest.mark.integration
+BASELINE = Path(__file__).resolve().parents[2] / "golden" / "baseline.json"
+
+
+def test_demo_retrieval_does_not_regress(tmp_path):
+    cmp = assert_no_regression(BASELINE, out=tmp_path)
+    assert {r.metric for r in cmp.rows} == {
+        f"{m}@5" for m in ("precision", "recall", "hit_rate", "mrr", "ndcg", "map")
+    }

@@ -1,0 +1,94 @@
+"""The sweep callback hands the sweep's outcome back through its outcome file, not a global: the
+exit code of the jobs it compared, and while the sweep runs, what is needed to close it if the
+launcher dies. No model, no MLflow: job folders are written by hand."""
+
+from __future__ import annotations
+
+import json
+
+from omegaconf import OmegaConf
+
+from rageval.app import sweep
+from rageval.app.callbacks import OUTCOME_ENV, SweepCallback, read_outcome
+from rageval.app.config import compose
+
+METRICS = {"precision@5": 0.4, "recall@5": 0.8, "hit_rate@5": 1.0, "mrr@5": 0.7, "ndcg@5": 0.6,
+           "map@5": 0.5}  # fmt: skip
+
+
+def sweep_config(tmp_path):
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    from rageval.app.config import CONF_DIR
+
+    compose([])  # registers the resolvers and the schema
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        return hydra_compose(
+            "config",
+            [f"hydra.sweep.dir={tmp_path / 'sweep'}", "mlflow.enabled=false", "chunk=32"],
+            return_hydra_config=True,
+        )
+
+
+def job(sweep_dir, n, ok=True, overrides=("chunk=32",)):
+    d = sweep_dir / str(n)
+    d.mkdir(parents=True)
+    if ok:
+        report = {"metrics": METRICS, "ci": {}, "overrides": list(overrides), "k": 5}
+        (d / "report.json").write_text(json.dumps(report))
+    else:
+        (d / "error.json").write_text(json.dumps({"error": "boom", "overrides": list(overrides)}))
+
+
+def test_the_outcome_file_carries_the_exit_code_of_the_sweep(tmp_path, capsys):
+    cfg = sweep_config(tmp_path)
+    outcome = tmp_path / "outcome.json"
+    cb = SweepCallback(outcome_file=str(outcome))
+    assert read_outcome(outcome) is None
+    cb.on_multirun_start(cfg)
+    started = read_outcome(outcome)
+    assert started["state"] == "started"
+    assert started["config"]["hydra"]["sweep"]["dir"] == str(tmp_path / "sweep")
+    assert started["config"]["chunk"] == 32
+    assert started["config"]["mlflow"]["compare_metric"] == "ndcg@5"  # resolved
+    job(tmp_path / "sweep", 0, overrides=("chunk=32",))
+    job(tmp_path / "sweep", 1, ok=False, overrides=("chunk=64",))
+    cb.on_multirun_end(cfg)
+    assert read_outcome(outcome) == {"state": "finished", "exit_code": 2}
+    assert "Sweep of 2 jobs (1 failed)" in capsys.readouterr().out
+    assert "FAILED: boom" in (tmp_path / "sweep" / "comparison.md").read_text()
+
+
+def test_a_sweep_whose_jobs_all_pass_exits_0_and_the_env_names_the_file(tmp_path, monkeypatch):
+    cfg = sweep_config(tmp_path)
+    outcome = tmp_path / "outcome.json"
+    monkeypatch.setenv(OUTCOME_ENV, str(outcome))
+    cb = SweepCallback()
+    cb.on_multirun_start(cfg)
+    job(tmp_path / "sweep", 0)
+    cb.on_multirun_end(cfg)
+    assert read_outcome(outcome)["exit_code"] == 0
+
+
+def test_the_started_outcome_is_enough_to_close_a_sweep_whose_launcher_died(tmp_path, capsys):
+    cfg = sweep_config(tmp_path)
+    outcome = tmp_path / "outcome.json"
+    SweepCallback(outcome_file=str(outcome)).on_multirun_start(cfg)
+    job(tmp_path / "sweep", 0)
+    (tmp_path / "sweep" / "1").mkdir()  # a job killed before it wrote anything
+    settings = OmegaConf.create(read_outcome(outcome)["config"])
+    assert sweep.abort_sweep(settings, RuntimeError("worker died")) == 2
+    err = capsys.readouterr().err
+    assert "the sweep stopped early: RuntimeError: worker died" in err
+    table = (tmp_path / "sweep" / "comparison.md").read_text()
+    assert "the sweep stopped: RuntimeError: worker died" in table
+
+
+def test_the_sweep_module_keeps_no_outcome_in_module_state():
+    state = {
+        name: value
+        for name, value in vars(sweep).items()
+        if not name.startswith("__") and isinstance(value, dict | list | set)
+    }
+    assert state == {}

@@ -1,0 +1,69 @@
+"""Override mistakes are one line with a "did you mean"; tolerances take either metric spelling."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from rageval.app.main import CONF_DIR, GROUPS
+from rageval.app.overrides import group_options, normalize_tolerances, prepare_overrides
+from rageval.errors import ConfigError
+
+
+@pytest.mark.parametrize("spelling", ["recall@5", "recall_at_5", "+recall@5"])
+def test_tolerance_overrides_take_both_spellings(spelling):
+    text = f"gate.tolerances.{spelling.lstrip('+')}=0.05"
+    assert normalize_tolerances([text, "chunk=512"]) == [
+        "++gate.tolerances.recall_at_5=0.05",
+        "chunk=512",
+    ]
+
+
+def test_a_tolerance_for_no_metric_lists_the_valid_names():
+    with pytest.raises(ConfigError, match="valid names: precision, recall"):
+        normalize_tolerances(["gate.tolerances.recal=0.05"])
+
+
+def test_internal_options_are_not_choices():
+    assert "base" not in group_options(CONF_DIR, "search")
+    assert "vector" in group_options(CONF_DIR, "search")
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("chunks=256", "unknown config key 'chunks'; did you mean chunk"),
+        ("search=vectr", "search has no option 'vectr'; did you mean vector?"),
+        ("search.rrf=30", "did you mean search.rrf_k"),
+        ("chunk=256,5l2", None),  # a sweep value is checked by the run itself (int check)
+    ],
+)
+def test_prepare_overrides_explains_mistakes(override, message):
+    if message is None:
+        assert prepare_overrides([override], CONF_DIR, GROUPS) == [override]
+        return
+    with pytest.raises(ConfigError, match=message) as err:
+        prepare_overrides([override], CONF_DIR, GROUPS)
+    assert "\n" not in str(err.value) and "base" not in str(err.value)
+
+
+def test_tolerance_override_composes():
+    out = prepare_overrides(["gate.tolerances.recall@5=0.05"], CONF_DIR, GROUPS)
+    assert out == ["++gate.tolerances.recall_at_5=0.05"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [(["chunks=256"], "did you mean chunk"), (["search=vectr"], "did you mean vector")],
+)
+def test_the_app_exits_2_with_one_line(tmp_path, argv, message):
+    proc = subprocess.run([sys.executable, "-m", "rageval", *argv], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=120)  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert (
+        len(lines) == 1 and lines[0].startswith("rageval: error: override ") and message in lines[0]
+    )
+    assert "base" not in lines[0]

@@ -1,0 +1,120 @@
+"""The gate's comparison logic on hand-made reports (no model)."""
+
+import copy
+
+import pytest
+
+from rageval.gate.compare import GOLDEN_CHANGED, PASS, REGRESSED, compare
+
+METRICS = ["recall@5", "mrr@5"]
+
+
+def report(values, ranks, golden="g1"):
+    rows = []
+    for i, ((r, m), rank) in enumerate(zip(values, ranks, strict=True)):
+        rows.append({"id": f"q{i:02d}", "query": f"question {i}", "recall@5": r, "mrr@5": m,
+                     "hit_rate@5": 1.0 if rank and rank <= 5 else 0.0, "first_relevant_rank": rank})  # fmt: skip
+    n = len(rows)
+    means = {k: sum(r[k] for r in rows) / n for k in ("recall@5", "mrr@5", "hit_rate@5")}
+    return {"metrics": means, "per_query": rows, "digests": {"golden": golden}, "k": 5}
+
+
+BASE = report([(1.0, 1.0)] * 20, [1] * 20)
+
+
+def test_identical_reports_pass():
+    cmp = compare(BASE, copy.deepcopy(BASE), METRICS)
+    assert cmp.status == PASS and cmp.exit_code == 0
+    assert all(r.verdict == "ok" and r.p_value == 1.0 for r in cmp.rows)
+
+
+def test_a_drop_beyond_tolerance_regresses_and_names_metric_and_queries():
+    cur = report([(1.0, 1.0)] * 17 + [(0.0, 0.0)] * 3, [1] * 17 + [0, 0, 0])
+    cmp = compare(BASE, cur, METRICS)
+    assert cmp.status == REGRESSED and cmp.exit_code == 1
+    assert [r.verdict for r in cmp.rows] == ["regressed", "regressed"]
+    assert [q["id"] for q in cmp.lost_hits] == ["q17", "q18", "q19"]
+    text = cmp.console()
+    assert "MISS q17 no longer retrieved (rank 1 -> beyond the search depth): question 17" in text
+    assert "FAIL: recall@5, mrr@5 regressed" in text
+    assert "| recall@5 | 1.0000 | 0.8500 | -0.1500 | 0.0300 |" in cmp.markdown()
+    assert [(r.wins, r.ties, r.losses) for r in cmp.rows] == [(0, 17, 3)] * 2
+
+
+def test_tolerance_per_metric_and_small_drops_pass():
+    cur = report([(1.0, 1.0)] * 19 + [(0.5, 0.5)], [1] * 19 + [2])  # -0.025 on both
+    assert compare(BASE, cur, METRICS).status == PASS
+    cmp = compare(BASE, cur, METRICS, tolerances={"mrr_at_5": 0.01})
+    assert [r.verdict for r in cmp.rows] == ["ok", "regressed"]
+    assert cmp.rank_drops == [
+        {"id": "q19", "query": "question 19", "baseline_rank": 1, "current_rank": 2, "fall": 1}
+    ]
+    spelled = compare(BASE, cur, METRICS, tolerances={"mrr@5": 0.01})
+    assert [r.tolerance for r in spelled.rows] == [0.03, 0.01]
+
+
+def test_significance_requirement_spares_a_drop_the_test_cannot_confirm():
+    cur = report([(1.0, 1.0)] * 19 + [(0.0, 0.0)], [1] * 19 + [0])  # one query: p = 1.0
+    assert compare(BASE, cur, METRICS).status == REGRESSED
+    assert compare(BASE, cur, METRICS, require_significance=True).status == PASS
+
+
+def test_rank_drops_sorted_by_fall_and_improvements_noted():
+    base = report([(0.5, 0.5)] * 4, [1, 2, 1, 0])
+    cur = report([(0.5, 0.2)] * 3 + [(1.0, 1.0)], [7, 3, 0, 1])
+    cmp = compare(base, cur, ["recall@5"])
+    assert [(d["id"], d["current_rank"]) for d in cmp.rank_drops] == [("q01", 3)]
+    assert [(q["id"], q["why"]) for q in cmp.lost_hits] == [
+        ("q00", "out_of_top_k"),
+        ("q02", "not_retrieved"),
+    ]
+    assert [q["id"] for q in cmp.gained_hits] == ["q03"]
+    assert "MISS q02` no longer retrieved" in cmp.markdown() and "HIT q03" in cmp.console()
+    assert "MISS q00` fell out of the top 5 (rank 1 -> 7)" in cmp.markdown()
+    assert any("improved beyond tolerance: recall@5" in n for n in cmp.notes)
+
+
+def test_a_changed_golden_set_is_neither_pass_nor_regression():
+    cur = report([(0.0, 0.0)] * 20, [0] * 20, golden="g2")
+    cmp = compare(BASE, cur, METRICS)
+    assert cmp.status == GOLDEN_CHANGED and cmp.exit_code == 2
+    assert "GOLDEN SET CHANGED" in cmp.console()
+
+
+def test_a_metric_missing_from_either_report_is_bad_input():
+    from rageval.errors import InputError
+
+    with pytest.raises(InputError, match="metric 'ndcg@5' is missing"):
+        compare(BASE, BASE, ["ndcg@5"])
+
+
+def test_markdown_names_baseline_config_queries_tolerance_and_holm():
+    base = {**BASE, "promoted_from": {"run_id": "abc123", "promoted_at": "2026-11-30T10:00:00Z"},
+            "config": {"chunk": 256, "k": 5, "cache_dir": "/x"}, "choices": {"search": "vector"}}  # fmt: skip
+    cur = {**copy.deepcopy(BASE), "config": {"chunk": 512, "k": 5, "cache_dir": "/y"},
+           "choices": {"search": "vector"}, "overrides": ["chunk=512"]}  # fmt: skip
+    md = compare(base, cur, METRICS).markdown()
+    assert "Baseline: run abc123, promoted 2026-11-30T10:00:00Z: chunk=256 k=5 search=vector" in md
+    assert "Current: chunk=512 k=5 search=vector (overrides: chunk=512)" in md
+    assert "Config changes: chunk: 256 -> 512" in md and "cache_dir" not in md
+    assert "Queries compared: 20" in md and "Holm-adjusted over 2 metrics" in md
+    assert "| tolerance | p (Holm) |" in md
+
+
+def test_the_miss_list_is_capped_with_the_rest_in_details():
+    cur = report([(0.0, 0.0)] * 15 + [(1.0, 1.0)] * 5, [0] * 15 + [1] * 5)
+    cmp = compare(BASE, cur, METRICS)
+    md, text = cmp.markdown(), cmp.console()
+    assert md.count("`MISS ") == 15 and "<details><summary>5 more</summary>" in md
+    assert md.index("`MISS q09`") < md.index("<details>") < md.index("`MISS q10`")
+    assert text.count("MISS ") == 10 and "... and 5 more (see gate.md)" in text
+
+
+def test_miss_lines_show_readable_labels_when_the_report_has_them():
+    cur = report([(1.0, 1.0)] * 19 + [(0.0, 0.0)], [1] * 19 + [9])
+    cur["per_query"][19].update(retrieved_labels=["faq:3", "faq:4"], expected_docs=["policy"])
+    line = compare(BASE, cur, METRICS).console()
+    assert (
+        "MISS q19 fell out of the top 5 (rank 1 -> 9): question 19 [expected policy; got faq:3, faq:4]"
+        in line
+    )

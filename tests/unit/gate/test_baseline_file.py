@@ -1,0 +1,80 @@
+"""golden/baseline.json + its per-query CSV: round trip, small diffs, old format, tampering."""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import json
+
+import pytest
+
+from rageval.errors import InputError
+from rageval.gate.baseline import load_baseline, sidecar_path, write_baseline
+
+
+def report(n=50):
+    rows = [{"id": f"q{i:03d}", "query": f"question, \"{i}\"", "n_relevant": 2, "first_relevant_rank": i % 4,
+             "retrieved": ["c1", "c2"], "recall@5": (i % 4 > 0) / 3, "ndcg@5": i / 97, "evidence_iou@5": None}
+            for i in range(n)]  # fmt: skip
+    metrics = {
+        "recall@5": sum(r["recall@5"] for r in rows) / n,
+        "ndcg@5": 0.25,
+        "evidence_iou@5": 0.1,
+    }
+    return {"schema": 1, "metrics": metrics, "ci": {"ndcg@5": [0.2, 0.3]}, "per_query": rows,
+            "digests": {"golden": "g" * 64}, "k": 5, "ks": [5], "level": "chunk",
+            "config": {"chunk": 256}, "choices": {"search": "vector"}, "overrides": []}  # fmt: skip
+
+
+def test_round_trip_keeps_every_gate_value_exactly(tmp_path):
+    rep = report()
+    path = write_baseline(rep, tmp_path / "baseline.json", {"run_id": "r1"})
+    back = load_baseline(path)
+    assert sidecar_path(path).name == "baseline.per_query.csv"
+    for key in ("metrics", "digests", "k", "config", "choices", "ci"):
+        assert back[key] == rep[key]
+    keep = (
+        "id",
+        "query",
+        "n_relevant",
+        "first_relevant_rank",
+        "recall@5",
+        "ndcg@5",
+        "evidence_iou@5",
+    )
+    assert back["per_query"] == [{k: r[k] for k in keep} for r in rep["per_query"]]
+    assert back["promoted_from"] == {"run_id": "r1"} and back["n_queries"] == 50
+
+
+def test_a_promote_that_changes_two_queries_diffs_in_a_few_lines(tmp_path):
+    rep = report()
+    path = write_baseline(rep, tmp_path / "baseline.json", {"run_id": "r1"})
+    before = path.read_text().splitlines() + sidecar_path(path).read_text().splitlines()
+    new = copy.deepcopy(rep)
+    for i in (7, 31):
+        new["per_query"][i]["ndcg@5"] = 0.999
+    new["metrics"]["ndcg@5"] = 0.26
+    write_baseline(new, path, {"run_id": "r1"})
+    after = path.read_text().splitlines() + sidecar_path(path).read_text().splitlines()
+    changed = [line for line in difflib.unified_diff(before, after, lineterm="", n=0)
+               if line[:1] in "+-" and line[:3] not in ("+++", "---")]  # fmt: skip
+    assert len(changed) == 2 * 4  # two rows, the mean and the CSV digest: each - and +
+
+
+def test_an_old_single_file_baseline_still_reads(tmp_path):
+    rep = report(5)
+    (tmp_path / "old.json").write_text(json.dumps(rep))
+    assert load_baseline(tmp_path / "old.json")["per_query"] == rep["per_query"]
+
+
+def test_an_edited_or_missing_csv_is_refused(tmp_path):
+    path = write_baseline(report(5), tmp_path / "baseline.json", {})
+    csv_path = sidecar_path(path)
+    csv_path.write_text(csv_path.read_text().replace("q001", "q999"))
+    with pytest.raises(InputError, match="does not match baseline.json"):
+        load_baseline(path)
+    csv_path.unlink()
+    with pytest.raises(InputError, match="per-query file is missing"):
+        load_baseline(path)
+    with pytest.raises(InputError, match="baseline not found; create one with `rageval promote"):
+        load_baseline(tmp_path / "nope.json")

@@ -1,0 +1,190 @@
+"""The package's layout rules, read from the source with ast: no import circles (module level or
+inside functions), the edge (app, cli, tracking, gate) depends on the core and never the reverse,
+the pipeline imports no edge module, the root holds no command handler, cli/ only parses and calls."""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[2] / "rageval"
+EDGE_FOLDERS = ("app", "cli", "tracking", "gate")
+# Root modules that are entry points, so edge too: `python -m rageval`, and the pytest helpers
+# that run the gate from a user's test suite.
+EDGE_ROOT = ("rageval.__main__", "rageval.testing")
+# Third-party libraries only the edge may import.
+EDGE_LIBRARIES = ("hydra", "omegaconf", "mlflow", "argparse")
+# What a cli module may import besides rageval and the standard library.
+CLI_LIBRARIES: tuple[str, ...] = ()
+# cli modules that still do work instead of parsing and calling (none left)
+CLI_PENDING: set[str] = set()
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def resolve(name: str) -> str:
+    """The package module an import names: itself, or its closest parent that is a module."""
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name
+
+
+def imports(module: str) -> list[tuple[str, int, bool]]:
+    """(imported name, line, at module level) for every import statement of ``module``."""
+    tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
+    top = {id(n) for n in tree.body}
+    for node in tree.body:  # imports under `if TYPE_CHECKING:` and try/except at module level
+        if isinstance(node, ast.If | ast.Try):
+            top |= {id(n) for n in ast.walk(node)}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(a.name, node.lineno, id(node) in top) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            assert not node.level, f"{module}:{node.lineno}: relative import"
+            base = node.module or ""
+            for a in node.names:
+                full = f"{base}.{a.name}"
+                found.append((full if full in MODULES else base, node.lineno, id(node) in top))
+    return found
+
+
+def graph() -> dict[str, set[str]]:
+    return {
+        m: {resolve(n) for n, _, _ in imports(m) if n.startswith("rageval")} - {m} for m in MODULES
+    }
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(edges.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def is_edge(module: str) -> bool:
+    parts = module.split(".")
+    return module in EDGE_ROOT or (len(parts) > 1 and parts[1] in EDGE_FOLDERS)
+
+
+def test_the_graph_is_read_from_every_module():
+    g = graph()
+    assert len(g) > 60 and "rageval.pipeline" in g
+    assert "rageval.scoring.metrics" in g["rageval.pipeline"]
+
+
+def test_the_cycle_finder_finds_a_circle_and_the_rules_can_fail():
+    # the checks below would pass vacuously if these helpers were broken
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+    assert is_edge("rageval.cli.main") and is_edge("rageval.testing")
+    assert not is_edge("rageval.pipeline") and not is_edge("rageval.retrieval.local.dense")
+
+
+def test_no_import_circles_at_module_level_or_inside_functions():
+    assert cycles(graph()) == []
+
+
+def test_the_core_never_imports_the_edge():
+    bad = [
+        f"{MODULES[m].relative_to(PACKAGE.parent)}:{line}: {m} imports {resolve(n)}"
+        for m in MODULES
+        if not is_edge(m)
+        for n, line, _ in imports(m)
+        if n.startswith("rageval") and is_edge(resolve(n))
+    ]
+    assert bad == []
+
+
+def test_the_core_imports_no_edge_library():
+    bad = [
+        f"{MODULES[m].relative_to(PACKAGE.parent)}:{line}: {m} imports {n}"
+        for m in MODULES
+        if not is_edge(m)
+        for n, line, _ in imports(m)
+        if n.split(".")[0] in EDGE_LIBRARIES
+    ]
+    assert bad == []
+
+
+def test_the_pipeline_imports_no_edge_module():
+    names = [n for n, _, _ in imports("rageval.pipeline")]
+    assert names, "the pipeline imports nothing?"
+    assert not [n for n in names if n.startswith("rageval") and is_edge(resolve(n))]
+    assert not [n for n in names if n.split(".")[0] in EDGE_LIBRARIES]
+
+
+def test_the_package_root_holds_no_command_handler():
+    root = [m for m, p in MODULES.items() if p.parent == PACKAGE and m not in EDGE_ROOT]
+    assert "rageval.pipeline" in root
+    for m in root:
+        tree = ast.parse(MODULES[m].read_text(encoding="utf-8"))
+        defs = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+        assert not defs & {"add_arguments", "handle", "main"}, m
+        assert "argparse" not in {n.split(".")[0] for n, _, _ in imports(m)}, m
+
+
+CLI = sorted(m for m in MODULES if m.startswith("rageval.cli.") and m not in CLI_PENDING)
+
+
+@pytest.mark.parametrize("module", CLI)
+def test_cli_modules_only_parse_and_call(module):
+    third_party = {
+        n.split(".")[0]
+        for n, _, _ in imports(module)
+        if not n.startswith("rageval") and n.split(".")[0] not in sys.stdlib_module_names
+    }
+    assert third_party <= set(CLI_LIBRARIES), f"{module} imports {sorted(third_party)}"
+    tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
+    defs = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+    if module not in ("rageval.cli.main", "rageval.cli.paths"):
+        assert {"add_arguments", "handle"} <= defs, f"{module} defines {sorted(defs)}"
+
+
+def test_no_module_imports_a_private_name_of_another():
+    bad = [
+        f"{MODULES[m].relative_to(PACKAGE.parent)}:{node.lineno}: {node.module}.{a.name}"
+        for m in MODULES
+        for node in ast.walk(ast.parse(MODULES[m].read_text(encoding="utf-8")))
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("rageval")
+        for a in node.names
+        if a.name.startswith("_")
+    ]
+    assert bad == []
