@@ -113,11 +113,17 @@ _JOB = textwrap.dedent(
         with open(counter, "a") as fh:
             fh.write(f"{os.getpid()}\\n")
         target.mkdir(parents=True)
-        time.sleep(1.5)  # long enough for the other job to arrive while this one exports
+        # export until the other job has arrived at prepare() too (or 20 s have passed)
+        deadline = time.time() + 20
+        while len(list(cache.glob("arrived-*"))) < 2 and time.time() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)
         (target / "weights.bin").write_bytes(b"w" * 1000)
         return "weights.bin"
 
     backends.EXPORTERS[("onnx", "none")] = slow_export
+    cache.mkdir(parents=True, exist_ok=True)
+    (cache / f"arrived-{os.getpid()}").touch()
     got = backends.prepare(Path("/src"), "f" * 64, "onnx", "none", cache,
                            measure=lambda folder, name: 1e-7)
     assert (got.path / got.file_name).read_bytes() == b"w" * 1000
