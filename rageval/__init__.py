@@ -1,3 +1,12 @@
 """rageval: a declarative benchmark suite for the retriever of RAG pipelines."""
 
+import os as _os
+import sys as _sys
+
+# One vector per text whatever its batch and thread count (rageval/embedding/batching.py): Intel
+# MKL, the BLAS of torch's CPU build, reads its reproducibility mode once, when torch first calls
+# it, so it is asked for here, before anything imports torch. A mode the user chose stands.
+if "torch" not in _sys.modules:
+    _os.environ.setdefault("MKL_CBWR", "AUTO,STRICT")
+
 __version__ = "0.1.0"

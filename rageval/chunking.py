@@ -8,7 +8,8 @@ Each chunk keeps its character offsets into the document, a content-derived id a
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Iterator, Sequence
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -83,7 +84,9 @@ def iter_chunks(
 
 
 def _chunk_batch(docs: Sequence[Document], spec: ChunkingSpec, tokenizer) -> Iterator[Chunk]:
-    encodings = tokenizer.encode_batch([d.text for d in docs], add_special_tokens=False)
+    from rageval.limits import encode_texts
+
+    encodings = encode_texts(tokenizer, [d.text for d in docs])  # long texts in bounded pieces
     for doc, enc in zip(docs, encodings, strict=True):
         offsets = enc.offsets
         n = len(offsets)
@@ -91,7 +94,7 @@ def _chunk_batch(docs: Sequence[Document], spec: ChunkingSpec, tokenizer) -> Ite
             continue
         windows = [(0, n)] if spec.size == 0 else _windows(enc.word_ids, spec.size, spec.overlap)
         for ordinal, (i, j) in enumerate(windows):
-            start, end = offsets[i][0], offsets[j - 1][1]
+            start, end = int(offsets[i][0]), int(offsets[j - 1][1])
             if spec.size == 0:
                 start, end = 0, len(doc.text)
             text = doc.text[start:end]
@@ -129,3 +132,26 @@ def _windows(word_ids: Sequence[int | None], size: int, overlap: int) -> list[tu
         nxt = word_start(j - overlap, i) if overlap else j
         i = nxt if nxt > i else j
     return windows
+
+
+def chunk_rows(
+    chunks: Iterable[Chunk], extents: Mapping[str, tuple[str, int, int]]
+) -> list[dict[str, object]]:
+    """The rows of ``chunks.jsonl``: chunk id (as in run.trec), ``doc_id``, ordinal, ``start`` and
+    ``end`` (the chunk's text in the document), ``span_start``/``span_end`` (the characters span
+    metrics count for it, see docs/metrics.md) and its token count."""
+    return [
+        {"id": c.id, "doc_id": c.doc_id, "ordinal": c.ordinal, "start": c.start, "end": c.end,
+         "span_start": extents[c.id][1], "span_end": extents[c.id][2], "tokens": c.n_tokens}
+        for c in chunks
+    ]  # fmt: skip
+
+
+def write_chunks_jsonl(path: str | Path, rows: Iterable[Mapping[str, object]]) -> Path:
+    """Write ``chunks.jsonl`` atomically, one chunk a line."""
+    from rageval.formats.atomic import atomic_open
+
+    with atomic_open(path) as f:
+        for r in rows:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    return Path(path)

@@ -16,18 +16,26 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rageval.chunking import ChunkingSpec, chunk_documents, load_tokenizer
+from rageval.chunking import ChunkingSpec, chunk_documents, chunk_rows, load_tokenizer
 from rageval.embedding.guard import check_query_model
 from rageval.errors import BackendError, ConfigError
 from rageval.inputs.corpus import corpus_digest, load_corpus
 from rageval.inputs.golden import load_golden
 from rageval.ranking import break_ties
-from rageval.relevance import resolve
-from rageval.report.eval_report import EvalReport, summarise
+from rageval.relevance import Resolution, resolve
+from rageval.report.eval_report import EvalReport, RunFacts, Scored, summarise
 from rageval.retrieval.base import Encoder, Retriever
+from rageval.scoring.budget import (
+    DEFAULT_BUDGETS,
+    budget_metrics,
+    depth_for,
+    proportional_truncate,
+    token_counts,
+    tokenizer_truncate,
+)
 from rageval.scoring.metrics import score_rankings
-from rageval.scoring.spans import span_metrics
-from rageval.types import Document, GoldenSet, RankedList
+from rageval.scoring.spans import chunk_extents, span_metrics
+from rageval.types import Chunk, Document, GoldenSet, RankedList
 
 log = logging.getLogger("rageval")
 
@@ -48,6 +56,10 @@ class RunSpec:
     allow_model_mismatch: bool = False
     # queries searched per retriever call: a golden set of 100,000 queries runs in batches
     query_batch: int = 10_000
+    # a larger document is refused (a 200 MB single line is almost always an export gone wrong)
+    max_document_mb: float = 50
+    # token budgets (of the embedding model's tokenizer) for the ``...@Bt`` metrics
+    budgets: tuple[int, ...] = DEFAULT_BUDGETS
 
     def __post_init__(self) -> None:
         if self.k <= 0 or any(int(x) <= 0 for x in self.ks):
@@ -55,6 +67,12 @@ class RunSpec:
                 f"k and every value in ks must be > 0 (k={self.k}, ks={list(self.ks)})"
             )
         object.__setattr__(self, "ks", tuple(sorted({int(x) for x in (*self.ks, self.k)})))
+        bad = [b for b in self.budgets if isinstance(b, bool) or not isinstance(b, int) or b <= 0]
+        if bad:
+            raise ConfigError(
+                f"budgets must be positive token counts like [256, 512, 1024, 2048], got {bad[0]!r}"
+            )
+        object.__setattr__(self, "budgets", tuple(sorted(set(self.budgets))))
 
 
 def collapse_to_documents(rl: RankedList, doc_of: dict[str, str]) -> RankedList:
@@ -82,73 +100,40 @@ def evaluate(
     config: dict | None = None,
 ) -> EvalReport:
     """Run one evaluation and return its report (metrics, per-query rows, timings, digests)."""
-    timings: dict[str, float] = {}
-    t0 = time.perf_counter()
-    golden = spec.golden if isinstance(spec.golden, GoldenSet) else load_golden(spec.golden)
-    docs = load_corpus(spec.corpus) if isinstance(spec.corpus, str) else list(spec.corpus)
-    timings["load_s"] = time.perf_counter() - t0
-
-    t = time.perf_counter()
-    max_len = getattr(encoder, "max_seq_length", None)
-    if max_len and spec.chunking.size > max_len:
-        warnings.warn(
-            f"chunk={spec.chunking.size} exceeds the embedding model's max_seq_length={max_len}: "
-            "the tail of every chunk is invisible to the vector index",
-            stacklevel=2,
-        )
-    chunks = chunk_documents(docs, spec.chunking, load_tokenizer(spec.tokenizer_dir))
-    timings["chunk_s"] = time.perf_counter() - t
-
-    t = time.perf_counter()
+    clock = _Clock()
+    golden, docs = _load(spec)
+    clock.lap("load_s")
+    _warn_if_invisible(spec, retriever, encoder)
+    tokenizer = load_tokenizer(spec.tokenizer_dir)
+    chunks = chunk_documents(docs, spec.chunking, tokenizer)
+    clock.lap("chunk_s")
     res = resolve(golden, {d.id: d for d in docs}, chunks, spec.level)
+    extents = chunk_extents(chunks, {d.id: len(d.text) for d in docs})
     # The documents' text is not needed past this point: drop it before the index is built, so
     # the corpus text is not held twice (documents and chunks) while embeddings fill memory.
     n_docs, digest = len(docs), corpus_digest(docs)
     del docs
-    timings["resolve_s"] = time.perf_counter() - t
+    clock.lap("resolve_s")
 
     if encoder is not None and query_encoder is not None:
         encoder = check_query_model(encoder, query_encoder, spec.allow_model_mismatch)
-
-    t = time.perf_counter()
     retriever.index(chunks, encoder)
-    timings["index_s"] = time.perf_counter() - t
+    clock.lap("index_s")
 
     queries = [q.query for q in golden.queries]
-    depth = spec.depth or (max(spec.ks) * (10 if res.level == "doc" else 1))
-    t = time.perf_counter()
+    depth = search_depth(spec, res.level, [c.n_tokens for c in chunks])
     results = _search(retriever, queries, depth, spec.query_batch)
-    timings["search_s"] = time.perf_counter() - t
+    clock.lap("search_s")
     latency = _latency(retriever, queries, depth, spec.latency_sample)
 
-    t = time.perf_counter()
-    # The one tie rule (rageval.ranking), also for plug-in retrievers: the run file
-    # written from these rankings then re-ranks the same under trec_eval.
-    results = chunk_rankings = [break_ties(r) for r in results]
-    if res.level == "doc":
-        doc_of = {c.id: c.doc_id for c in chunks}
-        results = [collapse_to_documents(r, doc_of) for r in results]
-    qids = [q.id for q in golden.queries]
-    scores = score_rankings(qids, [r.ids for r in results], res.qrels, spec.ks)
-    values = dict(scores.values)
-    if any(res.spans.values()):
-        by_id = {c.id: c for c in chunks}
-        values.update(
-            span_metrics(qids, [r.ids for r in chunk_rankings], res.spans, by_id, spec.ks)
-        )
-    timings["score_s"] = time.perf_counter() - t
-    timings["total_s"] = time.perf_counter() - t0
-
-    return summarise(
-        golden=golden,
-        chunks=chunks,
-        qrels=res.qrels,
-        level=res.level,
-        rankings=results,
-        values=values,
-        first_relevant_rank=scores.first_relevant_rank,
-        spec=spec,
-        timings=timings,
+    clock.restart()
+    scored = score_run(spec, golden, chunks, extents, res, results, tokenizer)
+    clock.lap("score_s")
+    clock.total()
+    facts = RunFacts(
+        k=spec.k,
+        ks=spec.ks,
+        timings=clock.timings,
         latency=latency,
         digests={
             "golden": golden.digest,
@@ -160,12 +145,136 @@ def evaluate(
         counts={
             "documents": n_docs,
             "chunks": len(chunks),
-            "queries": len(qids),
+            "queries": len(golden.queries),
             # texts that went through the embedding model in this run (cache misses)
             "texts_embedded": int(getattr(encoder, "texts_encoded", 0) or 0),
+            **chunk_token_stats(chunks),
         },
         config=config or {},
     )
+    report = summarise(golden, scored, facts)
+    report.chunks = chunk_rows(chunks, extents)
+    return report
+
+
+class _Clock:
+    """Stage timings: ``lap(name)`` records the time since the previous lap."""
+
+    def __init__(self) -> None:
+        self.timings: dict[str, float] = {}
+        self.t0 = self.last = time.perf_counter()
+
+    def restart(self) -> None:
+        self.last = time.perf_counter()
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.timings[name] = now - self.last
+        self.last = now
+
+    def total(self) -> None:
+        self.timings["total_s"] = time.perf_counter() - self.t0
+
+
+def _load(spec: RunSpec) -> tuple[GoldenSet, list[Document]]:
+    golden = spec.golden if isinstance(spec.golden, GoldenSet) else load_golden(spec.golden)
+    docs = load_corpus(spec.corpus, spec.max_document_mb) if isinstance(spec.corpus, str) else list(spec.corpus)
+    return golden, docs
+
+
+def _warn_if_invisible(spec: RunSpec, retriever: Retriever, encoder: Encoder | None) -> None:
+    """Chunks longer than the model reads lose their tail in the vector index (BM25 reads all)."""
+    max_len = getattr(encoder, "max_seq_length", None)
+    if max_len and spec.chunking.size > max_len and embeds(retriever):
+        warnings.warn(
+            f"chunk={spec.chunking.size} exceeds the embedding model's max_seq_length={max_len}: "
+            "the tail of every chunk is invisible to the vector index",
+            stacklevel=3,
+        )
+
+
+def embeds(retriever: Retriever) -> bool:
+    """False for a retriever that declares ``embeds = False`` (BM25), also behind wrappers (retry,
+    rerank) that hold the retriever they wrap as ``inner`` or ``base``."""
+    for _ in range(8):
+        if getattr(type(retriever), "embeds", True) is False:
+            return False
+        held = getattr(retriever, "__dict__", {})
+        inner = next(
+            (
+                v
+                for v in (held.get("inner"), held.get("base"))
+                if v is not None and callable(getattr(v, "search", None))
+            ),
+            None,
+        )
+        if inner is None:
+            return True
+        retriever = inner
+    return True
+
+
+def search_depth(spec: RunSpec, level: str, chunk_tokens: Sequence[int]) -> int:
+    """``spec.depth``, else deep enough for the largest cutoff (x10 at document level, before
+    collapsing to documents) and to fill the largest token budget with the smallest chunks."""
+    if spec.depth:
+        return spec.depth
+    by_rank = max(spec.ks) * (10 if level == "doc" else 1)
+    return max(by_rank, depth_for(spec.budgets, chunk_tokens))
+
+
+def score_run(
+    spec: RunSpec,
+    golden: GoldenSet,
+    chunks: Sequence[Chunk],
+    extents: dict,
+    res: Resolution,
+    results: list[RankedList],
+    tokenizer=None,
+) -> Scored:
+    """Every metric per query: ranking metrics (chunk or document level, as trec_eval), span and
+    quote metrics for evidence labels, token-budget metrics and tokens@k."""
+    # The one tie rule (rageval.ranking), also for plug-in retrievers: the run file
+    # written from these rankings then re-ranks the same under trec_eval.
+    results = chunk_rankings = [break_ties(r) for r in results]
+    doc_of = {c.id: c.doc_id for c in chunks}
+    if res.level == "doc":
+        results = [collapse_to_documents(r, doc_of) for r in results]
+    qids = [q.id for q in golden.queries]
+    scores = score_rankings(qids, [r.ids for r in results], res.qrels, spec.ks)
+    values = dict(scores.values)
+    ranked = [r.ids for r in chunk_rankings]
+    if any(res.spans.values()):
+        values.update(span_metrics(qids, ranked, res.spans, extents, spec.ks))
+    by_id = {c.id: c for c in chunks}
+    values.update(token_counts(ranked, {c.id: c.n_tokens for c in chunks}, spec.ks))
+    if spec.budgets:
+        values.update(
+            budget_metrics(
+                qids,
+                ranked,
+                chunks_by_id=by_id,
+                extents=extents,
+                spans=res.spans,
+                qrels=res.qrels,
+                unit_of=(doc_of.__getitem__ if res.level == "doc" else str),
+                budgets=spec.budgets,
+                truncate=tokenizer_truncate(tokenizer) if tokenizer else proportional_truncate,
+            )
+        )
+    return Scored(
+        query_ids=tuple(qids),
+        rankings=results,
+        values=values,
+        first_relevant_rank=scores.first_relevant_rank,
+        qrels=res.qrels,
+        level=res.level,
+    )
+
+
+def chunk_token_stats(chunks: Sequence[Chunk]) -> dict[str, float]:
+    n_tok = np.array([c.n_tokens for c in chunks] or [0])
+    return {"chunk_tokens_mean": float(n_tok.mean()), "chunk_tokens_max": int(n_tok.max())}
 
 
 def _search(retriever: Retriever, queries: list[str], depth: int, batch: int) -> list[RankedList]:

@@ -14,18 +14,25 @@ import logging
 import os
 import re
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 MASK = "***"
 SECRET_KEY = re.compile(
     r"key|secret|token|password|passwd|connection_string|credential|authorization", re.I
 )
+# scheme://USERINFO@host: USERINFO may be user:password, a bare token (https://TOKEN@github.com)
+# or anything else before the @ of the authority
 URL_CREDENTIALS = re.compile(
-    r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<user>[^:/@\s]+):(?P<pw>[^@/\s]+)@"
+    r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<userinfo>[^/@\s?#'\"]+)@"
 )
-# ?name=value / &name=value in a URL; masked when the name looks secret (sig: Azure SAS tokens)
-URL_QUERY = re.compile(r"(?P<lead>[?&;](?P<name>[A-Za-z0-9_.-]+)=)(?P<value>[^&#\s'\"]+)")
-SECRET_QUERY = {"sig", "signature", "code", "auth"}
+# ?name=value, &name=value, ;name=value, #name=value in a URL (a fragment carries OAuth tokens);
+# masked when the name looks secret
+URL_QUERY = re.compile(r"(?P<lead>[?&;#](?P<name>[A-Za-z0-9_.-]+)=)(?P<value>[^&#\s'\"]+)")
+# signed URLs: Azure SAS (sig), AWS SigV4 (X-Amz-Signature, X-Amz-Credential,
+# X-Amz-Security-Token), Google (X-Goog-Signature), OAuth codes and bare auth parameters
+SECRET_QUERY = {"sig", "signature", "code", "auth", "pass", "pwd", "session", "jwt", "sas"}
+SECRET_QUERY_SUFFIX = ("signature", "-credential", "_credential")
 SECRET_ENV = re.compile(r"(KEY|SECRET|TOKEN|PASSWORD|CONNECTION_STRING)", re.I)
 
 
@@ -34,12 +41,21 @@ def is_secret_key(key: str) -> bool:
 
 
 def _secret_query(name: str) -> bool:
-    return is_secret_key(name) or name.lower() in SECRET_QUERY
+    low = name.lower()
+    return is_secret_key(name) or low in SECRET_QUERY or low.endswith(SECRET_QUERY_SUFFIX)
+
+
+def _mask_userinfo(m: re.Match) -> str:
+    user, colon, _ = m["userinfo"].partition(":")
+    return f"{m['scheme']}{user}:{MASK}@" if colon else f"{m['scheme']}{MASK}@"
 
 
 def mask_url(text: str) -> str:
-    """``scheme://user:pass@host/?sig=x`` -> ``scheme://user:***@host/?sig=***``."""
-    text = URL_CREDENTIALS.sub(lambda m: f"{m['scheme']}{m['user']}:{MASK}@", text)
+    """Credentials in URLs masked by their place, whatever they look like:
+    ``scheme://user:pass@host/?sig=x`` -> ``scheme://user:***@host/?sig=***``,
+    ``https://TOKEN@github.com`` -> ``https://***@github.com``, and any query or fragment
+    parameter whose name looks secret (``X-Amz-Signature``, ``access_token``, ``sig``, ``code``)."""
+    text = URL_CREDENTIALS.sub(_mask_userinfo, text)
     return URL_QUERY.sub(
         lambda m: m["lead"] + MASK if _secret_query(m["name"]) else m.group(0), text
     )
@@ -86,18 +102,86 @@ def secret_values(config: Any = None, environ: Mapping[str, str] | None = None) 
 
 
 def override_secrets(overrides: Iterable[str]) -> set[str]:
-    """Secret values given as ``key=value`` on a command line (Hydra overrides)."""
+    """Secret values given as ``key=value`` on a command line (Hydra overrides): the value of a
+    secret-looking key, each value of a sweep over one (``+x.api_key=A,B``), and secrets inside
+    dict- and list-valued overrides (``'+extra.creds={user: bob, password: P}'``)."""
     found: set[str] = set()
     for o in overrides:
         key, sep, value = o.partition("=")
-        if sep and _secret_override_key(key) and len(value) >= 4:
+        if not sep:
+            continue
+        secret_key = _secret_override_key(key)
+        if secret_key and len(value) >= 4:
             found.add(value)
         found.update(_url_secrets(o))
+        parsed = _parse_override_value(o) if _structured(value) else _UNPARSED
+        if parsed is not _UNPARSED:
+            found |= secret_values({"secret" if secret_key else "value": parsed}, {})
     return found
 
 
+def _structured(value: str) -> bool:
+    """A dict, list or sweep value, whose parts must be looked at one by one."""
+    return value[:1] in "{[" or "," in value or value.startswith(("choice(", "range(", "glob("))
+
+
+_UNPARSED = object()
+# Hydra writes dict items as `key:value` (it records overrides without the space YAML needs)
+_FLOW_KEY = re.compile(r"([{,]\s*)([A-Za-z_][\w.-]*):(?! )")
+_SWEEP_FN = re.compile(r"^(choice|glob)\((?P<args>.*)\)$", re.S)
+
+
+def _parse_override_value(override: str) -> Any:
+    """The value of an override (``key=value``) as plain Python: a dict or list value as YAML
+    flow syntax reads it (Hydra's grammar for them is a subset), a sweep (``a,b`` or
+    ``choice(a,b)``) as the list of its values; ``_UNPARSED`` when it cannot be read (then only
+    the URL rules apply). No Hydra import: this runs in the core, on any command line."""
+    import yaml
+
+    value = override.partition("=")[2].strip()
+    m = _SWEEP_FN.match(value)
+    parts = _split_top_level(m["args"] if m else value)
+    try:
+        items = [yaml.safe_load(_FLOW_KEY.sub(r"\1\2: ", p)) if p[:1] in "{['\"" else p for p in parts]
+    except yaml.YAMLError:
+        return _UNPARSED
+    return _plain(items[0] if len(items) == 1 and not m else items)
+
+
+def _split_top_level(text: str) -> list[str]:
+    """``text`` split at commas outside brackets and quotes: the values of a sweep."""
+    parts, depth, quote, start = [], 0, "", 0
+    for i, ch in enumerate(text):
+        if quote:
+            quote = "" if ch == quote and text[i - 1] != "\\" else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "{[(":
+            depth += 1
+        elif ch in "}])":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    parts.append(text[start:].strip())
+    return [p for p in parts if p]
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value
+    return str(value)
+
+
 def _url_secrets(text: str) -> set[str]:
-    found = {m["pw"] for m in URL_CREDENTIALS.finditer(text)}
+    found = set()
+    for m in URL_CREDENTIALS.finditer(text):
+        user, colon, pw = m["userinfo"].partition(":")
+        found.add(pw if colon else user)
     found.update(m["value"] for m in URL_QUERY.finditer(text) if _secret_query(m["name"]))
     return {s for s in found if len(s) >= 4}
 
@@ -115,11 +199,63 @@ def scrub(text: str, secrets: Iterable[str]) -> str:
 
 
 def redact_override(override: str) -> str:
-    """A Hydra override ``key=value`` with the value masked when the key looks secret."""
+    """A Hydra override ``key=value`` with the value masked when the key looks secret, and the
+    secrets inside a dict or list value masked where they stand."""
     key, sep, value = override.partition("=")
     if sep and _secret_override_key(key):
         return f"{key}={MASK}"
-    return mask_url(override)
+    if sep and value[:1] in "{[":
+        parsed = _parse_override_value(override)
+        if isinstance(parsed, dict | list):
+            return f"{key}={_flow(redact(parsed, key.split('.')[-1]))}"
+    return scrub(override, override_secrets([override]))
+
+
+def _flow(value: Any) -> str:
+    """``value`` in Hydra's (YAML flow) override syntax."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_flow(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_flow(v) for v in value) + "]"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return str(value).lower()
+    text = str(value)
+    if isinstance(value, str) and text != MASK and re.search(r"[\s:,{}\[\]'\"=#]", text):
+        return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"  # Hydra's quoting
+    return text
+
+
+def redact_yaml_file(path: str | Path, overrides: Iterable[str] = ()) -> bool:
+    """Rewrite a YAML config dump that Hydra wrote (``multirun.yaml``) with its secrets masked:
+    secret keys, URL credentials, the command-line overrides it lists, and every secret value
+    found in it or in ``overrides`` wherever else it appears. Returns True if it changed."""
+    import yaml
+
+    from rageval.formats.atomic import atomic_write_text
+
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+        data = yaml.safe_load(text)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return False
+    secrets = secret_values(data, {}) | override_secrets(overrides)
+    hydra = data.get("hydra") if isinstance(data, dict) else None
+    listed = (hydra or {}).get("overrides") or {}
+    for group in ("task", "hydra"):
+        secrets |= override_secrets(listed.get(group) or [])
+    clean = redact(data)
+    clean_listed = ((clean.get("hydra") or {}).get("overrides")) if hydra else None
+    for group in ("task", "hydra"):
+        if clean_listed and isinstance(clean_listed.get(group), list):
+            clean_listed[group] = [redact_override(str(o)) for o in listed[group]]
+    out = scrub(yaml.safe_dump(clean, sort_keys=False, allow_unicode=True), secrets)
+    if out == text:
+        return False
+    atomic_write_text(p, out)
+    return True
 
 
 class ScrubbingStream:

@@ -3,7 +3,9 @@
 - chunk labels (``<doc>:<ordinal>`` or a chunk id) map to that chunk;
 - document labels map to every chunk of the document (chunk level) or to the document (doc level);
 - evidence quotes are located in the document text (exactly, else ignoring case, runs of
-  whitespace and markdown ``*``/`` ` `` markers) and map to every chunk that holds most of the
+  whitespace, markdown ``*``/`` ` `` markers and typographic punctuation: curly quotes, dashes,
+  ellipsis, non-breaking spaces), the first match unless the item names an ``occurrence`` or a
+  ``start`` offset, and map to every chunk that holds most of the
   quote or is mostly quote. If no chunk passes either test (a long quote cut in unlucky places),
   the chunk with the largest overlap is relevant, so a quote always resolves.
 Grades combine by maximum. Evaluation level ``auto`` is ``doc`` when no query has chunk labels or
@@ -18,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from rageval.errors import ConfigError, InputError
-from rageval.types import Chunk, Document, GoldenSet
+from rageval.types import Chunk, Document, Evidence, GoldenSet
 
 LEVELS = ("auto", "chunk", "doc")
 MAJORITY = 0.5
@@ -43,8 +45,21 @@ class Resolution:
     level: str
 
 
+# Typographic characters a user cannot easily type, folded to what they would type instead.
+FOLD: dict[str, str] = {
+    **dict.fromkeys("\u2018\u2019\u201a\u201b\u2032\u00b4", "'"),
+    **dict.fromkeys("\u201c\u201d\u201e\u201f\u2033\u00ab\u00bb", '"'),
+    **dict.fromkeys("\u2010\u2011\u2012\u2013\u2014\u2015\u2212", "-"),
+    "\u2026": "...",
+    "\u00ad": "",  # soft hyphen
+    "\u200b": "",  # zero-width space
+}
+
+
 class _Normalised:
-    """Lower-cased text with whitespace runs folded and markdown markers dropped, plus a map back."""
+    """Lower-cased text with typographic punctuation folded (curly quotes, dashes, ellipsis,
+    non-breaking and other spaces), whitespace runs folded and markdown markers dropped, plus a
+    map from each normalised character back to its offset in the raw text."""
 
     __slots__ = ("text", "index")
 
@@ -55,36 +70,141 @@ class _Normalised:
         for i, ch in enumerate(raw):
             if ch in "*`":
                 continue
-            if ch.isspace():
-                if prev_space:
-                    continue
-                out.append(" ")
-                prev_space = True
-            else:
-                out.append(ch.lower())
-                prev_space = False
-            index.append(i)
+            for c in FOLD.get(ch, ch):
+                if c.isspace():
+                    if prev_space:
+                        continue
+                    out.append(" ")
+                    prev_space = True
+                else:
+                    out.append(c.lower())
+                    prev_space = False
+                index.append(i)
         self.text = "".join(out)
         self.index = index
 
 
-def locate_quote(text: str, quote: str, _cache: dict | None = None) -> tuple[int, int] | None:
-    """Character span of ``quote`` in ``text``: exact first, then normalised; None if absent."""
-    i = text.find(quote)
-    if i >= 0:
-        return i, i + len(quote)
-    norm = _cache.get(id(text)) if _cache is not None else None
+def _normalised(text: str, cache: dict | None) -> _Normalised:
+    norm = cache.get(id(text)) if cache is not None else None
     if norm is None:
         norm = _Normalised(text)
-        if _cache is not None:
-            _cache[id(text)] = norm
+        if cache is not None:
+            cache[id(text)] = norm
+    return norm
+
+
+def quote_occurrences(text: str, quote: str, _cache: dict | None = None) -> list[tuple[int, int]]:
+    """Every character span of ``quote`` in ``text``: exact matches, else matches ignoring case,
+    whitespace runs, markdown markers and typographic punctuation (offsets into ``text``)."""
+    out, i = [], text.find(quote)
+    while i >= 0 and quote:
+        out.append((i, i + len(quote)))
+        i = text.find(quote, i + 1)
+    if out:
+        return out
+    norm = _normalised(text, _cache)
     q = _Normalised(quote).text.strip()
-    if not q:
+    j = norm.text.find(q) if q else -1
+    while j >= 0:
+        out.append((norm.index[j], norm.index[j + len(q) - 1] + 1))
+        j = norm.text.find(q, j + 1)
+    return out
+
+
+def locate_quote(text: str, quote: str, _cache: dict | None = None) -> tuple[int, int] | None:
+    """Character span of the first match of ``quote`` in ``text`` (see ``quote_occurrences``)."""
+    found = quote_occurrences(text, quote, _cache)
+    return found[0] if found else None
+
+
+def nearest_passage(
+    text: str, quote: str, _cache: dict | None = None
+) -> tuple[int, str, float] | None:
+    """The passage of ``text`` most like ``quote`` (difflib ratio on the normalised forms): its
+    1-based line, the passage, and the similarity in [0, 1]. None for an empty text."""
+    norm, q = _normalised(text, _cache), _Normalised(quote).text.strip()
+    if not norm.text or not q:
         return None
-    j = norm.text.find(q)
-    if j < 0:
-        return None
-    return norm.index[j], norm.index[j + len(q) - 1] + 1
+    n = len(q)
+    step = max(1, n // 4)
+    matcher = difflib.SequenceMatcher(autojunk=False)
+    matcher.set_seq2(q)
+    scored = []
+    for lo in range(0, max(1, len(norm.text) - n + step), step):
+        matcher.set_seq1(norm.text[lo : lo + n])
+        scored.append((matcher.quick_ratio(), lo))
+    best, best_lo = -1.0, 0
+    for _, lo in sorted(scored, reverse=True)[:20]:
+        matcher.set_seq1(norm.text[lo : lo + n])
+        r = matcher.ratio()
+        if r > best:
+            best, best_lo = r, lo
+    # align the quote inside a wider region around the best window: the passage runs from the
+    # first to the last matching block, widened to whole words
+    lo = max(0, best_lo - n // 2)
+    region = norm.text[lo : best_lo + n + n // 2]
+    blocks = [
+        b
+        for b in difflib.SequenceMatcher(None, region, q, autojunk=False).get_matching_blocks()
+        if b.size >= 3
+    ]
+    a, b = (
+        (blocks[0].a, blocks[-1].a + blocks[-1].size)
+        if blocks
+        else (best_lo - lo, best_lo - lo + n)
+    )
+    while a > 0 and region[a - 1] != " ":
+        a -= 1
+    while b < len(region) and region[b] != " ":
+        b += 1
+    s, e = norm.index[lo + a], norm.index[lo + b - 1] + 1
+    matcher.set_seq1(norm.text[lo + a : lo + b])
+    return text.count("\n", 0, s) + 1, text[s:e], matcher.ratio()
+
+
+def pick_occurrence(
+    matches: list[tuple[int, int]], ev: Evidence, where: str
+) -> tuple[tuple[int, int] | None, str | None]:
+    """The match an evidence item names (``start`` offset, ``occurrence`` number, else the
+    first), or None and what is wrong."""
+    starts = ", ".join(str(s) for s, _ in matches[:10]) + (", ..." if len(matches) > 10 else "")
+    if ev.start is not None:
+        hit = next((m for m in matches if m[0] == ev.start), None)
+        if hit is None:
+            return (
+                None,
+                f"{where}: no match of the quote starts at {ev.start}; matches start at {starts}",
+            )
+        return hit, None
+    if ev.occurrence is not None:
+        if ev.occurrence > len(matches):
+            return None, (
+                f"{where}: occurrence {ev.occurrence} asked, but the quote occurs "
+                f"{len(matches)} time(s) (at characters {starts})"
+            )
+        return matches[ev.occurrence - 1], None
+    return matches[0], None
+
+
+def duplicate_quotes(golden: GoldenSet, docs: Mapping[str, Document]) -> list[str]:
+    """Warnings for quotes that occur more than once in their document and name no occurrence:
+    ``file:line: ...`` with where they occur and how to pick one."""
+    out, cache = [], {}
+    for q in golden.queries:
+        for i, ev in enumerate(q.evidence):
+            doc = docs.get(ev.doc)
+            if doc is None or ev.occurrence is not None or ev.start is not None:
+                continue
+            matches = quote_occurrences(doc.text, ev.quote, cache)
+            if len(matches) > 1:
+                lines = [doc.text.count("\n", 0, s) + 1 for s, _ in matches[:5]]
+                out.append(
+                    f"{golden.path}:{q.line}: query {q.id!r}, evidence[{i}]: the quote occurs "
+                    f"{len(matches)} times in {ev.doc!r} (lines {', '.join(map(str, lines))}"
+                    f"{', ...' if len(matches) > 5 else ''}); the first is used: add "
+                    f'"occurrence": N or "start": {matches[1][0]} to pick another'
+                )
+    return out
 
 
 def resolve(
@@ -139,12 +259,12 @@ def resolve(
             doc = docs.get(ev.doc)
             if doc is None:
                 raise fail(f"evidence[{i}] names unknown document {ev.doc!r}{_hint(ev.doc, docs)}")
-            found = locate_quote(doc.text, ev.quote, norm_cache)
+            matches = quote_occurrences(doc.text, ev.quote, norm_cache)
+            if not matches:
+                raise fail(_not_found(i, ev, doc, norm_cache))
+            found, problem = pick_occurrence(matches, ev, f"evidence[{i}]")
             if found is None:
-                raise fail(
-                    f"evidence[{i}] quote not found in document {ev.doc!r}: "
-                    f"{_short(ev.quote)!r}; copy it verbatim from the document"
-                )
+                raise fail(problem or "")
             span = Span(ev.doc, found[0], found[1], ev.grade)
             q_spans.append(span)
             if level == "doc":
@@ -171,6 +291,15 @@ def _chunks_for_span(span: Span, doc_chunks: Sequence[Chunk]) -> list[str]:
     if not hits and best is not None:
         hits.append(best.id)
     return hits
+
+
+def _not_found(i: int, ev: Evidence, doc: Document, cache: dict) -> str:
+    msg = f"evidence[{i}] quote not found in document {ev.doc!r}: {_short(ev.quote)!r}"
+    near = nearest_passage(doc.text, ev.quote, cache)
+    if near is not None and near[2] >= 0.5:
+        line, passage, ratio = near
+        msg += f"; nearest passage (line {line}, {ratio:.0%} alike): {_short(passage, 120)!r}"
+    return msg + "; copy the quote verbatim from the document"
 
 
 def _hint(name: str, docs: Mapping[str, Document]) -> str:

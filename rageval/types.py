@@ -43,6 +43,10 @@ class Evidence:
     doc: str
     quote: str
     grade: int = 1
+    # which match of a quote that occurs more than once: the n-th (1-based), or the one that
+    # starts at this character offset; neither: the first
+    occurrence: int | None = None
+    start: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+import rageval  # noqa: F401  (first, before any test imports torch: it pins MKL's mode)
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

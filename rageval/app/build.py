@@ -60,6 +60,8 @@ def build(cfg) -> Components:
         ) from None
     if cfg.retries < 0:
         raise ConfigError(f"retries must be >= 0, got {cfg.retries}")
+    if not cfg.max_document_mb > 0:
+        raise ConfigError(f"max_document_mb must be a number > 0, got {cfg.max_document_mb}")
     if cfg.retry_backoff < 0:
         raise ConfigError(f"retry_backoff must be a number of seconds >= 0, got {cfg.retry_backoff}")
     encoder, query_encoder = _encoders(cfg.embedding)
@@ -84,6 +86,8 @@ def build(cfg) -> Components:
         latency_sample=cfg.latency_sample,
         query_batch=cfg.query_batch,
         allow_model_mismatch=cfg.allow_model_mismatch,
+        max_document_mb=float(cfg.max_document_mb),
+        budgets=tuple(cfg.budgets),
     )
     return Components(spec, encoder, query_encoder, retriever)
 

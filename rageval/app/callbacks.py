@@ -29,7 +29,7 @@ def read_outcome(path: str | Path) -> dict[str, Any] | None:
 
 
 class SweepCallback(Callback):
-    """A parent MLflow run around a multirun and the comparison of its jobs at the end."""
+    """A parent MLflow run around a multirun and the leaderboard of its jobs at the end."""
 
     def __init__(self, outcome_file: str | None = None) -> None:
         self.outcome_file = outcome_file
@@ -46,7 +46,9 @@ class SweepCallback(Callback):
     def on_multirun_end(self, config, **kwargs) -> None:
         """Compare the jobs, close the parent run and report the sweep's exit code."""
         from rageval.app.sweep import finish_sweep
+        from rageval.redact import redact_yaml_file
 
+        redact_yaml_file(Path(config.hydra.sweep.dir) / "multirun.yaml", config.hydra.overrides.task)
         code = finish_sweep(config)
         self._report({"state": "finished", "exit_code": code})
 

@@ -1,8 +1,8 @@
 """Where the Hydra config lives, its resolvers and schema, and composing it from overrides.
 
 ``compose(overrides)`` builds the config a run would get, without running Hydra's launcher;
-``check_overrides(argv)`` composes every job of a command line first, so a bad override (a wrong
-type, an unknown option or key) is one line and exit 2 before anything runs.
+``check_overrides(argv)`` checks every value of a sweep, so a bad one (a wrong type, an unknown
+option) is one line and exit 2 before any job runs.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def compose(overrides: Sequence[str]):
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
             return hydra_compose("config", overrides=list(overrides))
     except (HydraException, OmegaConfBaseException) as err:
-        raise ConfigError(_one_line(err)) from None
+        raise ConfigError(f"bad override ({' '.join(overrides)}): {describe_error(err)}") from None
 
 
 def check_overrides(argv: Sequence[str]) -> None:
@@ -75,19 +75,25 @@ def check_overrides(argv: Sequence[str]) -> None:
             for o in parsed
         ]
     except HydraException as err:
-        raise ConfigError(_one_line(err)) from None
+        raise ConfigError(f"bad override ({' '.join(given)}): {describe_error(err)}") from None
     except Exception:  # a sweep Hydra's basic sweeper cannot list (ranges for an optimiser)
         return
 
     def line(o, text: str | None) -> str:
         return o.input_line if text is None else f"{o.get_key_element()}={text}"
 
+    if all(len(values) == 1 for values in choices):
+        return  # one job: rageval.app.overrides.prepare_overrides composed it already
     first = [line(o, values[0][0]) for o, values in zip(parsed, choices, strict=True)]
     cfg = compose(first)
     for i, (o, values) in enumerate(zip(parsed, choices, strict=True)):
         for text, value in values[1:]:
             if not _fits(cfg, o, text, value):
-                compose([*first[:i], line(o, text), *first[i + 1 :]])
+                try:
+                    compose([*first[:i], line(o, text), *first[i + 1 :]])
+                except ConfigError as err:
+                    reason = str(err).split("): ", 1)[-1]
+                    raise ConfigError(f"bad override ({line(o, text)}): {reason}") from None
 
 
 def _fits(cfg, override, text: str, value) -> bool:
@@ -112,8 +118,8 @@ def _fits(cfg, override, text: str, value) -> bool:
     return True
 
 
-def _one_line(err: BaseException) -> str:
-    """Hydra's message and its cause's, on one line, with what to do."""
+def describe_error(err: BaseException) -> str:
+    """Hydra's message and its cause's (the type a value failed), on one line."""
     parts = [str(err)]
     cause = err.__cause__ or err.__context__
     if cause is not None and str(cause) not in parts[0]:
@@ -124,5 +130,4 @@ def _one_line(err: BaseException) -> str:
         lines = [ln.strip() for ln in part.splitlines() if ln.strip()]
         lines = [f"(key {ln[9:].strip()})" if ln.startswith("full_key:") else ln for ln in lines]
         kept.append(" ".join(ln for ln in lines if not ln.startswith("object_type=")))
-    text = "; ".join(p for p in kept if p)
-    return f"bad config: {text} (see conf/ for the keys and options, python -m rageval --help)"
+    return "; ".join(p for p in kept if p)

@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import sys
@@ -18,6 +17,7 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rageval import rundir
 from rageval.app.build import Components, build
 from rageval.app.config import CONF_DIR, GROUPS, ROOT, default_cache_dir, register_resolvers
 from rageval.errors import ConfigError, RagevalError
@@ -26,6 +26,7 @@ from rageval.redact import (
     override_secrets,
     redact,
     redact_override,
+    redact_yaml_file,
     scrub,
     scrub_logging,
     secret_values,
@@ -52,12 +53,13 @@ def run_job(cfg, output_dir: str | Path, overrides: list[str] | None = None,
     import yaml
     from omegaconf import OmegaConf
 
+    from rageval.chunking import write_chunks_jsonl
     from rageval.formats.atomic import atomic_write_text
     from rageval.formats.trec import write_qrels, write_run
     from rageval.pipeline import evaluate
 
     out = Path(output_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    rundir.begin(out)  # marked incomplete until report.json, written last, is there
     parts = build(cfg)
     config = OmegaConf.to_container(cfg, resolve=True)
     try:
@@ -71,8 +73,10 @@ def run_job(cfg, output_dir: str | Path, overrides: list[str] | None = None,
     qids = [r["id"] for r in report.per_query]
     write_run(out / "run.trec", qids, report.rankings, tag="rageval")
     write_qrels(out / "qrels.trec", report.qrels)
-    report.write_json(out / "report.json")
+    write_chunks_jsonl(out / "chunks.jsonl", report.chunks)
     atomic_write_text(out / "config.yaml", yaml.safe_dump(redact(config), sort_keys=False))
+    report.write_json(out / "report.json")
+    rundir.finish(out)
     if cfg.mlflow.enabled:
         from rageval.app.sweep import parent_run_id
         from rageval.tracking.runs import log_run, tracking_uri
@@ -94,6 +98,9 @@ def run_job(cfg, output_dir: str | Path, overrides: list[str] | None = None,
                 stacklevel=1,
             )
     if not quiet:
+        if sweep_dir:  # parallel jobs (joblib) print in any order: say whose table this is
+            shown = [o for o in report.overrides if not o.startswith(("hydra.", "hydra/"))]
+            print(f"job {out.name} ({' '.join(shown)}):")
         print(report.table())
         print(f"report: {out / 'report.json'}")
     return report
@@ -112,6 +119,8 @@ class JobContext:
     launch_dir: str | None = None
     # secret values passed as overrides, masked in every line the job prints or logs
     override_secrets: frozenset[str] = frozenset()
+    # the overrides as given (secrets included): only to find and mask them in Hydra's files
+    raw_overrides: tuple[str, ...] = ()
 
 
 def job_context() -> JobContext:
@@ -129,6 +138,7 @@ def job_context() -> JobContext:
         sweep_dir=str(hc.sweep.dir) if multirun else None,
         launch_dir=str(hc.runtime.cwd) if multirun else None,
         override_secrets=frozenset(override_secrets(hc.overrides.task)),
+        raw_overrides=tuple(hc.overrides.task),
     )
 
 
@@ -148,7 +158,10 @@ def guarded_job(cfg, job: JobContext) -> int:
     try:
         if job.launch_dir:
             _enter_launch_dir(job.launch_dir)
-        run_job(cfg, job.output_dir, job.overrides, job.choices, job.sweep_dir)
+        if job.sweep_dir:  # Hydra's own dump of the sweep's config and overrides
+            redact_yaml_file(Path(job.sweep_dir) / "multirun.yaml", job.raw_overrides)
+        with rundir.os_errors():  # a full disk or read-only folder: one line, not a traceback
+            run_job(cfg, job.output_dir, job.overrides, job.choices, job.sweep_dir)
         return 0
     except RagevalError as err:
         msg = scrub(str(err), secrets)
@@ -180,10 +193,7 @@ def hydra_task(cfg) -> None:
 def _write_error(out: Path, msg: str, overrides: list[str]) -> None:
     import socket
 
-    from rageval.formats.atomic import atomic_write_text
-
-    atomic_write_text(out / "error.json", json.dumps({"error": msg, "overrides": overrides,
-                                                     "host": socket.gethostname()}))  # fmt: skip
+    rundir.fail(out, {"error": msg, "overrides": overrides, "host": socket.gethostname()})
 
 
 def _enter_launch_dir(cwd: str) -> None:
@@ -206,6 +216,7 @@ def run_app(argv: list[str]) -> int:
     from rageval.app.overrides import prepare_overrides
 
     register_resolvers()
+    rundir.check_output_dirs(argv)  # Hydra would make them with a traceback on failure
     # Hydra echoes overrides in its own errors (and --cfg prints the config): mask secrets there
     secrets = override_secrets(argv) | secret_values()
     try:

@@ -141,13 +141,33 @@ def _compose_check(
         failure = err
     with initialize_config_dir(config_dir=str(Path(conf_dir).resolve()), version_base="1.3"):
         base = compose(config_name, overrides=[o for o in overrides if o.split("=")[0] in groups])
-    raise explain(failure, overrides, config_keys(base), groups) from None
+    explained = explain_key(failure, overrides, config_keys(base), groups)
+    if explained is not None:
+        raise explained from None
+    from rageval.app.config import describe_error
+
+    # a bad value: name the override Hydra names, else all of them
+    named = re.search(r"Error merging override (\S+)", str(failure))
+    culprit = named.group(1) if named else " ".join(overrides)
+    raise ConfigError(f"bad override ({culprit}): {describe_error(failure)}") from None
 
 
 def explain(
     err: Exception, overrides: Sequence[str], keys: Sequence[str], groups: Sequence[str]
 ) -> ConfigError:
     """One line for a Hydra composition error: the override, what was wrong, the closest keys."""
+    explained = explain_key(err, overrides, keys, groups)
+    if explained is not None:
+        return explained
+    from rageval.app.config import describe_error
+
+    return ConfigError(f"bad override ({' '.join(overrides)}): {describe_error(err)}")
+
+
+def explain_key(
+    err: Exception, overrides: Sequence[str], keys: Sequence[str], groups: Sequence[str]
+) -> ConfigError | None:
+    """The one-line error for an unknown key, with the closest keys; None for other errors."""
     text = str(err)
     match = re.search(r"Could not (?:override|append to config\.) '([^']+)'", text) or re.search(
         r"Key '([^']+)' is not in struct", text
@@ -166,4 +186,4 @@ def explain(
             f"override {culprit!r}: unknown config key {bad!r}{hint}; "
             f"to add a new key write +{culprit.lstrip('+~')}"
         )
-    return ConfigError(f"bad override ({' '.join(overrides)}): {text.splitlines()[0]}")
+    return None

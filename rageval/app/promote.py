@@ -19,6 +19,7 @@ from typing import Any
 
 from rageval.errors import InputError
 from rageval.gate.baseline import config_summary, load_report, write_baseline
+from rageval.rundir import check_complete
 from rageval.scoring.spec import MetricSpec
 
 
@@ -29,6 +30,7 @@ class ProjectData:
     golden: str | None
     corpus: str | None
     where: str
+    labels: str = "gold"  # the label set (gold, human, llm judgements): never mixed
 
 
 @dataclass(frozen=True)
@@ -80,18 +82,20 @@ def project_data(baseline_path: str | Path, golden: str | None = None) -> Projec
         from rageval.app.gate_run import compose_from_baseline
 
         current = load_report(baseline_path)
+        labels = str(current.get("label_set") or "gold")
         digests = current.get("digests") or {}
         if not current.get("config"):  # a baseline that does not record its dataset: its digests
             return ProjectData(digests.get("golden") or None, digests.get("corpus") or None,
-                               f"the current baseline {baseline_path}")  # fmt: skip
+                               f"the current baseline {baseline_path}", labels)  # fmt: skip
         cfg = compose_from_baseline(current, [])
         dataset = OmegaConf.to_container(cfg.dataset, resolve=True)
         g, c = _dataset_digests(dataset)
         if g:
-            return ProjectData(g, c, f"the current baseline's dataset ({dataset['golden']})")
-        return ProjectData(
-            digests.get("golden"), digests.get("corpus"), f"the current baseline {baseline_path}"
-        )
+            return ProjectData(
+                g, c, f"the current baseline's dataset ({dataset['golden']})", labels
+            )
+        where = f"the current baseline {baseline_path}"
+        return ProjectData(digests.get("golden"), digests.get("corpus"), where, labels)
     from rageval.app.gate_run import compose_from_baseline
 
     cfg = compose_from_baseline({}, [])
@@ -129,6 +133,7 @@ def promote(run: str | None, baseline: str, *, best: str | None = None, experime
     project = project_data(baseline, golden)
     client, run_id = None, None
     if run and Path(run).is_file():
+        check_complete(run)  # not a failed or unfinished run's leftover report.json
         report = load_report(run)
     else:
         from rageval.tracking.runs import client_for, tracking_uri
@@ -137,7 +142,7 @@ def promote(run: str | None, baseline: str, *, best: str | None = None, experime
         if spec is not None:
             found = lookups.best_run(client, experiment, spec.mlflow_key, golden_digest=project.golden,
                                      corpus_digest=project.corpus, sweep=sweep,
-                                     label_set=None)  # fmt: skip
+                                     label_set=project.labels)  # fmt: skip
             if found is None:
                 total = lookups.count_runs(client, experiment, sweep)
                 raise InputError(
@@ -160,6 +165,12 @@ def promote(run: str | None, baseline: str, *, best: str | None = None, experime
             f"the run was measured on another golden set (digest {then[:12]}) than the project gates "
             f"on ({project.golden[:12]}, from {project.where}); re-run it on that golden set, pass "
             "--golden for another one, or --force"
+        )
+    labels = str(report.get("label_set") or "gold")
+    if labels != project.labels and not force:
+        raise InputError(
+            f"the run was judged with the {labels!r} label set, the baseline with {project.labels!r}; "
+            "the gate never compares across label sets (pass --force to switch the baseline)"
         )
     source = {"run_id": run_id or report.get("mlflow_run_id"), "file": run if client is None else None,
               "promoted_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}  # fmt: skip

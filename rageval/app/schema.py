@@ -24,8 +24,19 @@ class MlflowConfig:
     tracking_uri: str | None = None
     experiment: str = "rageval"
     run_name: str | None = None
-    # the metric that marks the best job of a sweep
-    compare_metric: str = "ndcg@${k}"
+    # deprecated: use sweep.compare_metric (still read when set)
+    compare_metric: str | None = None
+
+
+@dataclass
+class SweepConfig:
+    """How a sweep's leaderboard decides (rageval.report.leaderboard)."""
+
+    # null: evidence_recall@1024t with evidence quotes or a sweep over the chunking, else ndcg@k
+    compare_metric: str | None = None
+    # jobs the paired randomization test cannot tell from the best at this level are "tied"
+    alpha: float = 0.05
+    resamples: int = 10_000
 
 
 @dataclass
@@ -42,15 +53,20 @@ class RagevalConfig:
     chunk_overlap: int = 0
     k: int = 5
     ks: list[int] = field(default_factory=lambda: [1, 3, 5, 10, 20])
+    # token budgets of the ...@Bt metrics (docs/metrics.md); [] turns them off
+    budgets: list[int] = field(default_factory=lambda: [256, 512, 1024, 2048])
     level: str = "auto"
     depth: int | None = None
     latency_sample: int = 20
     query_batch: int = 10_000
     allow_model_mismatch: bool = False
+    # a larger document (MB of UTF-8 text) is refused, naming it
+    max_document_mb: float = 50
     retries: int = 2
     retry_backoff: float = 0.5
     cache_dir: str = MISSING
     mlflow: MlflowConfig = field(default_factory=MlflowConfig)
+    sweep: SweepConfig = field(default_factory=SweepConfig)
     gate: dict[str, Any] = field(default_factory=dict)
 
 

@@ -1,8 +1,8 @@
-"""The launching side of a multirun: a parent MLflow run before the jobs, a comparison after."""
+"""The launching side of a multirun: a parent MLflow run before the jobs, the leaderboard after
+(rageval.report.leaderboard)."""
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import warnings
@@ -11,7 +11,6 @@ from typing import Any
 
 from rageval.formats.atomic import atomic_write_text
 from rageval.redact import redact_override, scrub
-from rageval.report.eval_report import HEADLINE
 from rageval.tracking.runs import client_for, ensure_experiment, tracking_uri
 
 # The hand-off from the launching process to its jobs: the parent run's id in the environment
@@ -113,110 +112,74 @@ def parent_run_id(
     return None
 
 
-def collect(sweep_dir: Path) -> list[dict[str, Any]]:
-    """One row per job folder: its overrides, status and headline metrics (or error)."""
-    rows = []
-    for d in sorted(
-        (p for p in sweep_dir.iterdir() if p.is_dir() and p.name.isdigit()),
-        key=lambda p: int(p.name),
-    ):
-        row: dict[str, Any] = {"job": int(d.name)}
-        if (d / "report.json").is_file():
-            rep = json.loads((d / "report.json").read_text())
-            row.update(status="ok", overrides=rep.get("overrides", []), metrics=rep["metrics"], ci=rep.get("ci", {}),
-                       run_id=rep.get("mlflow_run_id"), k=rep.get("k"))  # fmt: skip
-        elif (d / "error.json").is_file():
-            err = json.loads((d / "error.json").read_text())
-            row.update(
-                status="failed", overrides=err.get("overrides", []), error=err.get("error", "")
-            )
-        else:
-            row.update(status="failed", overrides=[], error="the job left no report (killed?)")
-        rows.append(row)
-    return rows
-
-
-def comparison(rows: list[dict[str, Any]], compare_metric: str) -> tuple[str, str, int | None]:
-    """Markdown and CSV tables of the jobs (means with 95% CIs); the best by ``compare_metric`` is marked."""
-    ok = [r for r in rows if r["status"] == "ok"]
-    k = ok[0]["k"] if ok else 5
-    metrics = [f"{m}@{k}" for m in HEADLINE]
-    keys: list[str] = []
-    for r in rows:
-        for o in r["overrides"]:
-            key = o.split("=", 1)[0]
-            if key not in keys:
-                keys.append(key)
-    values = {
-        k_: {dict(o.split("=", 1) for o in r["overrides"] if "=" in o).get(k_) for r in rows}
-        for k_ in keys
-    }
-    swept = [k_ for k_ in keys if len(values[k_]) > 1]
-    keys = swept or keys
-    best = max(ok, key=lambda r: r["metrics"].get(compare_metric, float("-inf")), default=None)
-    header = ["job", *keys, *metrics, "status"]
-    table = []
-    for r in rows:
-        vals = dict(o.split("=", 1) for o in r["overrides"] if "=" in o)
-        cells = [str(r["job"]), *[vals.get(k_, "") for k_ in keys]]
-        if r["status"] == "ok":
-            cells += [_cell(r, m) for m in metrics]
-            cells.append("best" if r is best else "ok")
-        else:
-            cells += ["" for _ in metrics] + [f"FAILED: {r['error']}"]
-        table.append(cells)
-    md = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    md += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in table]
-    csv_lines = [",".join(header)] + [",".join(_csv(c) for c in row) for row in table]
-    return "\n".join(md) + "\n", "\n".join(csv_lines) + "\n", (best["job"] if best else None)
-
-
-def _cell(row: dict[str, Any], metric: str) -> str:
-    """``0.618 [0.558, 0.682]``: the mean and its 95% bootstrap CI."""
-    mean = row["metrics"].get(metric, float("nan"))
-    lo, hi = (row.get("ci") or {}).get(metric, (None, None))
-    return f"{mean:.3f} [{lo:.3f}, {hi:.3f}]" if lo is not None else f"{mean:.3f}"
-
-
-def _csv(cell: str) -> str:
-    return f'"{cell.replace(chr(34), chr(34) * 2)}"' if any(c in cell for c in ',"\n') else cell
+def compare_settings(config) -> tuple[str | None, float, int]:
+    """``sweep.compare_metric`` (None: the default rule), alpha and resamples; the deprecated
+    ``mlflow.compare_metric`` is still read, with a note."""
+    sweep = config.get("sweep") or {}
+    chosen = sweep.get("compare_metric")
+    old = (config.get("mlflow") or {}).get("compare_metric")
+    if old and not chosen:
+        warnings.warn(
+            f"mlflow.compare_metric={old} is deprecated: write sweep.compare_metric={old}",
+            FutureWarning,  # shown by default: the user's config is what must change
+            stacklevel=2,
+        )
+        chosen = old
+    return (
+        (str(chosen) if chosen else None),
+        float(sweep.get("alpha", 0.05)),
+        int(sweep.get("resamples", 10_000)),
+    )
 
 
 def finish_sweep(config, stopped: str | None = None) -> int:
-    """Print and log the comparison table, close the parent run; returns the sweep's exit code
-    (2 if a job failed). ``stopped``: why the launcher gave up, told for every job that left no
-    report."""
+    """Print and write the leaderboard, close the parent run; returns the sweep's exit code (2 if
+    a job failed or sweep.compare_metric names no metric). ``stopped``: why the launcher gave up,
+    told for every job that left no report."""
+    from rageval.errors import RagevalError
+    from rageval.report.leaderboard import load_jobs, rank
+
     sweep_dir = _sweep_dir(config)
-    rows = collect(sweep_dir)
-    for r in rows:
-        if stopped and r["status"] == "failed" and "left no report" in r["error"]:
-            r["error"] = f"the job left no report; the sweep stopped: {stopped}"
-    failed = [r for r in rows if r["status"] != "ok"]
-    md, csv_text, _ = comparison(rows, str(config.mlflow.compare_metric))
-    atomic_write_text(sweep_dir / "comparison.md", md)
-    atomic_write_text(sweep_dir / "comparison.csv", csv_text)
-    print(
-        f"\nSweep of {len(rows)} jobs ({len(failed)} failed), best by {config.mlflow.compare_metric}:\n"
-    )
-    print(md)
-    print(f"comparison: {sweep_dir / 'comparison.md'}")
-    for r in failed:
-        print(f"job {r['job']} ({' '.join(r['overrides'])}) failed: {r['error']}", file=sys.stderr)
+    jobs = load_jobs(sweep_dir)
+    for j in jobs:
+        if stopped and j.status == "failed" and "left no report" in j.error:
+            j.error = f"the job left no report; the sweep stopped: {stopped}"
+    failed = [j for j in jobs if j.status != "ok"]
+    chosen, alpha, resamples = compare_settings(config)
+    bad_metric = False
+    try:
+        board = rank(jobs, chosen, alpha=alpha, resamples=resamples)
+    except RagevalError as err:  # a misspelt compare_metric: the jobs' reports are all on disk
+        print(f"rageval: error: {err}", file=sys.stderr)
+        board = rank(jobs, None, resamples=resamples)
+        board.note = f"{err}; decided by the default metric instead"
+        bad_metric = True
+    md_path, csv_path = sweep_dir / "leaderboard.md", sweep_dir / "leaderboard.csv"
+    atomic_write_text(md_path, board.markdown())
+    atomic_write_text(csv_path, board.csv())
+    print()
+    print(board.console())
+    print(f"leaderboard: {md_path} ({csv_path.name} for spreadsheets)")
+    for j in failed:
+        print(f"job {j.job} ({' '.join(j.overrides)}) failed: {j.error}", file=sys.stderr)
     parent = parent_run_id(str(sweep_dir))
     if config.mlflow.enabled and parent:
         uri = tracking_uri(config.mlflow.tracking_uri)
         try:
             client = client_for(uri)
-            client.log_artifact(parent, str(sweep_dir / "comparison.md"))
-            client.log_artifact(parent, str(sweep_dir / "comparison.csv"))
-            client.set_tag(parent, "rageval.jobs", str(len(rows)))
+            client.log_artifact(parent, str(md_path))
+            client.log_artifact(parent, str(csv_path))
+            client.set_tag(parent, "rageval.jobs", str(len(jobs)))
             client.set_tag(parent, "rageval.jobs_failed", str(len(failed)))
+            client.set_tag(parent, "rageval.compare_metric", board.metric)
+            if board.best is not None:
+                client.set_tag(parent, "rageval.best_job", str(board.best))
             client.set_terminated(parent, "FAILED" if failed or stopped else "FINISHED")
-        except Exception as err:  # the comparison is on disk already
+        except Exception as err:  # the leaderboard is on disk already
             _mlflow_warning("closing the sweep's parent run", uri, err)
     os.environ.pop(PARENT_ENV, None)
     os.environ.pop(SWEEP_ENV, None)
-    return 2 if failed else 0
+    return 2 if failed or bad_metric else 0
 
 
 def _mlflow_warning(what: str, uri: str, err: Exception) -> None:

@@ -63,6 +63,8 @@ class EndpointConfig:
     max_backoff: float = 60.0
     temperature: float | None = 0.7  # None: not sent (some reasoning models accept only 1)
     max_answer_tokens: int = 1024  # 0: not sent
+    # a chat answer is kilobytes; a larger body is refused unread (a broken or hostile endpoint)
+    max_response_bytes: int = 4_000_000
 
     def __post_init__(self) -> None:
         if self.api_style not in API_STYLES:
@@ -74,7 +76,8 @@ class EndpointConfig:
                 f"base_url must start with http:// or https://, got {self.base_url!r} "
                 "(e.g. http://localhost:11434/v1 for Ollama, https://<resource>.openai.azure.com for Azure)"
             )
-        for name in ("timeout", "max_retries", "backoff", "max_backoff", "max_answer_tokens"):
+        for name in ("timeout", "max_retries", "backoff", "max_backoff", "max_answer_tokens",
+                     "max_response_bytes"):  # fmt: skip
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)!r}")
 
@@ -92,20 +95,31 @@ class EndpointConfig:
 @dataclass
 class Budget:
     """Requests (every HTTP attempt, retries included) and tokens (as the endpoint reports them in
-    ``usage``, else estimated at 4 characters a token) a run may spend. Checked before each request,
-    so the last request may overshoot the token budget by its own size."""
+    ``usage``, else estimated at 4 characters a token) a run may spend. Checked before each request
+    against what that request may cost at most (its prompt, estimated, plus the answer tokens it
+    asks for), so an endpoint that honours ``max_tokens`` cannot take the run past its budget."""
 
     max_requests: int = 100
     max_tokens: int = 200_000
     requests: int = 0
     tokens: int = 0
 
-    def exhausted(self) -> str | None:
+    def exhausted(self, next_cost: int = 0) -> str | None:
+        """Why no further request (costing up to ``next_cost`` tokens) may be sent, or None."""
         if self.requests >= self.max_requests:
             return f"request budget of {self.max_requests} spent"
         if self.tokens >= self.max_tokens:
             return f"token budget of {self.max_tokens:,} spent ({self.tokens:,} used)"
+        if self.tokens + next_cost > self.max_tokens:
+            return (
+                f"token budget of {self.max_tokens:,} nearly spent ({self.tokens:,} used; the next "
+                f"request may cost up to {next_cost:,})"
+            )
         return None
+
+
+class _Deadline(Exception):
+    """The request's total time ran out while the body was still arriving."""
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -158,13 +172,17 @@ class ChatClient:
             body["model"] = self.cfg.model
         data = json.dumps(body).encode()
         prompt_chars = sum(len(m.get("content", "")) for m in messages)
+        worst_case = prompt_chars // 4 + self.cfg.max_answer_tokens
         attempt = 0
         while True:
-            reason = self.budget.exhausted()
+            reason = self.budget.exhausted(worst_case)
             if reason:
                 raise BudgetExhausted(reason)
             self.budget.requests += 1
             status, headers, raw, problem = self._post(data)
+            if status == 200 and raw is None:
+                self.budget.tokens += worst_case  # what it may have cost; unknown, so the most
+                raise MalformedAnswer(problem)
             if status == 200:
                 return self._parse(raw, prompt_chars)
             if status is not None and status not in RETRY_STATUS:
@@ -182,13 +200,39 @@ class ChatClient:
         req = urllib.request.Request(
             self.cfg.url, data=data, headers=self._headers(), method="POST"
         )
+        deadline = time.monotonic() + self.cfg.timeout
         try:
             with self._opener.open(req, timeout=self.cfg.timeout) as resp:
-                return resp.status, resp.headers, resp.read(), None
+                raw, problem = self._read(resp, deadline)
+                return resp.status, resp.headers, raw, problem
         except urllib.error.HTTPError as err:
-            return err.code, err.headers or {}, err.read() if err.fp else b"", None
+            raw = self._read(err, deadline)[0] if err.fp else b""
+            return err.code, err.headers or {}, raw or b"", None
+        except _Deadline as err:
+            return None, {}, b"", str(err)
         except (OSError, ValueError) as err:  # URLError, timeouts, refused or reset connections
             return None, {}, b"", f"{type(err).__name__}: {getattr(err, 'reason', err)}"
+
+    def _read(self, resp, deadline: float) -> tuple[bytes | None, str | None]:
+        """The body, read in pieces: at most ``max_response_bytes`` (else (None, why)), and by the
+        request's total deadline (``timeout`` seconds from sending), however slowly it drips."""
+        cap, parts, size = self.cfg.max_response_bytes, [], 0
+        length = resp.headers.get("Content-Length") if resp.headers else None
+        if length and length.isdigit() and int(length) > cap:
+            return None, f"the answer is {int(length):,} bytes, above the {cap:,}-byte limit"
+        while True:
+            if time.monotonic() > deadline:
+                raise _Deadline(
+                    f"no complete answer within {self.cfg.timeout:g} s (the endpoint sent "
+                    f"{size:,} bytes so far); raise --timeout if answers are really that slow"
+                )
+            part = resp.read1(65536) if hasattr(resp, "read1") else resp.read(65536)
+            if not part:
+                return b"".join(parts), None
+            size += len(part)
+            if size > cap:
+                return None, f"the answer is more than {cap:,} bytes; refused unread"
+            parts.append(part)
 
     def _delay(self, attempt: int, headers) -> float:
         """Retry-After (seconds, milliseconds or an HTTP date) if given, else exponential backoff."""

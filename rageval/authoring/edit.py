@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from rageval.errors import ConfigError, InputError
-from rageval.formats.atomic import atomic_write_text
+from rageval.formats.atomic import atomic_write_text, locked
 from rageval.inputs.golden import entry_from_dict, load_golden
 from rageval.relevance import locate_quote, resolve
 from rageval.types import Chunk, Document, Evidence, GoldenQuery, GoldenSet
@@ -73,7 +73,13 @@ def add_query(
     source: str | None = "ticket",
     tags: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """Append one entry to the golden set at ``path`` (created if missing) and return it."""
+    """Append one entry to the golden set at ``path`` (created if missing) and return it. Holds a
+    lock from reading to writing, so concurrent ``golden add`` runs all keep their entries."""
+    with locked(path):
+        return _add_query(path, docs, query, evidence, grades, qid, id_prefix, source, tags)
+
+
+def _add_query(path, docs, query, evidence, grades, qid, id_prefix, source, tags) -> dict[str, Any]:
     text, golden = read_golden(path)
     existing = golden.queries if golden else ()
     if len(grades) > len(evidence):

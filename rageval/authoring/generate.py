@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import random
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -73,6 +74,7 @@ class Candidate:
     doc: str
     quote: str
     chunk: str  # the sampled chunk's <doc>:<ordinal> label, kept as provenance
+    removed: dict[str, int] = field(default_factory=dict)  # unsafe characters stripped
 
 
 @dataclass
@@ -116,6 +118,30 @@ def parse_questions(content: str) -> tuple[list[tuple[str, str]], int]:
         else:
             bad += 1
     return pairs, bad
+
+
+# ANSI/VT escape sequences (CSI, OSC, two-character), then single characters: C0/C1 controls,
+# bidirectional overrides and isolates (the "Trojan Source" characters) and zero-width ones
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+_INVISIBLE = set("\u061c\u200b\u200c\u200d\u200e\u200f\u2060\ufeff") | {
+    chr(c) for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))
+}
+
+
+def strip_unsafe(text: str, removed: Counter) -> str:
+    """``text`` without terminal escape sequences, control characters (other than whitespace)
+    and bidi or zero-width characters: generated text must read in a review and in a terminal as
+    it is stored. What was removed is counted in ``removed`` (by code point name)."""
+    text, n = _ESCAPES.subn("", text)
+    if n:
+        removed["ANSI escape sequence"] += n
+    out = []
+    for ch in text:
+        if ch in _INVISIBLE or (unicodedata.category(ch) == "Cc" and not ch.isspace()):
+            removed[f"U+{ord(ch):04X} {unicodedata.name(ch, 'CONTROL')}"] += 1
+        else:
+            out.append(ch)
+    return "".join(out)
 
 
 def _first_json(text: str) -> Any:
@@ -209,13 +235,21 @@ def generate(
         out.dropped["item without question or quote"] += bad
         out.dropped["more questions than asked for"] += max(0, len(pairs) - spec.per_chunk)
         for question, quote in pairs[: spec.per_chunk]:
+            removed: Counter = Counter()
+            question = " ".join(strip_unsafe(question, removed).split())
+            quote = strip_unsafe(quote, removed)
+            if not question or not quote.strip():
+                out.dropped["item without question or quote"] += 1
+                continue
             exact = verbatim_quote(by_id[chunk.doc_id].text, quote)
             if exact is None:
                 out.dropped["quote not in the document"] += 1
             elif len(exact) < spec.min_quote_chars:
                 out.dropped["quote too short"] += 1
             else:
-                candidates.append(Candidate(question, chunk.doc_id, exact, chunk.label))
+                candidates.append(
+                    Candidate(question, chunk.doc_id, exact, chunk.label, dict(removed))
+                )
     kept, out.duplicates = dedupe(
         candidates, [q.query for q in existing], encoder, spec.dedupe_threshold
     )
@@ -228,7 +262,8 @@ def generate(
             "query": c.question,
             "evidence": [{"doc": c.doc, "quote": c.quote, "grade": 1}],
             "source": "synthetic",
-            "origin": {"model": model, "chunk": c.chunk},
+            "origin": {"model": model, "chunk": c.chunk}
+            | ({"removed_characters": c.removed} if c.removed else {}),
         }
         for qid, c in zip(ids, kept, strict=True)
     ]

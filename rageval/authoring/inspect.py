@@ -13,14 +13,14 @@ from rageval.types import GoldenQuery, GoldenSet
 SYNTHETIC_LIMIT = 0.40
 
 
-def label_problems(golden_path: Path, corpus_path: Path | None, chunk: int = 256) -> tuple[GoldenSet, int, list[str]]:  # fmt: skip
+def label_problems(golden_path: Path, corpus_path: Path | None, chunk: int = 256) -> tuple[GoldenSet, int, list[str], list[str]]:  # fmt: skip
     """(the golden set, documents in the corpus, one ``file:line: message`` per query whose labels
-    do not resolve under chunking ``chunk``)."""
+    do not resolve under chunking ``chunk``, warnings: quotes that occur more than once)."""
     from rageval.chunking import ChunkingSpec, chunk_documents, load_tokenizer
     from rageval.embedding import resolve_model_path
     from rageval.inputs.corpus import load_corpus
     from rageval.inputs.golden import load_golden
-    from rageval.relevance import resolve
+    from rageval.relevance import duplicate_quotes, resolve
 
     golden = load_golden(golden_path)
     if corpus_path is None:
@@ -38,7 +38,7 @@ def label_problems(golden_path: Path, corpus_path: Path | None, chunk: int = 256
             resolve(GoldenSet(golden.path, (q,), golden.digest), by_id, chunks, level="chunk")
         except RagevalError as err:
             problems.append(str(err))
-    return golden, len(docs), problems
+    return golden, len(docs), problems, duplicate_quotes(golden, by_id)
 
 
 def describe(golden: GoldenSet, n_corpus_docs: int | None = None) -> dict:
@@ -101,12 +101,15 @@ def describe_files(golden_path: Path, corpus_path: Path | None, with_paths=()) -
     used in more than one; returns the statistics and the sets read."""
     from rageval.inputs.corpus import load_corpus
     from rageval.inputs.golden import load_golden
+    from rageval.relevance import duplicate_quotes
 
     golden = load_golden(golden_path)
     sets = [golden, *(load_golden(p) for p in with_paths)]
     queries = tuple(q for g in sets for q in g.queries)
-    n_docs = len(load_corpus(corpus_path)) if corpus_path else None
-    s = describe(GoldenSet(golden.path, queries, golden.digest), n_docs)
+    docs = {d.id: d for d in load_corpus(corpus_path)} if corpus_path else {}
+    s = describe(GoldenSet(golden.path, queries, golden.digest), len(docs) if corpus_path else None)
+    for g in sets:  # a quote that occurs twice silently takes the first match: say so
+        s["warnings"] += duplicate_quotes(g, docs)
     seen: dict[str, str] = {}
     for g in sets:
         clash = [q.id for q in g.queries if seen.setdefault(q.id, g.path) != g.path]

@@ -44,16 +44,6 @@ def handle(args: argparse.Namespace) -> int:
     return cmp.exit_code
 
 
-run = handle  # the dispatcher's older name
-
-
-def run_check(*args, **kwargs):
-    """Kept for callers of the old location: see :func:`rageval.app.gate_run.run_check`."""
-    from rageval.app.gate_run import run_check as _run_check
-
-    return _run_check(*args, **kwargs)
-
-
 def compose(overrides: list[str]):
     """conf/ composed with ``overrides`` (no baseline), as the app would run it."""
     from rageval.app.gate_run import compose_from_baseline

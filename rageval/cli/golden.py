@@ -67,7 +67,11 @@ def handle(args: argparse.Namespace) -> int:
 
 def validate(golden_path, corpus_path, chunk: int = 256) -> int:
     """Print every problem as ``file:line: message``; exit 2 if there is any, else 0."""
-    golden, n_docs, problems = label_problems(golden_path, corpus_path, chunk)
+    golden, n_docs, problems, warnings = label_problems(golden_path, corpus_path, chunk)
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    for warning in short_quote_warnings(golden):
+        print(warning, file=sys.stderr)
     for p in problems:
         print(p, file=sys.stderr)
     if problems:
@@ -80,6 +84,25 @@ def validate(golden_path, corpus_path, chunk: int = 256) -> int:
         f"ok: {len(golden.queries)} queries, every label resolves against {n_docs} documents ({golden_path})"
     )
     return 0
+
+
+MIN_QUOTE_WORDS = 3
+
+
+def short_quote_warnings(golden) -> list[str]:
+    """A quote of one or two words ("a", "refund") is found in many chunks by chance: it makes
+    almost any chunk that holds it relevant. Listed as warnings, not errors."""
+    out = []
+    for q in golden.queries:
+        for i, e in enumerate(q.evidence):
+            n = len(e.quote.split())
+            if n < MIN_QUOTE_WORDS:
+                out.append(
+                    f"{golden.path}:{q.line}: warning: query {q.id!r}, evidence[{i}]: the quote "
+                    f"{e.quote!r} is {n} word{'s' * (n != 1)}; a quote this short matches by chance. "
+                    f"Quote at least {MIN_QUOTE_WORDS} words of the passage that answers the query"
+                )
+    return out
 
 
 def stats(golden_path, corpus_path, as_json: bool = False, with_paths=()) -> int:
@@ -102,6 +125,9 @@ def stats(golden_path, corpus_path, as_json: bool = False, with_paths=()) -> int
                 f"  evidence words      min {ew['min']}, median {ew['median']}, max {ew['max']} ({ew['quotes']} quotes)"
             )
         print(f"  multi-document      {s['multi_document_queries']['count']} queries")
+        if s["tags"]:
+            tags = ", ".join(f"{t} {c}" for t, c in s["tags"].items())
+            print(f"  tags                {tags}")
     for w in s["warnings"]:
         print(f"warning: {w}", file=sys.stderr)
     return 0

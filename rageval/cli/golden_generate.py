@@ -153,13 +153,21 @@ def handle(args: argparse.Namespace) -> int:
     chunks = chunk_documents(docs, ChunkingSpec(args.chunk), tokenizer)
     result = generate(client, docs, chunks, existing, encoder, spec, progress=not args.no_progress)
     if result.entries:
+        from rageval.formats.atomic import locked
+
         lines = "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in result.entries)
-        sep = "" if not earlier_text or earlier_text.endswith("\n") else "\n"
-        atomic_write_text(out, earlier_text + sep + lines)
+        with locked(out):  # what another run appended meanwhile stays
+            earlier_text = out.read_text(encoding="utf-8") if out.is_file() else ""
+            sep = "" if not earlier_text or earlier_text.endswith("\n") else "\n"
+            atomic_write_text(out, earlier_text + sep + lines)
     print(f"{len(result.entries)} new questions from {result.answered} of {result.asked} chunks asked"
           f" -> {out} (review, then merge by hand)")  # fmt: skip
     for reason, n in result.dropped.most_common():
         print(f"  dropped {n:>4}  {reason}")
+    removed = sum(sum(e["origin"].get("removed_characters", {}).values()) for e in result.entries)
+    if removed:
+        print(f"  removed {removed} control, escape or bidi characters from generated text "
+              "(listed under origin.removed_characters in the file)")  # fmt: skip
     for dup, of in result.duplicates[:5]:
         print(f"    near-duplicate: {dup!r} ~ {of!r}")
     print(f"  spent {budget.requests} of {budget.max_requests} requests, "

@@ -46,6 +46,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     """Migrate, check the result judges chunks as before, write it and say what changed."""
+    from rageval.formats.atomic import locked
+
+    with locked(golden_and_corpus(args.path, args.corpus)[0]):  # no `golden add` in between
+        return _migrate(args)
+
+
+def _migrate(args: argparse.Namespace) -> int:
     from rageval.authoring.edit import check_migration, migrate, read_golden
     from rageval.chunking import ChunkingSpec, chunk_documents, load_tokenizer
     from rageval.embedding import resolve_model_path

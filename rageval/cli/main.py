@@ -69,8 +69,11 @@ def _handler(mod):
 
 
 def _exit(fn, secrets: set[str]) -> int:
+    from rageval.rundir import os_errors
+
     try:
-        return int(fn() or 0)
+        with os_errors():  # a full disk or read-only folder: one line, not a traceback
+            return int(fn() or 0)
     except RagevalError as err:
         msg = scrub(str(err), secrets | secret_values())  # a key from argv or the environment
         print(f"rageval: error: {msg}", file=sys.stderr)

@@ -54,6 +54,3 @@ def handle(args: argparse.Namespace) -> int:
                    golden=args.golden, force=args.force, uri=args.tracking_uri)  # fmt: skip
     print(done.summary())
     return 0
-
-
-run = handle  # the dispatcher's older name

@@ -120,9 +120,6 @@ def handle(args: argparse.Namespace) -> int:
     return 0
 
 
-run = handle  # the dispatcher's older name
-
-
 def format_table(means: dict[str, float], ks: tuple[int, ...], n_queries: int) -> str:
     """A small aligned table: one row per metric, one column per k, then the query count."""
     from rageval.scoring.metrics import METRICS

@@ -8,27 +8,55 @@ could flip. :func:`encode_stable` pads every text to a length that depends on it
 alone (rounded up to a multiple of ``BUCKET``, at most the model's ``max_seq_length``) and puts
 only texts of one padded length in a batch. Bucketing also pads less than a mixed batch does.
 
-It serves every sentence-transformers backend (torch, ONNX Runtime, OpenVINO: their models take
-the same features). Two limits, both handled by the encoder: ONNX Runtime's dynamic int8 scales
-activations over the whole batch, so that backend runs one text per batch; and torch's CPU matmul
-with more than one thread splits rows between threads by the batch's shape, so under torch the
-last bits (~1e-7) of a vector can still change with the batch size (ONNX Runtime and OpenVINO
-keep every bit; the embedding cache keeps what was computed first either way).
+Padding is not the only cause. Intel MKL (the BLAS of torch's CPU build) rounds the rows of a
+matrix product differently with the product's shape, i.e. how many texts share a batch, and with
+the number of threads it runs: with two threads, 44 of 50 texts changed their last bits between
+batches of 64 and of 4. MKL's strict reproducible mode (``MKL_CBWR=AUTO,STRICT``) makes each row
+depend on that row alone, for any shape and thread count, at no measured cost. ``import rageval`` sets it unless torch was imported first, which
+:func:`warn_if_mkl_unpinned` then reports once.
+
+Every sentence-transformers backend (torch, ONNX Runtime, OpenVINO) takes the same features and
+goes through here. ONNX Runtime's dynamic int8 scales activations over the whole batch, so the
+encoder runs that backend one text per batch; ONNX Runtime and OpenVINO otherwise keep every
+row's bits at any batch shape and thread count.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import os
+import warnings
+from collections.abc import Callable, Mapping, Sequence
 from itertools import groupby
 
 import numpy as np
 
 BUCKET = 16
+_warned = False
 
 
-def encode_stable(model, texts: Sequence[str], batch_size: int) -> np.ndarray:
+def warn_if_mkl_unpinned() -> None:
+    """Warn once if MKL runs without a reproducibility mode (torch was imported before rageval and
+    ``MKL_CBWR`` is unset): vectors may then change their last bits with batch and thread count."""
+    global _warned
+    if _warned or os.environ.get("MKL_CBWR"):
+        return
+    _warned = True
+    warnings.warn(
+        "Intel MKL runs without MKL_CBWR (torch was imported before rageval, or MKL_CBWR is "
+        "empty): a text's vector "
+        "may differ in its last bits with the texts batched with it and the number of threads, "
+        "and a cache filled by parallel jobs may differ from a fresh one. Set MKL_CBWR=AUTO,STRICT "
+        "in the environment, or import rageval before torch.",
+        stacklevel=3,
+    )
+
+
+def encode_stable(
+    model, texts: Sequence[str], batch_size: int, progress: Callable[[int], None] | None = None
+) -> np.ndarray:
     """L2-normalised float32 vectors of ``texts`` from a sentence-transformers ``model``; each row
-    depends on its text alone. Models that do not pad tokens use their own ``encode``."""
+    depends on its text alone. Models that do not pad tokens use their own ``encode``.
+    ``progress(n)`` is called after each batch with the number of texts it encoded."""
     import torch
 
     preprocess = getattr(model, "preprocess", None) or model.tokenize  # tokenize before ST 6
@@ -36,7 +64,10 @@ def encode_stable(model, texts: Sequence[str], batch_size: int) -> np.ndarray:
     mask = features.get("attention_mask") if isinstance(features, Mapping) else None
     cap = getattr(model, "max_seq_length", None)
     if not texts or not torch.is_tensor(mask) or mask.dim() != 2 or not cap:
-        return _encode(model, texts, batch_size)
+        vec = _encode(model, texts, batch_size)
+        if progress is not None:
+            progress(len(texts))
+        return vec
     lengths = mask.sum(dim=1).tolist()
     width = [min(-(-n // BUCKET) * BUCKET, max(int(cap), n)) for n in lengths]
     pad_id = getattr(getattr(model, "tokenizer", None), "pad_token_id", None) or 0
@@ -57,6 +88,8 @@ def encode_stable(model, texts: Sequence[str], batch_size: int) -> np.ndarray:
             if out is None:
                 out = np.empty((len(texts), emb.shape[1]), dtype=np.float32)
             out[rows] = emb
+            if progress is not None:
+                progress(len(rows))
     return out  # type: ignore[return-value]  (texts is not empty)
 
 

@@ -1,10 +1,16 @@
 """An on-disk embedding cache keyed by model fingerprint and text hash.
 
 Layout: ``<root>/embeddings/<fingerprint>/seg-*.npy`` with a ``seg-*.keys`` file beside each
-(16-byte text digests, one per row). Every write adds a new segment, written atomically (the
-``.npy`` first, then its ``.keys``, which marks the segment complete), so several processes can
-fill the same cache at once without locks, a killed process leaves at most a stray temp file,
-and nothing is ever unpickled (``np.load(allow_pickle=False)``). Segments are memory-mapped.
+(16-byte text digests, one per row, then a trailer: the CRC-32 of keys and vectors and the magic
+``RGVCRC32``). Every write adds a new segment, written atomically (the ``.npy`` first, then its
+``.keys``, which marks the segment complete), so several processes can fill the same cache at
+once without locks, a killed process leaves at most a stray temp file, and nothing is ever
+unpickled (``np.load(allow_pickle=False)``). Segments are memory-mapped.
+
+A segment's checksum is verified the first time a process reads rows from it. A segment that
+fails (a flipped bit, vectors overwritten, a truncated file) is deleted with a warning and its
+texts count as missing, so they are embedded again. Segments written before checksums existed
+(no trailer) are checked for what a checksum cannot vouch for anyway: finite, non-zero rows.
 """
 
 from __future__ import annotations
@@ -16,14 +22,21 @@ import mmap
 import os
 import uuid
 import warnings
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
+from rageval.errors import RagevalError
 from rageval.formats.atomic import atomic_write_bytes
 
 KEY_BYTES = 16
+# CRC-32 finds the corruption a disk or a broken writer causes at ~3x the speed of sha256; a
+# cryptographic hash would add nothing: whoever can write the cache can rewrite its checksum too.
+MAGIC = b"RGVCRC32"
+TRAILER = 4 + len(MAGIC)
+VERIFY = True  # off only to measure what verification costs (scripts/bench_cache_verify.py)
 
 
 def text_key(text: str, prompt: str = "") -> bytes:
@@ -37,7 +50,9 @@ class EmbeddingCache:
     def __init__(self, root: str | Path, fingerprint: str):
         self.dir = Path(root) / "embeddings" / fingerprint[:32]
         self._index: dict[bytes, int] = {}  # key -> segment << 32 | row (one int, not a tuple)
-        self._segments: list[np.ndarray] = []
+        self._segments: list[np.ndarray | None] = []  # None: dropped as corrupt
+        self._checks: list[tuple[str, bytes, bytes | None]] = []  # name, keys, expected digest
+        self._verified: set[int] = set()
         self._seen: set[str] = set()
 
     def refresh(self) -> None:
@@ -50,18 +65,21 @@ class EmbeddingCache:
                 continue
             self._seen.add(name)
             try:
-                keys = keys_path.read_bytes()
+                keys, digest = _split_trailer(keys_path.read_bytes())
                 arr = np.load(self.dir / f"{name}.npy", mmap_mode="r", allow_pickle=False)
                 n = len(keys) // KEY_BYTES
                 if len(keys) % KEY_BYTES or arr.ndim != 2 or arr.shape[0] != n:
                     raise ValueError(f"{n} keys for an array of shape {arr.shape}")
-            except (OSError, ValueError) as err:
-                warnings.warn(
-                    f"embedding cache: skipping unreadable segment {name}: {err}", stacklevel=2
-                )
+            except OSError as err:  # perhaps passing (too many open files): skip, keep the files
+                self._seen.discard(name)
+                warnings.warn(f"embedding cache: cannot read segment {name} now: {err}", stacklevel=2)
+                continue
+            except ValueError as err:  # not an array, or keys and rows disagree: never usable
+                self._drop_files(name, f"unreadable ({err})")
                 continue
             seg = len(self._segments)
             self._segments.append(arr)
+            self._checks.append((name, keys, digest))
             for row in range(n):
                 self._index.setdefault(
                     keys[row * KEY_BYTES : (row + 1) * KEY_BYTES], seg << 32 | row
@@ -73,8 +91,11 @@ class EmbeddingCache:
     def lookup(self, keys: Sequence[bytes]) -> tuple[np.ndarray, list[int]]:
         """Vectors for the cached keys (rows in key order, zeros elsewhere) and the missing positions."""
         self.refresh()
+        if VERIFY:
+            self._verify({self._index[k] >> 32 for k in keys if k in self._index})
         missing = [i for i, k in enumerate(keys) if k not in self._index]
-        dim = self._segments[0].shape[1] if self._segments else 0
+        live = [a for a in self._segments if a is not None]
+        dim = live[0].shape[1] if live else 0
         out = np.zeros((len(keys), dim), dtype=np.float32)
         if dim:
             by_seg: dict[int, tuple[list[int], list[int]]] = {}
@@ -85,8 +106,9 @@ class EmbeddingCache:
                     rows[0].append(i)
                     rows[1].append(hit & 0xFFFFFFFF)
             for seg, (dst, src) in by_seg.items():
-                _copy_rows(out, np.asarray(dst), self._segments[seg], np.asarray(src))
-                release_pages(self._segments[seg])
+                arr = self._segments[seg]  # never None: dropped segments are out of the index
+                _copy_rows(out, np.asarray(dst), arr, np.asarray(src))
+                release_pages(arr)
         return out, missing
 
     def put(self, keys: Sequence[bytes], vectors: np.ndarray) -> None:
@@ -101,7 +123,99 @@ class EmbeddingCache:
         buf = io.BytesIO()
         np.save(buf, vectors, allow_pickle=False)
         atomic_write_bytes(self.dir / f"{name}.npy", buf.getvalue())
-        atomic_write_bytes(self.dir / f"{name}.keys", b"".join(keys))
+        joined = b"".join(keys)
+        atomic_write_bytes(self.dir / f"{name}.keys", joined + _digest(joined, vectors) + MAGIC)
+
+    def _verify(self, segs: set[int]) -> None:
+        """Check each segment in ``segs`` once; drop those that fail and forget their keys."""
+        bad = []
+        for seg in sorted(segs - self._verified):
+            self._verified.add(seg)
+            name, keys, digest = self._checks[seg]
+            arr = self._segments[seg]
+            try:
+                problem = _segment_problem(arr, keys, digest)
+            except (OSError, ValueError) as err:  # a memory map that cannot be read
+                problem = f"unreadable ({err})"
+            finally:
+                release_pages(arr)
+            if problem:
+                bad.append(seg)
+                self._segments[seg] = None
+                self._drop_files(name, problem)
+        if bad:  # other segments may hold the same texts: index them again without the bad ones
+            self._index.clear()
+            for seg, (_, keys, _) in enumerate(self._checks):
+                if self._segments[seg] is not None:
+                    for row in range(len(keys) // KEY_BYTES):
+                        key = keys[row * KEY_BYTES : (row + 1) * KEY_BYTES]
+                        self._index.setdefault(key, seg << 32 | row)
+
+    def _drop_files(self, name: str, problem: str) -> None:
+        warnings.warn(
+            f"embedding cache: segment {self.dir / name} is {problem}; deleted it, and its texts "
+            "will be embedded again",
+            stacklevel=3,
+        )
+        for suffix in (".keys", ".npy"):  # keys first: without them the segment does not count
+            with contextlib.suppress(OSError):
+                (self.dir / f"{name}{suffix}").unlink()
+
+
+class EmbeddingError(RagevalError):
+    """An embedding model (or plug-in encoder) returned vectors no search can use."""
+
+
+def check_vectors(vectors: np.ndarray, texts: Sequence[str], what: str = "texts") -> np.ndarray:
+    """Refuse NaN, infinite or all-zero vectors where they enter (from a model, before they are
+    cached or indexed): they would score every document the same, and every metric would be a
+    silent 0. The error names the first texts affected."""
+    vectors = np.asarray(vectors)
+    if vectors.ndim != 2 or len(vectors) != len(texts):
+        raise EmbeddingError(
+            f"the encoder returned an array of shape {vectors.shape} for {len(texts)} {what}; "
+            "it must return one vector (row) per text"
+        )
+    finite = np.isfinite(vectors).all(axis=1)
+    bad = np.flatnonzero(~finite | ~(np.abs(np.where(finite[:, None], vectors, 0)).max(axis=1) > 0)
+                         if vectors.shape[1] else np.ones(len(vectors), bool))  # fmt: skip
+    if len(bad):
+        kind = "non-finite (NaN or infinite)" if not finite.all() else "all-zero"
+        shown = ", ".join(repr(_short(texts[i])) for i in bad[:3])
+        raise EmbeddingError(
+            f"the embedding model returned {kind} vectors for {len(bad)} of {len(vectors)} "
+            f"{what}, e.g. {shown}; nothing was cached. Check the model files and its device "
+            "(a broken download or a GPU fault gives such vectors), then run again"
+        )
+    return vectors
+
+
+def _short(text: str, n: int = 50) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _digest(keys: bytes, vectors: np.ndarray) -> bytes:
+    crc = zlib.crc32(memoryview(np.ascontiguousarray(vectors)).cast("B"), zlib.crc32(keys))
+    return crc.to_bytes(4, "big")
+
+
+def _split_trailer(raw: bytes) -> tuple[bytes, bytes | None]:
+    """(keys, digest) of a ``.keys`` file; digest None for a segment written without one."""
+    if raw.endswith(MAGIC) and len(raw) % KEY_BYTES == TRAILER % KEY_BYTES:
+        return raw[:-TRAILER], raw[-TRAILER : -len(MAGIC)]
+    return raw, None
+
+
+def _segment_problem(arr: np.ndarray, keys: bytes, digest: bytes | None) -> str:
+    """Why a segment cannot be trusted, or "" when it can."""
+    if digest is not None:
+        return "" if _digest(keys, arr) == digest else "corrupt (its checksum does not match)"
+    for lo in range(0, len(arr), 65536):  # no checksum: at least no NaN or all-zero row
+        block = np.asarray(arr[lo : lo + 65536])
+        if not np.isfinite(block).all() or not np.abs(block).max(axis=1).all():
+            return "corrupt (it holds non-finite or all-zero vectors)"
+    return ""
 
 
 def _copy_rows(out: np.ndarray, dst: np.ndarray, seg: np.ndarray, src: np.ndarray) -> None:

@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from rageval.embedding import backends
-from rageval.embedding.batching import encode_stable
-from rageval.embedding.cache import EmbeddingCache, text_key
+from rageval.embedding.batching import encode_stable, warn_if_mkl_unpinned
+from rageval.embedding.cache import EmbeddingCache, check_vectors, text_key
 from rageval.errors import ConfigError
 from rageval.formats.atomic import atomic_write_text
 
@@ -224,10 +224,13 @@ class SentenceTransformerEncoder:
         cos = np.einsum("ij,ij->i", ref.astype(np.float64), vec.astype(np.float64))
         return float(max(0.0, 1.0 - cos.min()))
 
-    def _vectors(self, model, texts: list[str]) -> np.ndarray:
+    def _vectors(self, model, texts: list[str], progress=None) -> np.ndarray:
         if self.backend == "static":
-            return backends.encode_static(model, texts)
-        return encode_stable(model, texts, self.batch_independent_size)
+            vec = backends.encode_static(model, texts)
+            if progress is not None:
+                progress(len(texts))
+            return vec
+        return encode_stable(model, texts, self.batch_independent_size, progress=progress)
 
     def close(self) -> None:
         """Drop the loaded model (the cache and the export stay on disk)."""
@@ -273,17 +276,19 @@ class SentenceTransformerEncoder:
             for lo in range(0, len(todo), self.write_every):
                 start = time.perf_counter()
                 group = todo[lo : lo + self.write_every]
-                vec = self._vectors(model, [prompt + texts[i] for i in group])
+                # the bar moves per batch: a long job does not sit at 0% for write_every texts
+                vec = self._vectors(model, [prompt + texts[i] for i in group], bar.update)
+                check_vectors(vec, [texts[i] for i in group])
                 self.cache.put([keys[i] for i in group], vec)
                 self.texts_encoded += len(group)
                 self.encode_seconds += time.perf_counter() - start
-                bar.update(len(group))
                 yield group, vec
 
 
 def _torch_model(path: Path, device: str):
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    warn_if_mkl_unpinned()
     from sentence_transformers import SentenceTransformer
     from transformers.utils import logging as hf_logging
 

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import codecs
 import json
+import os
 import re
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,8 +25,13 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def read_text(path: str | Path, hint: str = "re-save the file as UTF-8") -> str:
-    """The file's text, decoded as UTF-8 (a leading byte-order mark is dropped)."""
+    """The file's text, decoded as UTF-8 (a leading byte-order mark is dropped). Only a regular
+    file is read: a FIFO would block forever and a device such as ``/dev/zero`` never ends."""
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise InputError(
+                "not a regular file (a FIFO, socket or device); pass a file", path=str(path)
+            )
         data = Path(path).read_bytes()
     except OSError as err:
         raise InputError(f"cannot read the file: {err.strerror or err}", path=str(path)) from None

@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from rageval.errors import InputError
@@ -68,6 +69,21 @@ class _Fields:
             out += picked.tobytes().decode().split("\n")[:-1]
         return out
 
+    def fixed(self, j: int) -> Any:
+        """Field ``j`` of every data line as a fixed-width bytes array (sortable, comparable and
+        parsable as numbers in C); fields hold no NUL byte, so none is lost to the padding."""
+        import numpy as np
+
+        t = self.offset + j
+        s, n = self.starts[t], self.ends[t] - self.starts[t]
+        width = max(int(n.max()) if len(n) else 1, 1)
+        first = np.cumsum(n) - n  # where each field starts among the gathered bytes
+        k = np.arange(int(n.sum())) - np.repeat(first, n)  # byte index within its field
+        row = np.repeat(np.arange(len(t)) * width, n)
+        out = np.zeros(len(t) * width, dtype=np.uint8)
+        out[row + k] = self.buf[np.repeat(s, n) + k]
+        return out.view(f"S{width}")
+
     def raw_line(self, i: int) -> str:
         return self.data.split(b"\n", int(self.number[i]))[int(self.number[i]) - 1].decode()
 
@@ -81,11 +97,21 @@ def _space_table() -> Any:
     return table
 
 
+def _read_bytes(path: str | os.PathLike) -> bytes:
+    """The file's bytes, a byte-order mark dropped; UTF-8 checked (with the line of a bad byte)."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as err:
+        raise InputError(f"cannot read the file: {err.strerror or err}", path=str(path)) from None
+    if data.isascii():  # the usual case, checked in C without decoding
+        return data
+    return read_text(path).encode()
+
+
 def _split_fields(path: str | os.PathLike) -> _Fields:
     import numpy as np
 
-    # UTF-8 checked (with the line of a bad byte), BOM dropped; a final newline ends every field
-    data = read_text(path).encode() + b"\n"
+    data = _read_bytes(path) + b"\n"  # a final newline ends every field
     buf = np.frombuffer(data, dtype=np.uint8)
     is_space = _space_table()[buf]
     before = np.concatenate(([True], is_space[:-1]))
@@ -274,20 +300,22 @@ def read_run(path: str | os.PathLike) -> dict[str, RankedList]:
             f"{int(f.count[short[0]])}; fix or remove this line (fields after the tag are ignored)",
             where,
         )
-    score_col, docids = f.column(4), f.column(2)
-    scores = np.array(
-        _numbers(f, score_col, float, lambda t: _score_message(t), where), dtype=np.float64
-    )
+    score_col, docids = f.fixed(4), f.column(2)
+    try:
+        scores = score_col.astype(np.float64)
+    except ValueError:  # the first field that is no number, on its line
+        texts = [t.decode() for t in score_col.tolist()]
+        scores = np.array(_numbers(f, texts, float, _score_message, where), dtype=np.float64)
     bad = np.flatnonzero(~np.isfinite(scores))
     if len(bad):
-        raise _bad_line(f, int(bad[0]), _score_message(score_col[bad[0]]), where)
-    query, qids = _query_codes(np.array(f.column(0), dtype=object))
+        raise _bad_line(f, int(bad[0]), _score_message(score_col[bad[0]].decode()), where)
+    query, qids = _query_codes(f.fixed(0))
     key = -scores.astype(np.float32)  # trec_eval compares C floats
     order = np.lexsort((key, query))  # stable: copies of a docid keep their file order
     q_sorted, k_sorted = query[order], key[order]
     if np.any((q_sorted[1:] == q_sorted[:-1]) & (k_sorted[1:] == k_sorted[:-1])):
         # ties: docid descending within a score (bytewise, as trec_eval's strcmp)
-        _, doc_rank = np.unique(np.array(docids, dtype=str), return_inverse=True)
+        _, doc_rank = np.unique(f.fixed(2), return_inverse=True)  # bytewise, as strcmp
         order = np.lexsort((-doc_rank.reshape(-1), key, query))
         q_sorted = query[order]
     docs = np.array(docids, dtype=object)[order].tolist()
@@ -311,15 +339,15 @@ def _query_codes(column: Any) -> tuple[Any, list[str]]:
 
     change = np.concatenate(([True], column[1:] != column[:-1]))
     heads = column[change]
-    if len(set(heads.tolist())) == len(heads):
-        return np.cumsum(change) - 1, heads.tolist()
-    names, first_seen, inverse = np.unique(
-        np.array(column.tolist(), dtype=str), return_index=True, return_inverse=True
-    )
+    if len(np.unique(heads)) == len(heads):
+        return np.cumsum(change) - 1, [h.decode() for h in heads.tolist()]
+    names, first_seen, inverse = np.unique(column, return_index=True, return_inverse=True)
     by_appearance = np.argsort(first_seen, kind="stable")
     code = np.empty(len(names), dtype=np.int64)
     code[by_appearance] = np.arange(len(names))
-    return code[inverse.reshape(-1)], column[first_seen[by_appearance]].tolist()
+    return code[inverse.reshape(-1)], [
+        q.decode() for q in column[first_seen[by_appearance]].tolist()
+    ]
 
 
 def _score_message(text: str) -> str:

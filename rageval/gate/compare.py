@@ -285,10 +285,15 @@ def compare(
         elif a and (b == 0 or b > a):
             drops.append({**row, "fall": (b or 10**6) - a})
     drops.sort(key=lambda d: (-d["fall"], d["id"]))
+    labels = [str(r.get("label_set") or "gold") for r in (baseline, current)]
     if golden["baseline"] != golden["current"]:
         status = GOLDEN_CHANGED
         notes.append(f"golden set digest {golden['baseline'][:12]} (baseline) != {golden['current'][:12]} (now): "
                      "promote a new baseline after reviewing the change")  # fmt: skip
+    elif labels[0] != labels[1]:
+        status = GOLDEN_CHANGED
+        notes.append(f"label set {labels[0]!r} (baseline) != {labels[1]!r} (now): the gate never compares "
+                     "across label sets; re-promote a baseline judged with the same labels")  # fmt: skip
     else:
         status = REGRESSED if any(r.verdict == "regressed" for r in rows) else PASS
     improved = [r.metric for r in rows if r.verdict == "improved"]

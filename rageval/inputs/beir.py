@@ -17,6 +17,7 @@ is an :class:`~rageval.errors.InputError` with its file and line.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import warnings
 from collections.abc import Iterator
@@ -233,13 +234,14 @@ def import_beir(
         paths = {d.id: _doc_path(d.id, data.files.corpus) for d in data.docs}
     out.mkdir(parents=True, exist_ok=True)
     lines = [json.dumps(entry_to_dict(q), ensure_ascii=False) + "\n" for q in data.golden.queries]
-    atomic_write_text(golden, "".join(lines))
+    # the corpus first, swapped in whole; then the golden set that points into it
     if corpus_format == "jsonl":
         tmp = corpus.with_name(corpus.name + ".tmp")
         shutil.copyfile(data.files.corpus, tmp)
         tmp.replace(corpus)
     else:
         _write_folder(corpus, data.docs, paths)
+    atomic_write_text(golden, "".join(lines))
     return golden, corpus, data
 
 
@@ -262,13 +264,20 @@ def _doc_path(doc_id: str, source: Path) -> str:
 def _write_folder(corpus: Path, docs, paths: dict[str, str]) -> None:
     from tqdm.auto import tqdm
 
-    if corpus.exists():
-        shutil.rmtree(corpus)
     tmp = corpus.with_name(corpus.name + ".tmp")
     if tmp.exists():
         shutil.rmtree(tmp)
-    for d in tqdm(docs, desc="writing documents", unit="doc", disable=len(docs) < 10_000):
-        f = tmp / paths[d.id]
-        f.parent.mkdir(parents=True, exist_ok=True)
-        f.write_bytes(d.text.encode("utf-8"))
+    try:
+        for d in tqdm(docs, desc="writing documents", unit="doc", disable=len(docs) < 10_000):
+            f = tmp / paths[d.id]
+            f.parent.mkdir(parents=True, exist_ok=True)
+            f.write_bytes(d.text.encode("utf-8"))
+    except BaseException:  # a full disk or Ctrl-C: the old corpus stays as it was
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    # --force: the old folder leaves only once the new one is complete (two renames, no copy)
+    old = corpus.with_name(f"{corpus.name}.old-{os.getpid()}")
+    if corpus.exists():
+        corpus.replace(old)
     tmp.replace(corpus)
+    shutil.rmtree(old, ignore_errors=True)

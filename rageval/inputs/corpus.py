@@ -3,35 +3,42 @@
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 
 from rageval.errors import InputError
 from rageval.formats.textio import jsonl_objects, read_text
+from rageval.limits import DEFAULT_MAX_DOCUMENT_MB
 from rageval.types import Document
 
 TEXT_SUFFIXES = (".md", ".txt", ".markdown", ".rst")
 
 
-def load_corpus(path: str | Path) -> list[Document]:
+def load_corpus(path: str | Path, max_document_mb: float = DEFAULT_MAX_DOCUMENT_MB) -> list[Document]:
     """Load documents from ``path``: a folder of text files, a ``.jsonl`` file, or a BEIR folder.
 
     Folder: every ``.md``/``.txt`` file below it; the id is the relative path without extension.
     JSONL: one ``{"id"|"_id", "title"?, "text"}`` object a line; a title is prepended to the text
     (``title + " " + text``, as BEIR does), so both are embedded and searched.
-    A BEIR folder is one that holds ``corpus.jsonl``.
+    A BEIR folder is one that holds ``corpus.jsonl``. A document larger than ``max_document_mb``
+    (UTF-8) is an error, and so is a path that is neither a folder nor a regular file (a FIFO
+    would block forever, ``/dev/zero`` never ends).
     """
     p = Path(path)
     if not p.exists():
         raise InputError(
             "corpus not found; set dataset.corpus to a folder or a .jsonl file", path=str(p)
         )
+    limit = int(max_document_mb * 1_000_000)
     if p.is_dir() and (p / "corpus.jsonl").is_file():
-        docs = _load_jsonl(p / "corpus.jsonl")
+        docs = _load_jsonl(p / "corpus.jsonl", limit)
     elif p.is_dir():
-        docs = _load_folder(p)
+        docs = _load_folder(p, limit)
     else:
-        docs = _load_jsonl(p)
+        _check_regular(p)
+        docs = _load_jsonl(p, limit)
     if not docs:
         raise InputError(
             "corpus is empty: no .md/.txt files or JSONL documents with text", path=str(p)
@@ -39,19 +46,52 @@ def load_corpus(path: str | Path) -> list[Document]:
     return docs
 
 
-def _load_folder(root: Path) -> list[Document]:
+def _check_regular(p: Path) -> os.stat_result:
+    st = p.stat()
+    if not stat.S_ISREG(st.st_mode):
+        raise InputError(
+            "not a regular file or a folder (a FIFO, socket or device cannot be a corpus); "
+            "point dataset.corpus at a folder of .md/.txt files or a .jsonl file",
+            path=str(p),
+        )
+    return st
+
+
+def _too_big(size: int, limit: int, where: str) -> str:
+    return (
+        f"{where} is {size / 1e6:.1f} MB, above the {limit / 1e6:g} MB limit for one document; "
+        "split it into several documents, or raise max_document_mb if it really is one"
+    )
+
+
+def _load_folder(root: Path, limit: int) -> list[Document]:
     docs = []
+    # document id -> file, case-folded: on a case-insensitive file system or in a golden set,
+    # FAQ and faq would be one document
+    seen: dict[str, Path] = {}
     for f in sorted(root.rglob("*")):
-        if not f.is_file() or f.suffix.lower() not in TEXT_SUFFIXES:
+        if f.suffix.lower() not in TEXT_SUFFIXES or not f.is_file():
             continue
         doc_id = f.relative_to(root).with_suffix("").as_posix()
+        first = seen.get(doc_id.casefold())
+        if first is not None:
+            raise InputError(
+                f"{first.relative_to(root)} and {f.relative_to(root)} would both be document "
+                f"{doc_id!r} (ids are paths without extension, compared ignoring case); rename "
+                "or remove one of them",
+                path=str(root),
+            )
+        seen[doc_id.casefold()] = f
+        size = _check_regular(f).st_size
+        if size > limit:
+            raise InputError(_too_big(size, limit, "the document"), path=str(f))
         text = read_text(f)
         if text.strip():
             docs.append(Document(id=doc_id, text=text))
     return docs
 
 
-def _load_jsonl(f: Path) -> list[Document]:
+def _load_jsonl(f: Path, limit: int = DEFAULT_MAX_DOCUMENT_MB * 1_000_000) -> list[Document]:
     docs: list[Document] = []
     seen: dict[str, int] = {}
     for lineno, obj in jsonl_objects(f):
@@ -75,6 +115,9 @@ def _load_jsonl(f: Path) -> list[Document]:
             )
         seen[doc_id] = lineno
         full = f"{title} {text}" if title else text
+        if len(full) > limit // 4 and len(full.encode("utf-8", "surrogatepass")) > limit:
+            size = len(full.encode("utf-8", "surrogatepass"))
+            raise InputError(_too_big(size, limit, f"document {doc_id!r}"), path=str(f), line=lineno)
         if full.strip():
             docs.append(Document(id=doc_id, text=full, title=title))
     return docs

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from rageval.errors import ConfigError
 from rageval.types import Document, GoldenSet
 
 
@@ -17,13 +19,18 @@ class Dataset:
     golden: str | GoldenSet
 
 
-def files(corpus: str, golden: str, name: str = "custom") -> Dataset:
-    """A corpus folder or JSONL file and a golden-set JSONL file (``~`` expanded)."""
+def files(corpus: str, golden: str, name: str = "custom", **notes: Any) -> Dataset:
+    """A corpus folder or JSONL file and a golden-set JSONL file (``~`` expanded). Other keys of
+    the dataset node (``notes``: a description, an owner) stay in the run's config, unused here."""
+    for key, value in (("corpus", corpus), ("golden", golden)):
+        if not isinstance(value, str) or not value:  # e.g. dataset.golden='{a: 1}'
+            raise ConfigError(f"dataset.{key} must be a path (a string), got {value!r}")
     return Dataset(name, str(Path(corpus).expanduser()), str(Path(golden).expanduser()))
 
 
-def beir(path: str, split: str = "test", name: str = "beir") -> Dataset:
-    """A BEIR folder's corpus and the ``split`` qrels as a golden set of document labels."""
+def beir(path: str, split: str = "test", name: str = "beir", **notes: Any) -> Dataset:
+    """A BEIR folder's corpus and the ``split`` qrels as a golden set of document labels (other
+    keys of the dataset node stay in the run's config)."""
     from rageval.inputs.beir import beir_dataset
 
     docs, golden = beir_dataset(path, split)

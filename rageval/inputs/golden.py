@@ -2,7 +2,7 @@
 
 Three label kinds, any mix per query (see docs/golden-set.md and README.md):
 ``relevant`` (chunk labels, list or {label: grade}), ``relevant_docs`` (document ids, list or
-{doc: grade}) and ``evidence`` (verbatim quotes: [{"doc", "quote", "grade"?}]).
+{doc: grade}) and ``evidence`` (verbatim quotes: [{"doc", "quote", "grade"?, "occurrence"? or "start"?}]).
 """
 
 from __future__ import annotations
@@ -18,7 +18,10 @@ from rageval.formats.textio import lines, loads, read_text
 from rageval.types import Evidence, GoldenQuery, GoldenSet
 
 SOURCES = ("ticket", "synthetic", "adversarial")
-MAX_GRADE = 2**63 - 1  # what trec_eval (a C long) and numpy can hold
+MAX_GRADE = 2**63 - 1
+EVIDENCE_KEYS = frozenset(
+    {"doc", "quote", "grade", "occurrence", "start"}
+)  # what trec_eval (a C long) and numpy can hold
 
 
 def load_golden(path: str | Path) -> GoldenSet:
@@ -62,6 +65,11 @@ def entry_from_dict(obj: Any, *, path: str = "<golden>", lineno: int = 0) -> Gol
         qid = str(qid)
     if not isinstance(qid, str) or not qid.strip():
         raise fail('missing "id": give every query a unique string id')
+    if len(qid.split()) != 1 or qid != qid.strip():
+        raise fail(
+            f"query id {qid!r} holds whitespace, which run.trec and qrels.trec cannot hold (their "
+            f"columns are separated by whitespace); rename it, e.g. {'-'.join(qid.split())!r}"
+        )
     query = obj.get("query")
     if not isinstance(query, str) or not query.strip():
         raise fail(f'query {qid!r}: missing or empty "query" text')
@@ -102,6 +110,18 @@ def _grade(value: Any, where: str, fail) -> int:
     return int(value)
 
 
+def _trec_safe(labels: dict[str, int], key: str, qid: str, fail) -> dict[str, int]:
+    """Document labels end up in qrels.trec at document level: no whitespace in them."""
+    if key == "relevant_docs":
+        for label in labels:
+            if len(label.split()) != 1 or label != label.strip():
+                raise fail(
+                    f'query {qid!r}: "{key}" label {label!r} holds whitespace, which qrels.trec '
+                    "cannot hold; rename the document so its id has none"
+                )
+    return labels
+
+
 def _labels(value: Any, key: str, qid: str, fail) -> dict[str, int]:
     if value is None:
         return {}
@@ -110,11 +130,12 @@ def _labels(value: Any, key: str, qid: str, fail) -> dict[str, int]:
             raise fail(f'query {qid!r}: "{key}" must hold non-empty strings')
         if not value:
             raise fail(f'query {qid!r}: "{key}" is empty; remove the key or add labels')
-        return dict.fromkeys(value, 1)
+        return _trec_safe(dict.fromkeys(value, 1), key, qid, fail)
     if isinstance(value, dict):
         if not value:
             raise fail(f'query {qid!r}: "{key}" is empty; remove the key or add labels')
-        return {str(k): _grade(v, f'query {qid!r}, "{key}"[{k!r}]', fail) for k, v in value.items()}
+        labels = {str(k): _grade(v, f'query {qid!r}, "{key}"[{k!r}]', fail) for k, v in value.items()}
+        return _trec_safe(labels, key, qid, fail)
     raise fail(f'query {qid!r}: "{key}" must be a list of labels or a {{label: grade}} mapping')
 
 
@@ -133,9 +154,26 @@ def _evidence(value: Any, qid: str, fail) -> tuple[Evidence, ...]:
             raise fail(f'{where}: missing "doc" (the document id the quote comes from)')
         if not isinstance(quote, str) or not quote.strip():
             raise fail(f'{where}: missing or empty "quote"')
+        unknown = sorted(set(item) - EVIDENCE_KEYS)
+        if unknown:
+            raise fail(
+                f"{where}: unknown key {unknown[0]!r}; an evidence item holds "
+                f"{', '.join(sorted(EVIDENCE_KEYS))}"
+            )
         grade = _grade(item.get("grade", 1), where, fail)
-        out.append(Evidence(doc=doc, quote=quote, grade=grade))
+        occurrence, start = item.get("occurrence"), item.get("start")
+        if occurrence is not None and not _whole(occurrence, 1):
+            raise fail(f'{where}: "occurrence" must be a whole number >= 1 (got {occurrence!r})')
+        if start is not None and not _whole(start, 0):
+            raise fail(f'{where}: "start" must be a character offset >= 0 (got {start!r})')
+        if occurrence is not None and start is not None:
+            raise fail(f'{where}: give "occurrence" or "start", not both')
+        out.append(Evidence(doc, quote, grade, occurrence, start))
     return tuple(out)
+
+
+def _whole(value: Any, least: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= least
 
 
 def entry_to_dict(q: GoldenQuery) -> dict[str, Any]:
@@ -146,12 +184,21 @@ def entry_to_dict(q: GoldenQuery) -> dict[str, Any]:
     if q.relevant_docs:
         obj["relevant_docs"] = dict(q.relevant_docs)
     if q.evidence:
-        obj["evidence"] = [{"doc": e.doc, "quote": e.quote, "grade": e.grade} for e in q.evidence]
+        obj["evidence"] = [_evidence_dict(e) for e in q.evidence]
     if q.source is not None:
         obj["source"] = q.source
     if q.tags:
         obj["tags"] = list(q.tags)
     return obj
+
+
+def _evidence_dict(e: Evidence) -> dict[str, Any]:
+    d: dict[str, Any] = {"doc": e.doc, "quote": e.quote, "grade": e.grade}
+    if e.occurrence is not None:
+        d["occurrence"] = e.occurrence
+    if e.start is not None:
+        d["start"] = e.start
+    return d
 
 
 def golden_digest(queries: Iterable[GoldenQuery]) -> str:

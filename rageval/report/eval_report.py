@@ -3,10 +3,11 @@ and its console, JSON and markdown forms."""
 
 from __future__ import annotations
 
+import copy
 import json
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ import numpy as np
 from rageval.formats.atomic import atomic_write_text
 from rageval.scoring.spec import HEADLINE
 from rageval.scoring.stats import bootstrap_ci
-from rageval.types import Chunk, GoldenSet, RankedList
+from rageval.types import GoldenSet, RankedList
 
 SCHEMA_VERSION = 1
 
@@ -41,6 +42,8 @@ class EvalReport:
     choices: dict[str, str] = field(default_factory=dict)
     rankings: list[RankedList] = field(default_factory=list, repr=False)
     qrels: dict[str, dict[str, int]] = field(default_factory=dict, repr=False)
+    # the rows of chunks.jsonl (rageval.chunking.chunk_rows); kept out of report.json
+    chunks: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
     def headline(self) -> dict[str, float]:
         return {
@@ -50,9 +53,10 @@ class EvalReport:
         }
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d.pop("rankings")
-        d.pop("qrels")
+        skip = ("rankings", "qrels", "chunks")  # written as run.trec, qrels.trec, chunks.jsonl
+        d = copy.deepcopy(
+            {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip}
+        )
         return {"schema": SCHEMA_VERSION, **d}
 
     def write_json(self, path: str | Path) -> Path:
@@ -61,13 +65,28 @@ class EvalReport:
         )
         return Path(path)
 
+    def summary_names(self) -> list[str]:
+        """The metrics a console shows: headline at k, quote and span metrics at k, the budget
+        recalls, the precision ceiling and tokens@k (those the run has)."""
+        k = self.k
+        names = [*self.headline(), f"quote_recall@{k}", f"quote_ndcg@{k}"]
+        names += [f"evidence_{m}@{k}" for m in ("recall", "precision", "iou")]
+        names.append("evidence_precision_max")
+        budgets = sorted({n.split("@")[1] for n in self.metrics if n.endswith("t") and "@" in n})
+        for b in sorted(budgets, key=lambda x: int(x[:-1])):
+            names.append(
+                f"evidence_recall@{b}" if f"evidence_recall@{b}" in self.metrics else f"recall@{b}"
+            )
+        names.append(f"tokens@{k}")
+        return [n for n in names if n in self.metrics]
+
     def table(self) -> str:
-        """A short console table of the headline metrics at k with 95% CIs."""
+        """A console table of the summary metrics with 95% CIs."""
         rows = [("metric", "mean", "95% CI")]
-        for name in [*self.headline(), f"evidence_recall@{self.k}"]:
-            if name in self.metrics:
-                lo, hi = self.ci.get(name, [float("nan")] * 2)
-                rows.append((name, f"{self.metrics[name]:.4f}", f"[{lo:.4f}, {hi:.4f}]"))
+        for name in self.summary_names():
+            lo, hi = self.ci.get(name, [float("nan")] * 2)
+            fmt = ".1f" if name.startswith("tokens@") else ".4f"
+            rows.append((name, f"{self.metrics[name]:{fmt}}", f"[{lo:{fmt}}, {hi:{fmt}}]"))
         w = [max(len(r[i]) for r in rows) for i in range(3)]
         lines = ["  ".join(c.ljust(w[i]) for i, c in enumerate(r)).rstrip() for r in rows]
         lines.insert(1, "  ".join("-" * x for x in w))
@@ -89,79 +108,91 @@ def _mean(v: np.ndarray) -> float:
     return float(v.mean()) if v.size else float("nan")
 
 
-def summarise(
-    *,
-    golden: GoldenSet,
-    chunks: Sequence[Chunk],
-    qrels: Mapping[str, Mapping[str, int]],
-    level: str,
-    rankings: Sequence[RankedList],
-    values: Mapping[str, np.ndarray],
-    first_relevant_rank: np.ndarray,
-    spec,
-    timings: dict,
-    latency: dict,
-    digests: dict,
-    counts: dict,
-    config: dict,
-) -> EvalReport:
-    """Assemble the report: means, CIs, per-query rows and slices."""
+@dataclass(frozen=True)
+class Scored:
+    """Per-query metric values of one run (``values[name][i]`` belongs to ``query_ids[i]``), the
+    rankings they were computed on (chunk or document ids) and the qrels of this chunking."""
+
+    query_ids: tuple[str, ...]
+    rankings: list[RankedList]
+    values: Mapping[str, np.ndarray]
+    first_relevant_rank: np.ndarray
+    qrels: Mapping[str, Mapping[str, int]]
+    level: str
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What a run was and what it cost: cutoffs, timings, latency, digests, counts, config."""
+
+    k: int
+    ks: Sequence[int]
+    timings: dict
+    latency: dict
+    digests: dict
+    counts: dict
+    config: dict
+
+
+# Families with a CI at every k; the others (quote, evidence precision, tokens) get one at the
+# headline k and at every budget only: a bootstrap costs about 2 s per metric at 100,000 queries.
+_CI_EVERY_K = frozenset((*HEADLINE, "evidence_recall", "evidence_iou"))
+
+
+def _wants_ci(name: str, k: int) -> bool:
+    family, _, cut = name.partition("@")
+    return not cut or family in _CI_EVERY_K or cut.endswith("t") or cut == str(k)
+
+
+def summarise(golden: GoldenSet, scored: Scored, facts: RunFacts) -> EvalReport:
+    """Assemble the report: means, CIs (95% bootstrap; see ``_wants_ci``), per-query rows and
+    slices."""
+    values = scored.values
     metrics = {name: _mean(np.asarray(v, dtype=float)) for name, v in values.items()}
     ci = {}
     for name, v in values.items():
+        if not _wants_ci(name, facts.k):
+            continue
         v = np.asarray(v, dtype=float)
         v = v[~np.isnan(v)]
         ci[name] = list(bootstrap_ci(v)) if v.size else [float("nan"), float("nan")]
-    tokens = {c.id: c.n_tokens for c in chunks}
-    if level == "doc":  # rankings hold document ids: a document costs all of its chunks' tokens
-        tokens = defaultdict(int)
-        for c in chunks:
-            tokens[c.doc_id] += c.n_tokens
     rows = []
     for i, q in enumerate(golden.queries):
-        top = list(rankings[i].ids[: spec.k])
         row: dict[str, Any] = {
             "id": q.id,
             "query": q.query,
             "source": q.source,
             "tags": list(q.tags),
-            "n_relevant": sum(1 for g in qrels.get(q.id, {}).values() if g > 0),
-            "first_relevant_rank": int(first_relevant_rank[i]),
-            f"tokens@{spec.k}": sum(tokens.get(u, 0) for u in top),
-            "retrieved": top,
+            "n_relevant": sum(1 for g in scored.qrels.get(q.id, {}).values() if g > 0),
+            "first_relevant_rank": int(scored.first_relevant_rank[i]),
+            "retrieved": list(scored.rankings[i].ids[: facts.k]),
         }
         for name, v in values.items():
             x = float(v[i])
             row[name] = None if np.isnan(x) else x
         rows.append(row)
-    n_tok = np.array([c.n_tokens for c in chunks] or [0])
-    counts = {
-        **counts,
-        "chunk_tokens_mean": float(n_tok.mean()),
-        "chunk_tokens_max": int(n_tok.max()),
-    }
     return EvalReport(
         metrics=metrics,
         ci=ci,
         per_query=rows,
-        slices=_slices(golden, values, spec.k),
-        config=config,
-        digests=digests,
-        timings=timings,
-        latency=latency,
-        counts=counts,
-        level=level,
-        k=spec.k,
-        ks=list(spec.ks),
-        rankings=list(rankings),
-        qrels={q: dict(r) for q, r in qrels.items()},
+        slices=_slices(golden, values, facts.k),
+        config=facts.config,
+        digests=facts.digests,
+        timings=facts.timings,
+        latency=facts.latency,
+        counts=facts.counts,
+        level=scored.level,
+        k=facts.k,
+        ks=list(facts.ks),
+        rankings=list(scored.rankings),
+        qrels={q: dict(r) for q, r in scored.qrels.items()},
     )
 
 
 def _slices(
     golden: GoldenSet, values: Mapping[str, np.ndarray], k: int
 ) -> dict[str, dict[str, float]]:
-    """Headline means by ``source:<name>`` and ``tag:<name>`` (with the query count as ``n``)."""
+    """Headline (and quote and evidence recall) means by ``source:<name>`` and ``tag:<name>`` (with the query count as ``n``)."""
     groups: dict[str, list[int]] = defaultdict(list)
     for i, q in enumerate(golden.queries):
         if q.source:
@@ -171,7 +202,7 @@ def _slices(
     out = {}
     for g, idx in sorted(groups.items()):
         row: dict[str, float] = {"n": len(idx)}
-        for m in HEADLINE:
+        for m in (*HEADLINE, "quote_recall", "evidence_recall"):
             name = f"{m}@{k}"
             if name in values:
                 row[name] = _mean(np.asarray(values[name], dtype=float)[idx])

@@ -1,26 +1,70 @@
-"""Span metrics for evidence labels: how much of the quoted evidence the top k chunks cover.
+"""Span and quote metrics for evidence labels: how much of the quoted evidence a context holds.
 
-- ``evidence_recall@k``: characters of the evidence spans covered by the top k chunks, divided
-  by all evidence characters (overlapping quotes counted once).
-- ``evidence_iou@k``: covered characters / characters in the union of evidence and retrieved
-  spans. Both are computed on character offsets; chunks only count against the document they
-  came from. Queries without evidence labels get NaN and are left out of these means.
+Character-level, on the offsets of rageval's own chunker, so every backend is measured the same
+way (the definitions of Chroma's chunking evaluation; docs/metrics.md has the formulas):
+
+- ``evidence_recall``: evidence characters covered by the retrieved chunks / evidence characters.
+- ``evidence_precision``: covered / retrieved characters, every retrieved character counted,
+  duplicates from overlapping chunks included (redundancy costs).
+- ``evidence_iou``: covered / (evidence + retrieved - covered), retrieved counted as above.
+- ``evidence_precision_max``: the precision of retrieving every chunk that touches the evidence,
+  the best any search can do with this chunking.
+- ``quote_recall`` / ``quote_ndcg``: quotes found, where a quote is found once the retrieved
+  chunks together cover all of it; overlap does not multiply the relevant set.
+
+Chunk extents: a chunk's span runs from its start to the start of the next chunk of its document
+(the whitespace the tokenizer skipped between them belongs to the chunk before it), the first from
+0 and the last to the end of the document. The chunks of a document then tile its text, so
+retrieving every chunk that touches the evidence scores exactly 1.0 recall. Evidence characters
+that no chunk holds (a document without tokens) are not counted. Queries without evidence labels
+get NaN and are left out of these means. Evidence with grade 0 is not evidence.
 """
 
 from __future__ import annotations
 
+import math
+from bisect import bisect_right
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from rageval.relevance import Span
 from rageval.types import Chunk
 
+Interval = tuple[int, int]
+# chunk id -> (document id, start, end): the characters the chunk stands for in span metrics
+Extents = Mapping[str, tuple[str, int, int]]
 
-def _merge(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    out: list[tuple[int, int]] = []
+
+def chunk_extents(
+    chunks: Iterable[Chunk], doc_lengths: Mapping[str, int] | None = None
+) -> dict[str, tuple[str, int, int]]:
+    """Each chunk's span for span metrics: from its start (0 for a document's first chunk) to the
+    next chunk's start when that lies past its end, the last chunk to the document's end."""
+    by_doc: dict[str, list[Chunk]] = defaultdict(list)
+    for c in chunks:
+        by_doc[c.doc_id].append(c)
+    out: dict[str, tuple[str, int, int]] = {}
+    for doc, cs in by_doc.items():
+        cs.sort(key=lambda c: c.ordinal)
+        for i, c in enumerate(cs):
+            start = 0 if i == 0 else c.start
+            if i + 1 < len(cs):
+                end = max(c.end, cs[i + 1].start)
+            else:
+                end = max(c.end, (doc_lengths or {}).get(doc, c.end))
+            out[c.id] = (doc, start, end)
+    return out
+
+
+def merge(intervals: Iterable[Interval]) -> list[Interval]:
+    """Sorted, disjoint intervals covering the same characters (touching ones joined)."""
+    out: list[Interval] = []
     for s, e in sorted(intervals):
+        if e <= s:
+            continue
         if out and s <= out[-1][1]:
             out[-1] = (out[-1][0], max(out[-1][1], e))
         else:
@@ -28,55 +72,182 @@ def _merge(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return out
 
 
-def _length(intervals: list[tuple[int, int]]) -> int:
+def length(intervals: Iterable[Interval]) -> int:
     return sum(e - s for s, e in intervals)
 
 
-def _intersection(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> int:
-    i = j = total = 0
+def intersect(a: Sequence[Interval], b: Sequence[Interval]) -> list[Interval]:
+    """The intersection of two merged interval lists, merged."""
+    i = j = 0
+    out: list[Interval] = []
     while i < len(a) and j < len(b):
         lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
         if hi > lo:
-            total += hi - lo
+            out.append((lo, hi))
         if a[i][1] < b[j][1]:
             i += 1
         else:
             j += 1
-    return total
+    return out
+
+
+def covers(merged: Sequence[Interval], span: Interval) -> bool:
+    """True when the merged intervals hold every character of ``span``."""
+    i = bisect_right(merged, (span[0], math.inf)) - 1
+    return i >= 0 and merged[i][0] <= span[0] and merged[i][1] >= span[1]
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One query's evidence under one chunking: merged spans per document and distinct quotes."""
+
+    spans: dict[str, list[Interval]]  # doc -> merged evidence intervals (clipped to the chunks)
+    quotes: tuple[tuple[str, Interval, int], ...]  # (doc, span, grade), distinct spans
+    size: int  # evidence characters
+
+    @classmethod
+    def of(cls, spans: Sequence[Span], doc_cover: Mapping[str, list[Interval]]) -> Evidence | None:
+        """None when the query has no evidence (with grade >= 1) that any chunk holds."""
+        by_doc: dict[str, list[Interval]] = defaultdict(list)
+        grades: dict[tuple[str, Interval], int] = {}
+        for s in spans:
+            if s.grade < 1:
+                continue
+            clipped = intersect([(s.start, s.end)], doc_cover.get(s.doc, []))
+            if not clipped:
+                continue
+            span = (clipped[0][0], clipped[-1][1])
+            by_doc[s.doc].extend(clipped)
+            grades[(s.doc, span)] = max(s.grade, grades.get((s.doc, span), 0))
+        merged = {d: merge(v) for d, v in by_doc.items()}
+        size = sum(length(v) for v in merged.values())
+        if not size:
+            return None
+        quotes = tuple((d, span, g) for (d, span), g in sorted(grades.items()))
+        return cls(merged, quotes, size)
+
+
+@dataclass(frozen=True)
+class Overlap:
+    """What a context (a list of retrieved character ranges) holds of one query's evidence."""
+
+    covered: int
+    retrieved: int
+    evidence: int
+    found: int  # quotes wholly inside the context
+
+    @property
+    def recall(self) -> float:
+        return self.covered / self.evidence if self.evidence else 0.0
+
+    @property
+    def precision(self) -> float:
+        return self.covered / self.retrieved if self.retrieved else 0.0
+
+    @property
+    def iou(self) -> float:
+        union = self.evidence + self.retrieved - self.covered
+        return self.covered / union if union else 0.0
+
+
+def overlap(ev: Evidence, context: Sequence[tuple[str, int, int]]) -> Overlap:
+    """Evidence covered by ``context`` ((doc, start, end) ranges, duplicates counted as retrieved)."""
+    got: dict[str, list[Interval]] = defaultdict(list)
+    for doc, s, e in context:
+        got[doc].append((s, e))
+    merged = {d: merge(v) for d, v in got.items()}
+    covered = sum(length(intersect(ev.spans[d], merged[d])) for d in ev.spans if d in merged)
+    found = sum(1 for d, span, _ in ev.quotes if covers(merged.get(d, []), span))
+    retrieved = sum(e - s for _, s, e in context)
+    return Overlap(covered, retrieved, ev.size, found)
+
+
+def doc_cover(extents: Extents) -> dict[str, list[Interval]]:
+    """Per document, the characters some chunk stands for."""
+    by_doc: dict[str, list[Interval]] = defaultdict(list)
+    for doc, s, e in extents.values():
+        by_doc[doc].append((s, e))
+    return {d: merge(v) for d, v in by_doc.items()}
+
+
+def evidence_by_query(
+    query_ids: Sequence[str], spans: Mapping[str, list[Span]], extents: Extents
+) -> list[Evidence | None]:
+    cover = doc_cover(extents)
+    return [Evidence.of(spans.get(q) or [], cover) for q in query_ids]
 
 
 def span_metrics(
     query_ids: Sequence[str],
     rankings: Sequence[Sequence[str]],
     spans: Mapping[str, list[Span]],
-    chunks_by_id: Mapping[str, Chunk],
+    extents: Extents,
     ks: Sequence[int],
 ) -> dict[str, np.ndarray]:
-    """``evidence_recall@k`` and ``evidence_iou@k`` per query (NaN where a query has no evidence)."""
-    out = {
-        f"{m}@{k}": np.full(len(query_ids), np.nan)
-        for k in ks
-        for m in ("evidence_recall", "evidence_iou")
-    }
-    for qi, (qid, ranking) in enumerate(zip(query_ids, rankings, strict=True)):
-        q_spans = spans.get(qid) or []
-        if not q_spans:
+    """Per query, for every k: ``evidence_recall@k``, ``evidence_precision@k``,
+    ``evidence_iou@k``, ``quote_recall@k``, ``quote_ndcg@k``; and ``evidence_precision_max``.
+    NaN where a query has no evidence."""
+    names = ("evidence_recall", "evidence_precision", "evidence_iou", "quote_recall", "quote_ndcg")
+    out = {f"{m}@{k}": np.full(len(query_ids), np.nan) for k in ks for m in names}
+    out["evidence_precision_max"] = np.full(len(query_ids), np.nan)
+    touching = _touching_index(extents)
+    for qi, (ev, ranking) in enumerate(
+        zip(evidence_by_query(query_ids, spans, extents), rankings, strict=True)
+    ):
+        if ev is None:
             continue
-        ev: dict[str, list[tuple[int, int]]] = defaultdict(list)
-        for s in q_spans:
-            ev[s.doc].append((s.start, s.end))
-        ev_m = {d: _merge(v) for d, v in ev.items()}
-        ev_len = sum(_length(v) for v in ev_m.values())
+        context = [extents[c] for c in ranking[: max(ks)] if c in extents]
         for k in ks:
-            got: dict[str, list[tuple[int, int]]] = defaultdict(list)
-            for cid in list(ranking)[:k]:
-                c = chunks_by_id.get(cid)
-                if c is not None:
-                    got[c.doc_id].append((c.start, c.end))
-            got_m = {d: _merge(v) for d, v in got.items()}
-            covered = sum(_intersection(ev_m[d], got_m[d]) for d in ev_m if d in got_m)
-            got_len = sum(_length(v) for v in got_m.values())
-            out[f"evidence_recall@{k}"][qi] = covered / ev_len if ev_len else 0.0
-            union = ev_len + got_len - covered
-            out[f"evidence_iou@{k}"][qi] = covered / union if union else 0.0
+            o = overlap(ev, context[:k])
+            out[f"evidence_recall@{k}"][qi] = o.recall
+            out[f"evidence_precision@{k}"][qi] = o.precision
+            out[f"evidence_iou@{k}"][qi] = o.iou
+        found_at = _found_ranks(ev, context)
+        for k in ks:
+            out[f"quote_recall@{k}"][qi] = sum(1 for r in found_at if r <= k) / len(ev.quotes)
+            out[f"quote_ndcg@{k}"][qi] = _quote_ndcg(ev, found_at, k)
+        best = [x for d in ev.spans for x in touching(d, ev.spans[d])]
+        out["evidence_precision_max"][qi] = overlap(ev, best).precision
     return out
+
+
+def _found_ranks(ev: Evidence, context: Sequence[tuple[str, int, int]]) -> list[float]:
+    """Per quote (in ``ev.quotes`` order), the rank at which the context first covers all of it
+    (inf when it never does)."""
+    ranks = [math.inf] * len(ev.quotes)
+    got: dict[str, list[Interval]] = defaultdict(list)
+    for r, (doc, s, e) in enumerate(context, start=1):
+        got[doc] = merge([*got[doc], (s, e)])
+        for i, (d, span, _) in enumerate(ev.quotes):
+            if ranks[i] == math.inf and d == doc and covers(got[doc], span):
+                ranks[i] = r
+    return ranks
+
+
+def _quote_ndcg(ev: Evidence, found_at: Sequence[float], k: int) -> float:
+    """DCG of the quotes found by rank k (gain = grade at the rank that completes the quote,
+    discount log2(rank + 1)) over the ideal: every quote found, best grades first, cut at k."""
+    dcg = sum(
+        g / math.log2(r + 1) for (_, _, g), r in zip(ev.quotes, found_at, strict=True) if r <= k
+    )
+    ideal = sorted((g for _, _, g in ev.quotes), reverse=True)[:k]
+    idcg = sum(g / math.log2(r + 2) for r, g in enumerate(ideal))
+    return dcg / idcg if idcg else 0.0
+
+
+def _touching_index(extents: Extents):
+    """A function (doc, merged evidence) -> extents of every chunk that overlaps that evidence."""
+    by_doc: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    for doc, s, e in extents.values():
+        by_doc[doc].append((s, e))
+    for v in by_doc.values():
+        v.sort()
+
+    def touching(doc: str, evidence: Sequence[Interval]) -> list[tuple[str, int, int]]:
+        return [
+            (doc, s, e)
+            for s, e in by_doc.get(doc, ())
+            if any(min(e, b) > max(s, a) for a, b in evidence)
+        ]
+
+    return touching

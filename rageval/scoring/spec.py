@@ -23,10 +23,22 @@ FAMILIES: dict[str, tuple[str, str]] = {
     "mrr": ("headline", "1 / rank of the first relevant result within k"),
     "ndcg": ("headline", "normalised discounted cumulative gain, linear gain (trec_eval ndcg_cut)"),
     "map": ("headline", "average precision cut at k (trec_eval map_cut)"),
+    "quote_recall": ("headline", "evidence quotes the top k chunks cover whole / all quotes"),
+    "quote_ndcg": ("headline", "nDCG@k over quotes found (gain: grade at the completing rank)"),
     "evidence_recall": ("span", "evidence characters covered by the retrieved context"),
+    "evidence_precision": ("span", "covered / retrieved characters, duplicates included"),
     "evidence_iou": ("span", "covered / (evidence + retrieved - covered) characters"),
+    "tokens": ("cost", "tokens of the top k chunks (the embedding model's tokenizer)"),
 }
-HEADLINE: tuple[str, ...] = tuple(f for f, (group, _) in FAMILIES.items() if group == "headline")
+# Metrics without a cutoff: reported and logged under their plain name.
+PLAIN: dict[str, tuple[str, str]] = {
+    "evidence_precision_max": (
+        "span",
+        "evidence_precision of retrieving every chunk that touches the evidence (the ceiling)",
+    ),
+}
+# The chunk- and document-counting metrics, equal to trec_eval on run.trec and qrels.trec.
+HEADLINE: tuple[str, ...] = ("precision", "recall", "hit_rate", "mrr", "ndcg", "map")
 
 _PATTERN = re.compile(r"^\s*([a-z][a-z0-9_]*?)\s*(?:@|_at_)\s*(\d+)\s*(t?)\s*$")
 
@@ -82,6 +94,12 @@ class MetricSpec:
     def mlflow_key(self) -> str:
         """MLflow metric keys cannot hold '@': ``ndcg_at_10``, ``evidence_recall_at_1024t``."""
         return f"{self.name}_at_{self.k}{'t' if self.budget else ''}"
+
+    @property
+    def higher_is_better(self) -> bool:
+        """False for cost metrics (``tokens@5``): a gate or a leaderboard must not call more
+        tokens an improvement."""
+        return self.group != "cost"
 
     @property
     def group(self) -> str:

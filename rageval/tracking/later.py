@@ -20,6 +20,7 @@ def load_run(run_dir: str | Path):
     """The EvalReport in ``run_dir``/report.json (its rankings and qrels stay in the TREC files)."""
     from rageval.gate.baseline import load_report
     from rageval.report.eval_report import EvalReport
+    from rageval.rundir import check_complete
 
     path = Path(run_dir) / "report.json"
     if not path.is_file():
@@ -28,6 +29,7 @@ def load_run(run_dir: str | Path):
             "(hydra.run.dir, or a job folder of a sweep)",
             path=str(path),
         )
+    check_complete(path)  # a failed or unfinished run is not logged as a result
     data = load_report(path)
     names = {f.name for f in dataclasses.fields(EvalReport)} - {"rankings", "qrels"}
     try:

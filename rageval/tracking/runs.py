@@ -229,6 +229,7 @@ def _log_artifacts(client, run_id: str, report, config, output_dir: Path) -> Non
         "metrics_at_k.png",
         "run.trec",
         "qrels.trec",
+        "chunks.jsonl",
     ):
         if (output_dir / name).is_file():
             client.log_artifact(run_id, str(output_dir / name))

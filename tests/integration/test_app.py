@@ -1,5 +1,6 @@
 """Integration: the Hydra app in-process and as a subprocess, with a real MLflow store."""
 
+import csv
 import json
 import os
 import subprocess
@@ -86,7 +87,7 @@ def test_single_run_writes_report_and_logs_everything_to_mlflow(
             "run.trec", "qrels.trec"} <= artifacts(c, run.info.run_id)  # fmt: skip
 
 
-def test_sweep_2x2_nests_four_runs_under_a_parent_with_the_comparison(
+def test_sweep_2x2_nests_four_runs_under_a_parent_with_the_leaderboard(
     mini, shared_cache, tmp_path, capsys
 ):
     sweep = tmp_path / "sweep"
@@ -103,14 +104,43 @@ def test_sweep_2x2_nests_four_runs_under_a_parent_with_the_comparison(
     assert len(children) == 4
     assert {(r.data.params["chunk"], r.data.params["search"]) for r in children} == {
         ("32", "vector"), ("32", "bm25"), ("64", "vector"), ("64", "bm25")}  # fmt: skip
-    assert {"comparison.md", "comparison.csv"} <= artifacts(c, parent)
-    md = (sweep / "comparison.md").read_text()
+    assert {"leaderboard.md", "leaderboard.csv"} <= artifacts(c, parent)
+    md = (sweep / "leaderboard.md").read_text()
     assert (
         sum(line.startswith("| ") for line in md.splitlines()) == 5
         and md.count("| best |") == 1
-        and "| chunk | search |" in md
+        and "| chunk | search | evidence_recall@1024t |" in md
     )
-    assert "Sweep of 4 jobs (0 failed)" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "Sweep of 4 jobs (0 failed), decided by evidence_recall@1024t" in out
+    board = out[out.index("Sweep of 4 jobs") : out.index("leaderboard: ")]
+    assert max(map(len, board.splitlines())) <= 120 and "tokens@5" in board
+    # every job's own table is labelled with its job number and swept values
+    label = next(line for line in out.splitlines() if line.startswith("job 3 ("))
+    assert "chunk=64" in label and "search=bm25" in label and "hydra.sweep.dir" not in label
+    rows = list(csv.DictReader((sweep / "leaderboard.csv").open()))
+    assert [r["job"] for r in rows] == ["0", "1", "2", "3"]
+    for r in rows:
+        rep = json.loads((sweep / r["job"] / "report.json").read_text())
+        m = rep["metrics"]["evidence_recall@1024t"]
+        assert float(r["evidence_recall@1024t"]) == m
+        assert float(r["evidence_recall@1024t_low"]) <= m <= float(r["evidence_recall@1024t_high"])
+        assert r["mlflow_run_id"] == rep["mlflow_run_id"] and r["verdict"] in ("best", "tied", "")
+        chunks = [json.loads(x) for x in (sweep / r["job"] / "chunks.jsonl").open()]
+        assert len(chunks) == rep["counts"]["chunks"]
+        assert {
+            "id",
+            "doc_id",
+            "ordinal",
+            "start",
+            "end",
+            "span_start",
+            "span_end",
+            "tokens",
+        } == set(chunks[0])
+    child = next(r for r in children if r.data.params["chunk"] == "32")
+    assert "evidence_recall_at_1024t" in child.data.metrics and "tokens_at_5" in child.data.metrics
+    assert "chunks.jsonl" in artifacts(c, child.info.run_id)
 
 
 def run_cli(args, cwd, env_extra=None):

@@ -103,3 +103,27 @@ def test_three_processes_filling_one_cache_match_a_single_process_bit_for_bit(tm
         vectors = reader.encode_documents(TEXTS)
     assert reader.texts_encoded == 0 and not reader.model_loaded  # all there: the model never loads
     assert vectors.tobytes() == np.stack([reference[t] for t in TEXTS]).tobytes()
+
+
+def test_a_vector_does_not_depend_on_its_batch_or_the_thread_count():
+    """What makes the caches above equal: each row of a batch depends on its text alone, whatever
+    the batch's size and however many threads torch (and MKL below it) runs."""
+    import torch
+
+    from rageval.embedding.batching import encode_stable
+
+    model = SentenceTransformerEncoder(progress=False)._load()
+    want = encode_stable(model, TEXTS, 64)
+    threads = torch.get_num_threads()
+    try:
+        for n, batch in ((threads, 4), (threads, 1), (1, 64), (1, 3)):
+            torch.set_num_threads(n)
+            got = encode_stable(model, TEXTS, batch)
+            differ = [
+                t for t, a, b in zip(TEXTS, got, want, strict=True) if a.tobytes() != b.tobytes()
+            ]
+            assert not differ, (
+                f"{len(differ)} of {len(TEXTS)} vectors changed with {n} threads, batch {batch}"
+            )
+    finally:
+        torch.set_num_threads(threads)

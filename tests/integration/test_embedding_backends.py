@@ -45,16 +45,6 @@ def _tiny_static(source, target):
     StaticModel(vectors.astype(np.float32), tok).save_pretrained(str(target))
 
 
-@pytest.fixture
-def one_torch_thread():
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def _fresh(cache, backend, quantize, batch_size=4):
     # a new cache folder for vectors, the shared one for exports: every call runs the model
     enc = SentenceTransformerEncoder(
@@ -73,15 +63,10 @@ def _fresh(cache, backend, quantize, batch_size=4):
      ("openvino", "int8"), ("static", "none")],
 )  # fmt: skip
 def test_a_text_gets_the_same_vector_whatever_batch_it_arrives_in(
-    cache, monkeypatch, request, backend, quantize
+    cache, monkeypatch, backend, quantize
 ):
     if backend == "static":
         monkeypatch.setitem(backends.EXPORTERS, ("static", "none"), _tiny_static)
-    if backend == "torch":
-        # torch's multi-threaded CPU matmul splits rows between threads by the batch's shape, so
-        # the last bits of a vector vary (~1e-7) with batch size; one thread isolates what
-        # bucketing guarantees. ONNX Runtime and OpenVINO keep every row's bits at any thread count.
-        request.getfixturevalue("one_torch_thread")
     alone = np.vstack([_fresh(cache, backend, quantize).encode_documents([t]) for t in TEXTS])
     together = _fresh(cache, backend, quantize).encode_documents(TEXTS)
     mixed = _fresh(cache, backend, quantize, batch_size=3).encode_documents(OTHERS + TEXTS[::-1])

@@ -23,35 +23,56 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def stop(proc: subprocess.Popen) -> None:
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def healthy(url: str, proc: subprocess.Popen, seconds: float) -> bool:
+    """True once the server answers /health; False if it exited first (its port was taken between
+    free_port() and its bind, by another test run on the machine)."""
+    deadline = time.monotonic() + seconds  # generous: start-up takes seconds on a busy machine
+    while proc.poll() is None:
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=5) as r:
+                if r.status == 200 and proc.poll() is None:
+                    return True
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"mlflow server on {url} did not answer within {seconds:.0f} s")
+        time.sleep(0.5)
+    return False
+
+
 @pytest.fixture
 def mlflow_server(tmp_path):
-    port = free_port()
     mlflow_bin = Path(sys.executable).with_name("mlflow")
-    proc = subprocess.Popen(
-        [str(mlflow_bin), "server", "--host", "127.0.0.1", "--port", str(port),
-         "--backend-store-uri", f"sqlite:///{tmp_path / 'server.db'}",
-         "--artifacts-destination", str(tmp_path / "artifacts"), "--workers", "1"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
+    for attempt in range(3):
+        port = free_port()
+        proc = subprocess.Popen(
+            [str(mlflow_bin), "server", "--host", "127.0.0.1", "--port", str(port),
+             "--backend-store-uri", f"sqlite:///{tmp_path / f'server{attempt}.db'}",
+             "--artifacts-destination", str(tmp_path / "artifacts"), "--workers", "1"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        )  # fmt: skip
+        url = f"http://127.0.0.1:{port}"
+        try:
+            if healthy(url, proc, 240):
+                break
+        except BaseException:
+            stop(proc)
+            raise
+        stop(proc)
+    else:
+        raise RuntimeError("mlflow server exited before answering, three times")
     try:
-        deadline = time.time() + 90
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                if proc.poll() is not None or time.time() > deadline:
-                    raise RuntimeError("mlflow server did not start") from None
-                time.sleep(0.5)
         yield url
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+        stop(proc)
 
 
 def rest(url, path, body):
@@ -98,4 +119,4 @@ def test_runs_logged_to_a_real_tracking_server_read_back_over_rest(
         f"{mlflow_server}/api/2.0/mlflow/artifacts/list?run_id={parent}", timeout=30
     ) as r:
         files = {f["path"] for f in json.loads(r.read()).get("files", [])}
-    assert {"comparison.md", "comparison.csv"} <= files
+    assert {"leaderboard.md", "leaderboard.csv"} <= files

@@ -98,7 +98,7 @@ def test_a_2x2_sweep_on_a_local_ray_cluster_logs_every_run_under_the_parent(
         ("32", "vector"), ("32", "bm25"), ("64", "vector"), ("64", "bm25")}  # fmt: skip
     assert all(r["status"] == "FINISHED" for r in [parent, *children])
     assert {r["tags"]["rageval.sweep_id"] for r in children} == {str(sweep)}
-    assert "comparison.md" in parent["artifacts"]
+    assert "leaderboard.md" in parent["artifacts"]
     assert all((sweep / str(i) / "report.json").is_file() for i in range(4))
 
 
@@ -139,7 +139,7 @@ def test_a_failing_or_crashing_job_keeps_the_other_results_and_the_summary_says_
     reason = "RuntimeError: boom" if how == "raise" else "the job left no report; the sweep stopped"
     assert "Sweep of 2 jobs (1 failed)" in proc.stdout
     assert "job 1 (" in proc.stderr and reason in proc.stderr
-    table = (sweep / "comparison.md").read_text()
+    table = (sweep / "leaderboard.md").read_text()
     assert "| ok |" in table or "| best |" in table
     assert f"FAILED: {reason}" in table
     assert (sweep / "0" / "report.json").is_file()

@@ -6,7 +6,7 @@ from rageval.chunking import ChunkingSpec, chunk_documents
 from rageval.errors import InputError
 from rageval.inputs.corpus import load_corpus
 from rageval.inputs.golden import load_golden
-from rageval.relevance import locate_quote, resolve
+from rageval.relevance import duplicate_quotes, locate_quote, resolve
 from rageval.types import Chunk, Document
 
 
@@ -129,3 +129,52 @@ def test_unresolvable_labels_name_file_line_and_query(mini, tokenizer, tmp_path,
         resolve(load_golden(p), {d.id: d for d in docs}, chunks)
     assert f"{p}:2: query 'bad': " in str(err.value)
     assert expect in str(err.value)
+
+
+def _golden(tmp_path, evidence):
+    p = tmp_path / "g.jsonl"
+    p.write_text(json.dumps({"id": "q", "query": "x", "evidence": evidence}) + "\n")
+    return load_golden(p)
+
+
+def test_typographic_punctuation_is_folded_and_offsets_map_to_the_original_text():
+    text = "Policy:\u00a0the \u201cfast\u2011path\u201d \u2014 it\u2019s quick\u2026 done."
+    s, e = locate_quote(text, 'the "fast-path" - it\'s quick... done')
+    assert (s, e) == (text.index("the"), text.index("done") + len("done"))
+    assert locate_quote(text, "quick...") == (text.index("quick"), text.index("\u2026") + 1)
+    assert locate_quote(text, "it's QUICK") == (text.index("it"), text.index("\u2026"))
+
+
+def test_a_missing_quote_names_the_nearest_passage_and_its_line(tmp_path):
+    text = "Intro line.\nSecond line.\nRotate the invoicing database password every 90 days.\n"
+    golden = _golden(
+        tmp_path, [{"doc": "d", "quote": "rotate the invoice db password every 90 days"}]
+    )
+    chunks = _chunks("d", [(0, len(text))], text)
+    with pytest.raises(InputError) as err:
+        resolve(golden, {"d": Document("d", text)}, chunks)
+    msg = str(err.value)
+    assert f"{golden.path}:1:" in msg and "quote not found in document 'd'" in msg
+    assert "nearest passage (line 3," in msg and "Rotate the invoicing database" in msg
+
+
+def test_occurrence_or_start_picks_which_match_of_a_repeated_quote(tmp_path):
+    text = "Step one: restart the service. Step two: check logs. Finally: restart the service."
+    doc = {"d": Document("d", text)}
+    chunks = _chunks("d", [(0, 31), (31, 53), (53, len(text))], text)
+    second = text.rindex("restart")
+    for item, want in [({}, 10), ({"occurrence": 2}, second), ({"start": second}, second)]:
+        golden = _golden(tmp_path, [{"doc": "d", "quote": "restart the service", **item}])
+        res = resolve(golden, doc, chunks)
+        assert res.spans["q"][0].start == want
+        assert list(res.qrels["q"]) == (["d#0"] if want == 10 else ["d#2"])
+    for item, msg in [({"occurrence": 3}, "occurs 2 time"), ({"start": 5}, "matches start at 10")]:
+        golden = _golden(tmp_path, [{"doc": "d", "quote": "restart the service", **item}])
+        with pytest.raises(InputError, match=msg):
+            resolve(golden, doc, chunks)
+    golden = _golden(tmp_path, [{"doc": "d", "quote": "restart the service"}])
+    (warning,) = duplicate_quotes(golden, doc)
+    assert warning.startswith(f"{golden.path}:1: query 'q', evidence[0]: the quote occurs 2 times")
+    assert f'"start": {second}' in warning
+    assert duplicate_quotes(_golden(tmp_path, [{"doc": "d", "quote": "restart the service",
+                                                "occurrence": 1}]), doc) == []  # fmt: skip

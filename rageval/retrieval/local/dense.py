@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from rageval.embedding.base import Encoder
+from rageval.embedding.cache import check_vectors
 from rageval.errors import ConfigError
 from rageval.ranking import break_ties
 from rageval.retrieval.local.faiss_build import Rows, f32, stream_build
@@ -84,7 +85,8 @@ class FaissRetriever:
 
         def rows(sel: slice | np.ndarray) -> np.ndarray:
             part = chunks[sel] if isinstance(sel, slice) else [chunks[i] for i in sel.tolist()]
-            return encoder.encode_documents([c.text for c in part])
+            texts = [c.text for c in part]
+            return check_vectors(encoder.encode_documents(texts), texts, "chunks")
 
         self._build([c.id for c in chunks], rows, encoder.fingerprint)
 
@@ -122,10 +124,7 @@ class FaissRetriever:
         else:
             index = self._stream(kind, n, rows)
             if path is not None and index is not None:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_suffix(f".{time.time_ns()}.tmp")
-                faiss.write_index(index, str(tmp))
-                tmp.replace(path)
+                _save_index(faiss, index, path)
         if kind == "hnsw" and index is not None:
             index.hnsw.efSearch = self.params["hnsw_ef_search"]
         elif kind == "ivf" and index is not None:
@@ -151,7 +150,10 @@ class FaissRetriever:
     def search(self, queries: Sequence[str], depth: int) -> list[RankedList]:
         if self.encoder is None or not self.built_type:
             raise RuntimeError("index() must run before search()")
-        return self.search_vectors(self.encoder.encode_queries(list(queries)), depth)
+        queries = list(queries)
+        return self.search_vectors(
+            check_vectors(self.encoder.encode_queries(queries), queries, "queries"), depth
+        )
 
     def search_vectors(self, query_vectors: np.ndarray, depth: int) -> list[RankedList]:
         """One FAISS call for all query vectors."""
@@ -172,3 +174,20 @@ class FaissRetriever:
                 )
             )
         return out
+
+
+def _save_index(faiss, index, path: Path) -> None:
+    """Cache a built index for the next run; a cache that cannot be written (full, read-only)
+    costs the next run a rebuild, not this run its result."""
+    import warnings
+
+    tmp = path.with_suffix(f".{time.time_ns()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        faiss.write_index(index, str(tmp))
+        tmp.replace(path)
+    except (OSError, RuntimeError) as err:  # faiss reports a failed write as RuntimeError
+        tmp.unlink(missing_ok=True)
+        reason = str(err).strip().splitlines()[-1][:200]
+        warnings.warn(f"could not cache the FAISS index at {path} ({reason}); the next run "
+                      "builds it again", stacklevel=2)  # fmt: skip

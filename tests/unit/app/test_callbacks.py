@@ -51,13 +51,13 @@ def test_the_outcome_file_carries_the_exit_code_of_the_sweep(tmp_path, capsys):
     assert started["state"] == "started"
     assert started["config"]["hydra"]["sweep"]["dir"] == str(tmp_path / "sweep")
     assert started["config"]["chunk"] == 32
-    assert started["config"]["mlflow"]["compare_metric"] == "ndcg@5"  # resolved
+    assert started["config"]["sweep"] == {"compare_metric": None, "alpha": 0.05, "resamples": 10000}
     job(tmp_path / "sweep", 0, overrides=("chunk=32",))
     job(tmp_path / "sweep", 1, ok=False, overrides=("chunk=64",))
     cb.on_multirun_end(cfg)
     assert read_outcome(outcome) == {"state": "finished", "exit_code": 2}
     assert "Sweep of 2 jobs (1 failed)" in capsys.readouterr().out
-    assert "FAILED: boom" in (tmp_path / "sweep" / "comparison.md").read_text()
+    assert "FAILED: boom" in (tmp_path / "sweep" / "leaderboard.md").read_text()
 
 
 def test_a_sweep_whose_jobs_all_pass_exits_0_and_the_env_names_the_file(tmp_path, monkeypatch):
@@ -81,7 +81,7 @@ def test_the_started_outcome_is_enough_to_close_a_sweep_whose_launcher_died(tmp_
     assert sweep.abort_sweep(settings, RuntimeError("worker died")) == 2
     err = capsys.readouterr().err
     assert "the sweep stopped early: RuntimeError: worker died" in err
-    table = (tmp_path / "sweep" / "comparison.md").read_text()
+    table = (tmp_path / "sweep" / "leaderboard.md").read_text()
     assert "the sweep stopped: RuntimeError: worker died" in table
 
 

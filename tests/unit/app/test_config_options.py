@@ -113,12 +113,12 @@ def test_the_schema_refuses_bad_values_at_compose_time_in_one_line(override, say
     with pytest.raises(ConfigError) as refused:
         compose([override])
     msg = str(refused.value)
-    assert says in msg and "\n" not in msg and msg.startswith("bad config:")
+    assert says in msg and "\n" not in msg and msg.startswith(f"bad override ({override}): ")
 
 
 def test_every_job_of_a_sweep_is_checked_before_any_runs():
     check_overrides(["-m", "chunk=32,64", "search=vector,bm25"])
-    with pytest.raises(ConfigError, match="key chunk"):
+    with pytest.raises(ConfigError, match=r"^bad override \(chunk=abc\): .*Integer \(key chunk\)$"):
         check_overrides(["-m", "chunk=32,abc", "search=vector,bm25"])
     with pytest.raises(ConfigError, match="search/nope"):
         check_overrides(["-m", "chunk=32,64", "search=vector,nope"])
@@ -129,3 +129,28 @@ def test_the_custom_dataset_points_at_a_doc_that_exists():
     text = (CONF_DIR / "dataset" / "custom.yaml").read_text()
     docs = [w.strip("().,") for w in text.split() if w.strip("().,").startswith("docs/")]
     assert docs and all((CONF_DIR.parent / d).is_file() for d in docs)
+
+
+def test_keys_added_to_the_dataset_node_are_kept_in_the_config_not_passed_on(mini, tmp_path):
+    # as before the dataset group had a _target_: extra keys (a description, an owner) are fine
+    cfg = compose([f"cache_dir={tmp_path}", "dataset=custom", "+dataset.owner=search-team",
+                   f"dataset.corpus={mini / 'corpus'}", f"dataset.golden={mini / 'golden.jsonl'}"])  # fmt: skip
+    parts = build(cfg)
+    assert parts.spec.golden == str(mini / "golden.jsonl") and cfg.dataset.owner == "search-team"
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["chunk=abc"], "could not be converted to Integer (key chunk)"),
+        (["-m", "chunk=32,abc"], "bad override (chunk=abc): "),
+        (["-m", "chunk=32", "k=5,1.5"], "bad override (k=1.5): "),
+        (["search=nope"], "search has no option 'nope'"),
+    ],
+)
+def test_a_bad_override_on_the_command_line_is_one_line_and_exit_2(argv, says, capsys):
+    from rageval.cli.main import main
+
+    assert main([*argv, "mlflow.enabled=false"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("rageval: error: ") and says in err[0], err

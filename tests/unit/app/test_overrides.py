@@ -67,3 +67,40 @@ def test_the_app_exits_2_with_one_line(tmp_path, argv, message):
         len(lines) == 1 and lines[0].startswith("rageval: error: override ") and message in lines[0]
     )
     assert "base" not in lines[0]
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("k=abc", r"bad override \(k=abc\): .*could not be converted to Integer"),
+        ("chunks=32", "unknown config key 'chunks'; did you mean chunk"),
+        ("search=vectr", "did you mean vector"),
+    ],
+)
+def test_the_gate_rerun_explains_override_mistakes_in_one_line(override, message):
+    from rageval.app.gate_run import compose_from_baseline
+
+    with pytest.raises(ConfigError, match=message) as err:
+        compose_from_baseline(
+            {"choices": {"search": "vector"}, "config": {"chunk": 64}}, [override]
+        )
+    assert "\n" not in str(err.value)
+
+
+def test_the_gate_rerun_replays_the_baseline_config_under_the_overrides():
+    from rageval.app.gate_run import compose_from_baseline
+
+    baseline = {"choices": {"search": "hybrid"},
+                "config": {"chunk": 64, "cache_dir": "/elsewhere", "search": {"rrf_k": 10}, "mlflow": {"enabled": True}}}  # fmt: skip
+    cfg = compose_from_baseline(baseline, ["chunk_overlap=8", "gate.tolerances.ndcg@5=0.1"])
+    assert (cfg.chunk, cfg.chunk_overlap, cfg.search.mode, cfg.search.rrf_k) == (
+        64,
+        8,
+        "hybrid",
+        10,
+    )
+    assert cfg.cache_dir != "/elsewhere" and cfg.mlflow.enabled is False
+    assert dict(cfg.gate.tolerances) == {"ndcg_at_5": 0.1}
+    assert (
+        compose_from_baseline(baseline, ["search=bm25"]).search.rrf_k == 60
+    )  # a new group: its own values

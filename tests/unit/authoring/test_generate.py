@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shutil
@@ -231,12 +232,25 @@ def test_request_budget_counts_every_attempt(work, capsys):
     )
 
 
-@pytest.mark.parametrize("usage, limit, requests", [(700, 1000, 2), (None, 1, 1), (100, 1000, 5)])
+@pytest.mark.parametrize("usage, limit, requests", [(100, 2000, 5), (None, 1, 0)])
 def test_token_budget_uses_reported_usage_else_an_estimate(work, capsys, usage, limit, requests):
     with ChatServer(key=KEY, usage=usage) as srv:
-        code, _, err = gen(work, srv, "--chunks", "5", "--max-tokens", str(limit), capsys=capsys)
-    assert code == 0 and len(srv.seen) == requests
+        code, _, err = gen(work, srv, "--chunks", "5", "--max-tokens", str(limit),
+                           "--max-answer-tokens", "100", capsys=capsys)  # fmt: skip
+    assert len(srv.seen) == requests
     assert ("token budget" in err) == (requests < 5)
+
+
+@pytest.mark.parametrize("usage", [None, 150])
+def test_the_budget_is_checked_before_sending_so_it_is_never_overshot(work, capsys, usage):
+    """Before: each request was sent while anything was left, and the last one overshot by its
+    own size (2.5x with small budgets). Now each request's worst case must fit what is left."""
+    with ChatServer(key=KEY, usage=usage) as srv:
+        _, out, err = gen(work, srv, "--chunks", "20", "--max-tokens", "800",
+                          "--max-answer-tokens", "100", capsys=capsys)  # fmt: skip
+    spent, limit = (int(x.replace(",", "")) for x in re.search(r"([\d,]+) of ([\d,]+) tokens", out).groups())
+    assert 0 < len(srv.seen) < 5 and "token budget" in err
+    assert spent <= limit == 800
 
 
 def test_refuses_to_write_into_the_golden_set(work, capsys):
@@ -365,3 +379,110 @@ def test_dedupe_keeps_the_first_of_each_near_duplicate_group():
     kept, dups = dedupe(cands, ["x y z"], FakeEncoder(), 0.9)
     assert [c.question for c in kept] == ["a b c", "d e f", "a b c d"]  # cos("abc","abcd") = .87
     assert dups == [("A B C", "a b c")]
+
+
+def test_control_and_bidi_characters_are_stripped_and_listed_for_review(work, capsys):
+    """A hostile endpoint's escapes must not reach the golden file or a reviewer's terminal."""
+
+    def hostile(body):
+        items = json.loads(template_questions(body))["questions"]
+        for it in items:
+            it["question"] = "\x1b[31mWhat\x1b[0m does \u202eit\u202c say\x07 about\u200b this?"
+            it["quote"] = "\u2066" + it["quote"] + "\u2069"
+        return json.dumps({"questions": items})
+
+    with ChatServer(key=KEY, responder=hostile) as srv:
+        code, out, _ = gen(work, srv, "--chunks", "2", "--per-chunk", "1", capsys=capsys)
+    got = entries(work.out)
+    assert code == 0 and got
+    raw = work.out.read_text()
+    for bad in ("\x1b", "\u202e", "\u202c", "\x07", "\u200b", "\u2066", "\u2069"):
+        assert bad not in raw and bad not in out
+    assert got[0]["query"] == "What does it say about this?"
+    removed = got[0]["origin"]["removed_characters"]
+    assert removed["ANSI escape sequence"] == 2
+    assert removed["U+202E RIGHT-TO-LEFT OVERRIDE"] == 1 and removed["U+2066 LEFT-TO-RIGHT ISOLATE"] == 1
+    assert "removed" in out and "origin.removed_characters" in out
+    assert load_golden(work.out).queries  # still a valid golden file
+
+
+def _raw_server(handler):
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class H(BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            handler(self)
+
+        def log_message(self, *a):
+            pass
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), H)
+    threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
+    return srv
+
+
+def _client(srv, **cfg):
+    host, port = srv.server_address[:2]
+    config = chat.EndpointConfig(f"http://{host}:{port}/v1", "m", max_retries=0, **cfg)
+    return chat.ChatClient(config, environ={})
+
+
+MESSAGES = [{"role": "user", "content": "hi"}]
+COMPLETION = json.dumps({"choices": [{"message": {"content": "ok"}}]}).encode()
+
+
+def test_a_drip_feeding_endpoint_hits_the_total_deadline():
+    """One byte every 50 ms resets a socket timeout forever; the request's deadline does not."""
+    sent = []
+
+    def drip(h):
+        body = COMPLETION + b" " * 200  # ~12 s at this pace: a valid answer, if one waited
+        h.send_response(200)
+        h.send_header("Content-Length", str(len(body)))
+        h.end_headers()
+        for i in range(len(body)):
+            try:
+                h.wfile.write(body[i : i + 1])
+                h.wfile.flush()
+            except OSError:
+                return
+            sent.append(i)
+            time.sleep(0.05)
+
+    import time
+
+    srv = _raw_server(drip)
+    try:
+        with pytest.raises(chat.EndpointError, match=r"no complete answer within 1 s"):
+            _client(srv, timeout=1.0).complete(MESSAGES)
+    finally:
+        srv.shutdown()
+    assert len(sent) < len(COMPLETION) + 200
+
+
+@pytest.mark.parametrize("declared", [True, False])
+def test_a_huge_answer_is_refused_without_reading_it_whole(declared):
+    size = 3_000_000
+
+    def huge(h):
+        h.send_response(200)
+        if declared:
+            h.send_header("Content-Length", str(size))
+        h.send_header("Connection", "close")
+        h.end_headers()
+        with contextlib.suppress(OSError):
+            for _ in range(size // 65536 + 1):
+                h.wfile.write(b"x" * 65536)
+
+    srv = _raw_server(huge)
+    budget = chat.Budget(max_tokens=10_000)
+    try:
+        client = _client(srv, max_response_bytes=1_000_000)
+        client.budget = budget
+        with pytest.raises(chat.MalformedAnswer, match=r"1,000,000"):
+            client.complete(MESSAGES)
+    finally:
+        srv.shutdown()
+    assert budget.tokens > 0  # counted at its worst case: it may have cost that much

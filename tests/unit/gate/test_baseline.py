@@ -118,3 +118,9 @@ def test_miss_lines_show_readable_labels_when_the_report_has_them():
         "MISS q19 fell out of the top 5 (rank 1 -> 9): question 19 [expected policy; got faq:3, faq:4]"
         in line
     )
+
+
+def test_another_label_set_is_never_compared():
+    cur = {**copy.deepcopy(BASE), "label_set": "llm"}
+    cmp = compare(BASE, cur, METRICS)
+    assert cmp.status == GOLDEN_CHANGED and "never compares across label sets" in cmp.console()

@@ -62,6 +62,23 @@ def test_digest_ignores_formatting_and_order_but_not_content(tmp_path):
         ('{"id": "q9", "query": "x", "relevant": {"d:0": -1}}', "grade must be >= 0"),
         ('{"id": "q9", "query": "x", "relevant": {"d:0": 1.5}}', "whole number"),
         ('{"id": "q9", "query": "x", "relevant": ["d"], "tags": "a"}', '"tags" must be a list'),
+        (
+            '{"id": "q9", "query": "x", "evidence": [{"doc": "d", "quote": "q", "grdae": 2}]}',
+            "evidence[0]: unknown key 'grdae'; an evidence item holds doc, grade, occurrence",
+        ),
+        (
+            '{"id": "q9", "query": "x", "evidence": [{"doc": "d", "quote": "q", "occurrence": 0}]}',
+            '"occurrence" must be a whole number >= 1',
+        ),
+        (
+            '{"id": "q9", "query": "x", "evidence": [{"doc": "d", "quote": "q", "start": -1}]}',
+            '"start" must be a character offset >= 0',
+        ),
+        (
+            '{"id": "q9", "query": "x", "evidence": [{"doc": "d", "quote": "q", "start": 1, '
+            '"occurrence": 2}]}',
+            'give "occurrence" or "start", not both',
+        ),
     ],
 )
 def test_bad_lines_name_file_line_and_query(tmp_path, line, expect):

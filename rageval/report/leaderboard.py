@@ -1,0 +1,312 @@
+"""The sweep's leaderboard: one row per job, the deciding metric first, best and tied marked.
+
+Phases: read each job's report.json (:func:`load_jobs`), pick the deciding metric
+(:func:`deciding_metric`), test every job against the best on the per-query values of that
+metric (:func:`rank`, the gate's paired randomization test, Holm-corrected), then render the one
+:class:`Leaderboard` as markdown, CSV or an aligned console table.
+
+A job is ``best`` when it has the highest mean of the deciding metric, ``tied`` when the test
+cannot tell it from the best at ``alpha``: a user never reads noise as a winner.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import textwrap
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rageval.errors import ConfigError
+from rageval.scoring.spec import MetricSpec
+from rageval.scoring.stats import holm, paired_randomization_test
+
+CHUNKING_KEYS = ("chunk", "chunk_overlap")
+DEFAULT_BUDGET = 1024
+CONSOLE_WIDTH = 120
+
+
+@dataclass
+class Job:
+    """One job folder of a sweep: its overrides and, when it finished, its report."""
+
+    job: int
+    overrides: list[str]
+    status: str  # ok | failed
+    error: str = ""
+    report: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def metrics(self) -> dict[str, float]:
+        return self.report.get("metrics", {})
+
+    @property
+    def values(self) -> dict[str, str]:
+        return dict(o.split("=", 1) for o in self.overrides if "=" in o)
+
+    def per_query(self, metric: str) -> dict[str, float]:
+        """Query id -> value of ``metric`` (queries where it is undefined left out)."""
+        return {
+            r["id"]: float(r[metric])
+            for r in self.report.get("per_query", [])
+            if r.get(metric) is not None
+        }
+
+
+def load_jobs(sweep_dir: Path) -> list[Job]:
+    """One Job per numbered folder, in job order: report.json, else error.json, else a note."""
+    jobs = []
+    for d in sorted(
+        (p for p in Path(sweep_dir).iterdir() if p.is_dir() and p.name.isdigit()),
+        key=lambda p: int(p.name),
+    ):
+        if (d / "report.json").is_file():
+            rep = json.loads((d / "report.json").read_text())
+            jobs.append(Job(int(d.name), rep.get("overrides", []), "ok", report=rep))
+        elif (d / "error.json").is_file():
+            err = json.loads((d / "error.json").read_text())
+            jobs.append(Job(int(d.name), err.get("overrides", []), "failed", err.get("error", "")))
+        else:
+            jobs.append(Job(int(d.name), [], "failed", "the job left no report (killed?)"))
+    return jobs
+
+
+def swept_keys(jobs: Sequence[Job]) -> list[str]:
+    """Override keys whose value differs between jobs (all keys when none differs)."""
+    keys: list[str] = []
+    for j in jobs:
+        for o in j.overrides:
+            key = o.split("=", 1)[0]
+            if key not in keys:
+                keys.append(key)
+    swept = [k for k in keys if len({j.values.get(k) for j in jobs}) > 1]
+    return swept or keys
+
+
+def deciding_metric(jobs: Sequence[Job], chosen: str | None = None) -> tuple[str, str]:
+    """The metric that decides the best job, and why. ``chosen`` wins; else a budget metric
+    (``evidence_recall@1024t`` with evidence quotes, ``recall@1024t`` without) when the golden
+    set has evidence quotes or the sweep varies the chunking, else ``ndcg@k``."""
+    if chosen:
+        return str(MetricSpec.parse(chosen)), "sweep.compare_metric"
+    ok = [j for j in jobs if j.status == "ok"]
+    names = {m for j in ok for m in j.metrics}
+    k = ok[0].report.get("k", 5) if ok else 5
+    evidence = any(n.startswith("evidence_recall@") for n in names)
+    budgets = sorted(
+        {int(n.split("@")[1][:-1]) for n in names if n.startswith("recall@") and n.endswith("t")}
+    )
+    varies = [key for key in swept_keys(jobs) if key in CHUNKING_KEYS]
+    if budgets and (evidence or varies):
+        b = DEFAULT_BUDGET if DEFAULT_BUDGET in budgets else budgets[len(budgets) // 2]
+        why = "the golden set has evidence quotes" if evidence else f"the sweep varies {varies[0]}"
+        return (
+            f"{'evidence_recall' if evidence else 'recall'}@{b}t",
+            f"{why}: chunkings compare at an equal budget of {b} tokens",
+        )
+    return f"ndcg@{k}", "the sweep keeps the chunking fixed"
+
+
+@dataclass
+class Leaderboard:
+    """The ranked view of a sweep; ``markdown``, ``csv`` and ``console`` render it."""
+
+    metric: str
+    why: str
+    keys: list[str]
+    columns: list[str]
+    jobs: list[Job]
+    verdict: dict[int, str]  # job -> best | tied | "" (a worse job) | failed
+    pvalues: dict[int, float]
+    alpha: float
+    note: str = ""
+
+    @property
+    def best(self) -> int | None:
+        return next((j for j, v in self.verdict.items() if v == "best"), None)
+
+    def header(self) -> str:
+        ok = sum(j.status == "ok" for j in self.jobs)
+        failed = len(self.jobs) - ok
+        tied = sum(v == "tied" for v in self.verdict.values())
+        text = (
+            f"Sweep of {len(self.jobs)} jobs ({failed} failed), decided by {self.metric} "
+            f"({self.why}); best: job {self.best}"
+            if self.best is not None
+            else f"Sweep of {len(self.jobs)} jobs ({failed} failed), decided by {self.metric}"
+        )
+        if tied:
+            text += (
+                f", {tied} tied with it (paired randomization test, Holm-corrected, "
+                f"p >= {self.alpha})"
+            )
+        return text + (f". {self.note}" if self.note else "")
+
+    def _cells(self, job: Job, metric: str, ci: bool) -> str:
+        mean = job.metrics.get(metric)
+        if mean is None or (isinstance(mean, float) and math.isnan(mean)):
+            return ""
+        fmt = ".1f" if metric.startswith("tokens@") else ".3f"
+        lo, hi = (job.report.get("ci") or {}).get(metric, (None, None))
+        if ci and lo is not None and not math.isnan(lo):
+            return f"{mean:{fmt}} [{lo:{fmt}}, {hi:{fmt}}]"
+        return f"{mean:{fmt}}"
+
+    def markdown(self) -> str:
+        """A markdown table (means with 95% CIs), headed by the verdict line."""
+        head = ["job", *self.keys, *self.columns, "verdict"]
+        lines = [f"{self.header()}\n", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for j in self.jobs:
+            cells = [str(j.job), *[j.values.get(k, "") for k in self.keys]]
+            if j.status == "ok":
+                cells += [self._cells(j, m, ci=True) for m in self.columns]
+                cells.append(self.verdict.get(j.job, ""))
+            else:
+                cells += [""] * len(self.columns) + [f"FAILED: {j.error}"]
+            lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+        return "\n".join(lines) + "\n"
+
+    def csv(self) -> str:
+        """Numbers only: ``<metric>``, ``<metric>_low``, ``<metric>_high`` per column, the p-value
+        against the best, the verdict and each job's MLflow run id."""
+        head = ["job", *self.keys]
+        for m in self.columns:
+            head += [m, f"{m}_low", f"{m}_high"]
+        head += ["p_value", "verdict", "status", "mlflow_run_id", "error"]
+        out = io.StringIO()
+        w = csv.writer(out, lineterminator="\n")
+        w.writerow(head)
+        for j in self.jobs:
+            row: list[Any] = [j.job, *[j.values.get(k, "") for k in self.keys]]
+            for m in self.columns:
+                lo, hi = (j.report.get("ci") or {}).get(m, (None, None))
+                row += [_num(j.metrics.get(m)), _num(lo), _num(hi)]
+            p = self.pvalues.get(j.job)
+            row += [_num(p), self.verdict.get(j.job, ""), j.status]
+            row += [j.report.get("mlflow_run_id") or "", j.error]
+            w.writerow(row)
+        return out.getvalue()
+
+    def console(self, width: int = CONSOLE_WIDTH) -> str:
+        """An aligned table that fits ``width`` columns: the deciding metric (with its CI) first,
+        then the headline, span and token columns (leaderboard.md has them all)."""
+        from rich import box
+        from rich.console import Console
+        from rich.table import Table
+
+        shown = [m for m in self.columns if m in _console_columns(self.columns)]
+        table = Table(box=box.SIMPLE_HEAD)
+        table.add_column("job", justify="right")
+        for k in self.keys:
+            table.add_column(k, overflow="fold")
+        for i, m in enumerate(shown):
+            table.add_column(_two_lines(m), justify="right", style="bold" if i == 0 else "")
+        table.add_column("verdict")
+        for j in self.jobs:
+            cells = [str(j.job), *[j.values.get(k, "") for k in self.keys]]
+            if j.status == "ok":
+                cells += [self._cells(j, m, ci=(i == 0)) for i, m in enumerate(shown)]
+                cells.append(self.verdict.get(j.job, ""))
+            else:
+                cells += [""] * len(shown) + ["FAILED"]
+            table.add_row(*cells)
+        buf = io.StringIO()
+        Console(file=buf, width=width, no_color=True, highlight=False).print(table)
+        head = textwrap.fill(self.header(), width=width)
+        body = "\n".join(line.rstrip() for line in buf.getvalue().splitlines()).strip("\n")
+        return f"{head}\n\n{body}"
+
+
+def _console_columns(columns: Sequence[str]) -> list[str]:
+    """The deciding metric, quote recall (or recall and nDCG without quotes), the evidence
+    metrics at k and tokens@k."""
+    evidence = any(m.startswith("quote_recall@") for m in columns)
+    keep = [columns[0]]
+    for m in columns[1:]:
+        family = m.split("@")[0]
+        if family in ("ndcg", "recall") and evidence:
+            continue
+        if family in ("evidence_precision_max",):
+            continue
+        keep.append(m)
+    return keep
+
+
+def _two_lines(name: str) -> str:
+    """``evidence_precision@5`` as ``evidence_`` over ``precision@5``: narrow console headers."""
+    head, sep, rest = name.partition("_")
+    return f"{head}{sep}\n{rest}" if sep and len(name) > 10 else name
+
+
+def _num(x: Any) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return ""
+    return repr(float(x))
+
+
+def columns_for(metric: str, jobs: Sequence[Job]) -> list[str]:
+    """The deciding metric, then headline, span and budget metrics and tokens@k the jobs have."""
+    ok = [j for j in jobs if j.status == "ok"]
+    k = ok[0].report.get("k", 5) if ok else 5
+    names = {m for j in ok for m in j.metrics}
+    wanted = [metric, f"ndcg@{k}", f"recall@{k}", f"quote_recall@{k}"]
+    wanted += [f"evidence_{m}@{k}" for m in ("recall", "precision", "iou")]
+    wanted += ["evidence_precision_max", f"tokens@{k}"]
+    return [m for m in dict.fromkeys(wanted) if m in names or m == metric]
+
+
+def rank(
+    jobs: Sequence[Job],
+    compare_metric: str | None = None,
+    *,
+    alpha: float = 0.05,
+    resamples: int = 10_000,
+) -> Leaderboard:
+    """Decide the sweep: the best job by the mean of the deciding metric, and every job the
+    paired randomization test cannot tell from it (Holm-corrected p >= alpha) as tied."""
+    if not 0 < alpha < 1:
+        raise ConfigError(f"sweep.alpha must be between 0 and 1, got {alpha!r}")
+    metric, why = deciding_metric(jobs, compare_metric)
+    keys = swept_keys(jobs)
+    ok = [j for j in jobs if j.status == "ok"]
+    verdict: dict[int, str] = {j.job: ("" if j.status == "ok" else "failed") for j in jobs}
+    pvalues: dict[int, float] = {}
+    scored = [j for j in ok if not math.isnan(j.metrics.get(metric, math.nan))]
+    note = ""
+    if ok and not scored:
+        have = sorted({m for j in ok for m in j.metrics})
+        note = f"No job reports {metric}; the jobs report: {', '.join(have)}"
+    if scored:
+        sign = 1.0 if MetricSpec.parse(metric).higher_is_better else -1.0  # fewest tokens wins
+        best = max(scored, key=lambda j: (sign * j.metrics[metric], -j.job))
+        verdict[best.job] = "best"
+        ref = best.per_query(metric)
+        others = [j for j in scored if j is not best]
+        raw = []
+        for j in others:
+            mine = j.per_query(metric)
+            shared = sorted(set(ref) & set(mine))
+            if not shared:
+                raw.append(0.0)
+                continue
+            a, b = [ref[q] for q in shared], [mine[q] for q in shared]
+            raw.append(paired_randomization_test(a, b, n_resamples=resamples, seed=0))
+        for j, p in zip(others, holm(raw), strict=True):
+            pvalues[j.job] = p
+            if p >= alpha:
+                verdict[j.job] = "tied"
+    return Leaderboard(
+        metric=metric,
+        why=why,
+        keys=keys,
+        columns=columns_for(metric, jobs),
+        jobs=list(jobs),
+        verdict=verdict,
+        pvalues=pvalues,
+        alpha=alpha,
+        note=note,
+    )

@@ -1,0 +1,110 @@
+"""The sweep's leaderboard on hand-made job folders (no model): deciding metric, best and tied."""
+
+import csv
+import io
+import json
+
+import numpy as np
+import pytest
+from omegaconf import OmegaConf
+
+from rageval.app.sweep import compare_settings
+from rageval.errors import ConfigError
+from rageval.report.leaderboard import deciding_metric, load_jobs, rank
+
+METRIC = "evidence_recall@1024t"
+
+
+def _job(root, n, overrides, values, evidence=True, run_id=None):
+    d = root / str(n)
+    d.mkdir(parents=True)
+    values = np.asarray(values, dtype=float)
+    names = {METRIC: values, "ndcg@5": values / 2, "recall@1024t": values, "tokens@5": values * 100}
+    if evidence:
+        names["evidence_precision@5"] = values / 10
+    rows = [
+        {"id": f"q{i}", **{m: float(v[i]) for m, v in names.items()}} for i in range(len(values))
+    ]
+    rep = {
+        "metrics": {m: float(v.mean()) for m, v in names.items()},
+        "ci": {m: [float(v.mean()) - 0.1, float(v.mean()) + 0.1] for m, v in names.items()},
+        "per_query": rows,
+        "overrides": overrides,
+        "k": 5,
+        "mlflow_run_id": run_id,
+    }
+    if not evidence:
+        del rep["metrics"]["evidence_recall@1024t"]
+    (d / "report.json").write_text(json.dumps(rep))
+
+
+@pytest.fixture
+def sweep(tmp_path):
+    rng = np.random.default_rng(0)
+    base = rng.uniform(0.5, 1.0, 40)
+    _job(tmp_path, 0, ["chunk=128", "chunk_overlap=0", "search=vector"], base, run_id="r0")
+    # job 1 differs from job 0 by noise; job 2 is clearly worse on every query
+    noise = base + rng.choice([-0.01, 0.01], 40)
+    _job(tmp_path, 1, ["chunk=256", "chunk_overlap=0", "search=vector"], noise - 0.001)
+    _job(tmp_path, 2, ["chunk=512", "chunk_overlap=64", "search=hybrid"], base - 0.3)
+    (tmp_path / "3").mkdir()
+    (tmp_path / "3" / "error.json").write_text(
+        json.dumps({"error": "boom", "overrides": ["chunk=1024", "chunk_overlap=0", "search=bm25"]})
+    )
+    return tmp_path
+
+
+def test_best_tied_and_worse_jobs_by_the_paired_test(sweep):
+    board = rank(load_jobs(sweep))
+    assert board.metric == METRIC and "evidence quotes" in board.why
+    assert board.verdict == {0: "best", 1: "tied", 2: "", 3: "failed"}
+    assert board.pvalues[1] >= 0.05 > board.pvalues[2]
+    assert board.columns[0] == METRIC and "tokens@5" in board.columns
+    assert board.keys == ["chunk", "chunk_overlap", "search"]
+
+
+def test_leaderboard_files_and_console(sweep):
+    board = rank(load_jobs(sweep))
+    md = board.markdown()
+    assert md.startswith("Sweep of 4 jobs (1 failed), decided by evidence_recall@1024t")
+    assert "| job | chunk | chunk_overlap | search | evidence_recall@1024t |" in md
+    assert md.count("| best |") == 1 and md.count("| tied |") == 1 and "FAILED: boom" in md
+    rows = list(csv.DictReader(io.StringIO(board.csv())))
+    assert [r["verdict"] for r in rows] == ["best", "tied", "", "failed"]
+    mean = json.loads((sweep / "0" / "report.json").read_text())["metrics"][METRIC]
+    assert float(rows[0][METRIC]) == mean and float(rows[0][f"{METRIC}_low"]) == mean - 0.1
+    assert rows[0]["mlflow_run_id"] == "r0" and rows[1]["mlflow_run_id"] == ""
+    assert rows[3][METRIC] == "" and rows[3]["error"] == "boom"
+    text = board.console()
+    assert max(map(len, text.splitlines())) <= 120
+    assert "best" in text and "tied" in text and "FAILED" in text and "tokens@5" in text
+
+
+def test_default_deciding_metric(tmp_path):
+    v = [0.5, 0.6]
+    for name, overrides, evidence, want in [
+        ("a", [["chunk=128"], ["chunk=256"]], False, "recall@1024t"),
+        ("b", [["search=vector"], ["search=bm25"]], False, "ndcg@5"),
+        ("c", [["search=vector"], ["search=bm25"]], True, METRIC),
+        ("d", [["chunk_overlap=0"], ["chunk_overlap=32"]], True, METRIC),
+    ]:
+        for i, o in enumerate(overrides):
+            _job(tmp_path / name, i, o, [x + 0.1 * i for x in v], evidence=evidence)
+        assert deciding_metric(load_jobs(tmp_path / name))[0] == want, name
+    assert deciding_metric(load_jobs(tmp_path / "b"), "NDCG_at_3")[0] == "ndcg@3"
+    with pytest.raises(ConfigError, match="valid metrics"):
+        deciding_metric(load_jobs(tmp_path / "b"), "ndgc@5")
+    assert rank(load_jobs(tmp_path / "b"), "ndcg@5").best == 1
+    assert rank(load_jobs(tmp_path / "b"), "tokens@5").best == 0  # a cost: the fewest tokens win
+    board = rank(load_jobs(tmp_path / "b"), "quote_recall@5")
+    assert board.best is None and "No job reports quote_recall@5" in board.header()
+
+
+def test_compare_metric_from_the_sweep_block_and_the_deprecated_mlflow_key():
+    cfg = OmegaConf.create({"sweep": {"compare_metric": None}, "mlflow": {"compare_metric": None}})
+    assert compare_settings(cfg) == (None, 0.05, 10_000)
+    cfg.sweep.compare_metric = "mrr@5"
+    assert compare_settings(cfg)[0] == "mrr@5"
+    cfg = OmegaConf.create({"sweep": {"alpha": 0.01}, "mlflow": {"compare_metric": "ndcg@5"}})
+    with pytest.warns(FutureWarning, match="sweep.compare_metric=ndcg@5"):
+        assert compare_settings(cfg) == ("ndcg@5", 0.01, 10_000)

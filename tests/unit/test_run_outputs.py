@@ -1,0 +1,90 @@
+"""A run's new outputs on the fixture corpus with BM25 (no model): budget and span metrics,
+chunks.jsonl rows that recompute them, and no max_seq_length warning when nothing is embedded."""
+
+import json
+import warnings
+
+import pytest
+
+from rageval.chunking import ChunkingSpec, write_chunks_jsonl
+from rageval.pipeline import RunSpec, evaluate
+from rageval.relevance import resolve
+from rageval.retrieval.local.lexical import BM25Retriever
+from rageval.scoring.spans import span_metrics
+
+
+class ShortModel:
+    """An encoder stand-in that reads 8 tokens: only its max_seq_length matters here."""
+
+    max_seq_length = 8
+    fingerprint = "short"
+
+
+class VectorLike(BM25Retriever):
+    embeds = True  # as a vector retriever: its chunks go through the model
+
+
+def _spec(mini, model_dir, **kw):
+    return RunSpec(str(mini / "corpus"), str(mini / "golden.jsonl"), model_dir,
+                   ChunkingSpec(32, 8), latency_sample=0, **kw)  # fmt: skip
+
+
+def test_embeds_looks_through_retry_and_rerank_wrappers():
+    from types import SimpleNamespace
+
+    from rageval.pipeline import embeds
+    from rageval.retrieval.retry import RetryingRetriever
+
+    assert not embeds(RetryingRetriever(BM25Retriever()))
+    assert not embeds(SimpleNamespace(base=RetryingRetriever(BM25Retriever()), search=print))
+    assert embeds(RetryingRetriever(VectorLike()))
+    assert embeds(SimpleNamespace(inner={"nlist": 4}, base=None, search=print))  # not a retriever
+
+
+def test_bm25_runs_do_not_warn_about_max_seq_length(mini, model_dir):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        evaluate(_spec(mini, model_dir), BM25Retriever(), ShortModel())
+    assert not [w for w in caught if "max_seq_length" in str(w.message)]
+    with pytest.warns(UserWarning, match="exceeds the embedding model's max_seq_length=8"):
+        evaluate(_spec(mini, model_dir), VectorLike(), ShortModel())
+
+
+def test_a_run_reports_budget_span_and_token_metrics_and_its_chunks(mini, model_dir, tmp_path):
+    report = evaluate(_spec(mini, model_dir, budgets=(64, 128)), BM25Retriever(), None)
+    m = report.metrics
+    for name in ("evidence_recall@64t", "evidence_precision@128t", "evidence_iou@64t",
+                 "recall@128t", "quote_recall@5", "quote_ndcg@5", "evidence_precision@5",
+                 "evidence_precision_max", "tokens@5"):  # fmt: skip
+        assert name in m and m[name] == m[name], name  # present and not NaN
+    assert m["evidence_recall@64t"] <= m["evidence_recall@128t"]
+    # CIs: every k for the ranking metrics, the headline k and every budget for the others
+    assert {"ndcg@1", "ndcg@10", "quote_recall@5", "evidence_recall@64t", "tokens@5"} <= set(
+        report.ci
+    )
+    assert "quote_recall@1" not in report.ci and "evidence_precision@10" not in report.ci
+    assert 0 < m["evidence_precision@5"] <= m["evidence_precision_max"] <= 1
+    # each query's context within the budget holds at most that many tokens
+    rows = {r["id"]: r for r in report.per_query}
+    assert all(r["tokens@5"] >= 0 for r in rows.values())
+    assert "evidence_recall@128t" in report.table() and "tokens@5" in report.table()
+    # chunks.jsonl holds what span metrics need: recompute evidence_recall@5 from it alone
+    path = write_chunks_jsonl(tmp_path / "chunks.jsonl", report.chunks)
+    chunks = [json.loads(line) for line in path.read_text().splitlines()]
+    assert len(chunks) == report.counts["chunks"]
+    ext = {c["id"]: (c["doc_id"], c["span_start"], c["span_end"]) for c in chunks}
+    from rageval.inputs.corpus import load_corpus
+    from rageval.inputs.golden import load_golden
+    from rageval.types import Chunk
+
+    docs = {d.id: d for d in load_corpus(mini / "corpus")}
+    objs = [Chunk(c["id"], c["doc_id"], c["ordinal"], docs[c["doc_id"]].text[c["start"]:c["end"]],
+                  c["start"], c["end"], c["tokens"]) for c in chunks]  # fmt: skip
+    golden = load_golden(mini / "golden.jsonl")
+    res = resolve(golden, docs, objs)
+    qids = [q.id for q in golden.queries]
+    again = span_metrics(qids, [r.ids for r in report.rankings], res.spans, ext, (5,))
+    for i, q in enumerate(qids):
+        want = rows[q]["evidence_recall@5"]
+        got = again["evidence_recall@5"][i]
+        assert (want is None and got != got) or want == got
