@@ -63,7 +63,7 @@ def encode_texts(tokenizer, texts: Sequence[str], piece: int = PIECE_CHARS) -> l
 
 def _encode_long(tokenizer, text: str, piece: int) -> JoinedEncoding:
     cuts = split_points(text, piece)
-    offsets, word_ids, next_word = [], [], 0
+    offsets, word_ids, next_word, n_tokens = [], [], 0, 0
     for lo in range(0, len(cuts) - 1, 64):  # 64 pieces a batch: bounded memory, still parallel
         starts = cuts[lo : lo + 65]
         texts = [text[a:b] for a, b in zip(starts, starts[1:], strict=False)]
@@ -79,7 +79,8 @@ def _encode_long(tokenizer, text: str, piece: int) -> JoinedEncoding:
             if known.any():
                 next_word = int(wid[known].max()) + 1
             none = np.flatnonzero(~known)  # distinct, so no two of them count as one word
-            wid[none] = -1 - (none + sum(len(w) for w in word_ids))
+            wid[none] = -1 - (none + n_tokens)
+            n_tokens += len(wid)
             offsets.append(off)
             word_ids.append(wid)
     if not offsets:

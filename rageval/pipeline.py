@@ -24,6 +24,7 @@ from rageval.inputs.golden import load_golden
 from rageval.ranking import break_ties
 from rageval.relevance import Resolution, resolve
 from rageval.report.eval_report import EvalReport, RunFacts, Scored, summarise
+from rageval.report.per_query import add_readable_ids
 from rageval.retrieval.base import Encoder, Retriever
 from rageval.scoring.budget import (
     DEFAULT_BUDGETS,
@@ -154,6 +155,7 @@ def evaluate(
     )
     report = summarise(golden, scored, facts)
     report.chunks = chunk_rows(chunks, extents)
+    add_readable_ids(report, golden, chunks, res.spans)
     return report
 
 

@@ -3,6 +3,15 @@
 # torch is pinned to the CPU wheel 2.13.0 and installed first, so nothing else can pull a CUDA build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Headless Chromium and its driver: the per-query page's browser tests and the README screenshot.
+# Installed only when missing, and only as root (otherwise those tests skip and say why).
+if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null
+  else
+    echo "setup: chromium/chromedriver missing; as root: apt-get install chromium chromium-driver" >&2
+  fi
+fi
 PY=${PYTHON:-$(command -v python3.11 || command -v python3)}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 stamp=.venv/.rageval-installed

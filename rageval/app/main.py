@@ -48,7 +48,8 @@ __all__ = [
 
 
 def run_job(cfg, output_dir: str | Path, overrides: list[str] | None = None,
-            choices: dict[str, str] | None = None, sweep_dir: str | None = None, quiet: bool = False):  # fmt: skip
+            choices: dict[str, str] | None = None, sweep_dir: str | None = None, quiet: bool = False,
+            job: int | None = None):  # fmt: skip
     """Evaluate one composed config; writes report.json (+ TREC files) and logs to MLflow."""
     import yaml
     from omegaconf import OmegaConf
@@ -57,6 +58,7 @@ def run_job(cfg, output_dir: str | Path, overrides: list[str] | None = None,
     from rageval.formats.atomic import atomic_write_text
     from rageval.formats.trec import write_qrels, write_run
     from rageval.pipeline import evaluate
+    from rageval.report.run_files import write_run_files
 
     out = Path(output_dir)
     rundir.begin(out)  # marked incomplete until report.json, written last, is there
@@ -75,18 +77,27 @@ def run_job(cfg, output_dir: str | Path, overrides: list[str] | None = None,
     write_qrels(out / "qrels.trec", report.qrels)
     write_chunks_jsonl(out / "chunks.jsonl", report.chunks)
     atomic_write_text(out / "config.yaml", yaml.safe_dump(redact(config), sort_keys=False))
+    write_run_files(report, out)
     report.write_json(out / "report.json")
     rundir.finish(out)
+    if not quiet:  # the results first: logging can take a while, or fail
+        if sweep_dir:  # parallel jobs (joblib) print in any order: say whose table this is
+            shown = [o for o in report.overrides if not o.startswith(("hydra.", "hydra/"))]
+            print(f"job {out.name} ({' '.join(shown)}):")
+        print(report.table())
+        print(f"per-query page: {out / 'report.html'}")
     if cfg.mlflow.enabled:
         from rageval.app.sweep import parent_run_id
-        from rageval.tracking.runs import log_run, tracking_uri
+        from rageval.tracking.client import tracking_uri
+        from rageval.tracking.log import log_run, ui_command
 
         uri = tracking_uri(cfg.mlflow.tracking_uri)
         try:
-            log_run(report, config=config, choices=choices or {}, output_dir=out, uri=uri,
-                    experiment=cfg.mlflow.experiment, run_name=cfg.mlflow.run_name,
-                    parent_run_id=parent_run_id(sweep_dir, uri, cfg.mlflow.experiment),
-                    sweep_id=sweep_dir)  # fmt: skip
+            report.mlflow_run_id = log_run(
+                report, config=config, choices=choices or {}, output_dir=out, uri=uri,
+                experiment=cfg.mlflow.experiment, run_name=cfg.mlflow.run_name,
+                parent_run_id=parent_run_id(sweep_dir, uri, cfg.mlflow.experiment),
+                sweep_id=sweep_dir, job=job)  # fmt: skip
         except Exception as err:  # the report is safe on disk; say how to log it later
             secrets = secret_values(config)
             shown, q = scrub(uri, secrets), shlex.quote
@@ -97,11 +108,14 @@ def run_job(cfg, output_dir: str | Path, overrides: list[str] | None = None,
                 f"--experiment {q(str(cfg.mlflow.experiment))}",
                 stacklevel=1,
             )
+        else:
+            if not quiet:
+                secrets = secret_values(config)
+                print(f"MLflow run {report.mlflow_run_id} in experiment "
+                      f"{cfg.mlflow.experiment!r}; see it with: {scrub(ui_command(uri), secrets)}")  # fmt: skip
+            # report.json is complete already; it now also names its MLflow run
+            report.write_json(out / "report.json")
     if not quiet:
-        if sweep_dir:  # parallel jobs (joblib) print in any order: say whose table this is
-            shown = [o for o in report.overrides if not o.startswith(("hydra.", "hydra/"))]
-            print(f"job {out.name} ({' '.join(shown)}):")
-        print(report.table())
         print(f"report: {out / 'report.json'}")
     return report
 
@@ -121,6 +135,8 @@ class JobContext:
     override_secrets: frozenset[str] = frozenset()
     # the overrides as given (secrets included): only to find and mask them in Hydra's files
     raw_overrides: tuple[str, ...] = ()
+    # the job's number in its sweep (names its MLflow run); None for a single run
+    job: int | None = None
 
 
 def job_context() -> JobContext:
@@ -139,6 +155,7 @@ def job_context() -> JobContext:
         launch_dir=str(hc.runtime.cwd) if multirun else None,
         override_secrets=frozenset(override_secrets(hc.overrides.task)),
         raw_overrides=tuple(hc.overrides.task),
+        job=int(hc.job.num) if multirun else None,
     )
 
 
@@ -161,7 +178,7 @@ def guarded_job(cfg, job: JobContext) -> int:
         if job.sweep_dir:  # Hydra's own dump of the sweep's config and overrides
             redact_yaml_file(Path(job.sweep_dir) / "multirun.yaml", job.raw_overrides)
         with rundir.os_errors():  # a full disk or read-only folder: one line, not a traceback
-            run_job(cfg, job.output_dir, job.overrides, job.choices, job.sweep_dir)
+            run_job(cfg, job.output_dir, job.overrides, job.choices, job.sweep_dir, job=job.job)
         return 0
     except RagevalError as err:
         msg = scrub(str(err), secrets)

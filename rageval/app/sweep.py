@@ -11,7 +11,15 @@ from typing import Any
 
 from rageval.formats.atomic import atomic_write_text
 from rageval.redact import redact_override, scrub
-from rageval.tracking.runs import client_for, ensure_experiment, tracking_uri
+from rageval.tracking.client import (
+    client_for,
+    ensure_experiment,
+    git_info,
+    source_tags,
+    tracking_uri,
+)
+from rageval.tracking.keys import run_name
+from rageval.tracking.log import ui_command
 
 # The hand-off from the launching process to its jobs: the parent run's id in the environment
 # (inherited by joblib workers and a local Ray cluster) and in a file in the sweep folder (read by
@@ -47,8 +55,9 @@ def start_sweep(config) -> dict[str, Any]:
         overrides = " ".join(redact_override(o) for o in config.hydra.overrides.task)
         run = client.create_run(
             exp_id,
-            run_name=f"sweep {sweep_dir.name}",
+            run_name=f"sweep {sweep_dir.name}: {run_name(list(config.hydra.overrides.task))}"[:250],
             tags={
+                **source_tags(git_info()),
                 "rageval.sweep": "parent",
                 "rageval.sweep_id": str(sweep_dir),
                 "rageval.sweep_overrides": overrides,
@@ -166,15 +175,18 @@ def finish_sweep(config, stopped: str | None = None) -> int:
     if config.mlflow.enabled and parent:
         uri = tracking_uri(config.mlflow.tracking_uri)
         try:
+            from rageval.tracking.sweep import summarise_sweep
+
             client = client_for(uri)
-            client.log_artifact(parent, str(md_path))
-            client.log_artifact(parent, str(csv_path))
-            client.set_tag(parent, "rageval.jobs", str(len(jobs)))
-            client.set_tag(parent, "rageval.jobs_failed", str(len(failed)))
-            client.set_tag(parent, "rageval.compare_metric", board.metric)
-            if board.best is not None:
-                client.set_tag(parent, "rageval.best_job", str(board.best))
+            command = "rageval -m " + " ".join(
+                redact_override(o) for o in config.hydra.overrides.task
+            )
+            rows = [{"job": j.job, "status": j.status, "overrides": j.overrides,
+                     "metrics": j.metrics, "run_id": j.report.get("mlflow_run_id")} for j in jobs]  # fmt: skip
+            summarise_sweep(client, parent, rows, compare_metric=board.metric, sweep_dir=sweep_dir,
+                            uri=uri, command=command, best_job=board.best)  # fmt: skip
             client.set_terminated(parent, "FAILED" if failed or stopped else "FINISHED")
+            print(f"MLflow parent run {parent}; see it with: {ui_command(scrub(uri, ()))}")
         except Exception as err:  # the leaderboard is on disk already
             _mlflow_warning("closing the sweep's parent run", uri, err)
     os.environ.pop(PARENT_ENV, None)

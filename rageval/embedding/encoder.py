@@ -193,10 +193,16 @@ class SentenceTransformerEncoder:
 
     def _load(self):
         if self._model is None:
-            if self.backend == "torch":
-                self._model = _torch_model(self.model_path, self.device)
-            else:
-                self._model = backends.load(self._prepare(), self.backend)
+            from rageval.report.console import status
+
+            # an export (once per cache) shows its own progress, outside the spinner
+            export = self._prepare() if self.backend != "torch" else None
+            # importing sentence-transformers alone takes seconds: inside the spinner
+            with status(f"loading the embedding model {self.description}"):
+                if export is None:
+                    self._model = _torch_model(self.model_path, self.device)
+                else:
+                    self._model = backends.load(export, self.backend)
         return self._model
 
     def _prepare(self) -> backends.Export:

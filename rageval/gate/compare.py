@@ -265,9 +265,11 @@ def compare(
     for r, p_adj in zip(rows, holm(pvals) if pvals else [], strict=True):
         r.p_value = float(p_adj)
         significant = p_adj < alpha or not require_significance
-        if r.delta < -r.tolerance - 1e-12 and significant:
+        # a cost (tokens@k) regresses when it rises: compare the change in the better direction
+        gain = r.delta if MetricSpec.parse(r.metric).higher_is_better else -r.delta
+        if gain < -r.tolerance - 1e-12 and significant:
             r.verdict = "regressed"
-        elif r.delta > r.tolerance + 1e-12:
+        elif gain > r.tolerance + 1e-12:
             r.verdict = "improved"
     # phase 4: the queries behind the numbers
     k = int(baseline["k"])

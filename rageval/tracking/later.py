@@ -2,7 +2,7 @@
 
 A run whose MLflow logging failed still wrote its report.json, TREC files and config.yaml; this
 sends them as one MLflow run with the same params, metrics, tags and artifacts a live run gets
-(:func:`rageval.tracking.runs.log_run`). The commit tags are left out (the checkout may have moved
+(:func:`rageval.tracking.log.log_run`). The commit tags are left out (the checkout may have moved
 since the run was measured) and ``rageval.logged_later`` is set. A folder already logged is
 refused unless ``force``.
 """
@@ -31,7 +31,7 @@ def load_run(run_dir: str | Path):
         )
     check_complete(path)  # a failed or unfinished run is not logged as a result
     data = load_report(path)
-    names = {f.name for f in dataclasses.fields(EvalReport)} - {"rankings", "qrels"}
+    names = {f.name for f in dataclasses.fields(EvalReport)} - {"rankings", "qrels", "chunks"}
     try:
         return EvalReport(**{k: v for k, v in data.items() if k in names})
     except TypeError as err:
@@ -41,7 +41,8 @@ def load_run(run_dir: str | Path):
 def log_folder(run_dir: str | Path, uri: str | None = None, experiment: str | None = None,
                force: bool = False) -> tuple[str, str]:  # fmt: skip
     """Log ``run_dir`` to MLflow; returns (run id, tracking URI with credentials masked)."""
-    from rageval.tracking.runs import log_run, tracking_uri
+    from rageval.tracking.client import tracking_uri
+    from rageval.tracking.log import log_run
 
     run_dir = Path(run_dir)
     report = load_run(run_dir)
@@ -71,6 +72,8 @@ def log_folder(run_dir: str | Path, uri: str | None = None, experiment: str | No
             tags={"rageval.logged_later": "true"},
             git=False,
         )
+        report.mlflow_run_id = run_id  # log_run writes nothing in the folder: record the id here
+        report.write_json(run_dir / "report.json")
     except Exception as err:
         why = scrub(f"{type(err).__name__}: {err}", secret_values())[:300]
         raise RagevalError(

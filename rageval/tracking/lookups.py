@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from rageval.errors import InputError
+from rageval.tracking.keys import find_metric
 
 BASELINE_TAG = "rageval.baseline"
 GOLDEN_TAG = "rageval.golden_digest"
@@ -38,8 +39,10 @@ def best_run(
     label_set: str | None = None,
     sweep: str | None = None,
 ) -> Any:
-    """The finished run with the highest ``metric_key`` measured on the given golden set and
-    corpus (and label set, when runs record one); None when no run qualifies."""
+    """The finished run with the highest ``metric_key`` (``ndcg_at_5`` or ``ndcg@5``, found in
+    whatever section the run logged it: :func:`rageval.tracking.keys.find_metric`) measured on
+    the given golden set and corpus (and label set, when runs record one); None when no run
+    qualifies. Sweep parents, which copy their best child's metrics, are skipped."""
     exp = client.get_experiment_by_name(experiment)
     if exp is None:
         raise InputError(f"no MLflow experiment named {experiment!r}; pass --experiment")
@@ -50,16 +53,21 @@ def best_run(
         parts.append(f"tags.`{GOLDEN_TAG}` = {quote(golden_digest)}")
     if corpus_digest:
         parts.append(f"tags.`{CORPUS_TAG}` = {quote(corpus_digest)}")
-    runs = client.search_runs(
-        [exp.experiment_id],
-        filter_string=" and ".join(parts),
-        order_by=[f"metrics.`{metric_key}` DESC"],
-        max_results=200,
-    )
-    runs = [r for r in runs if metric_key in r.data.metrics]
-    if label_set:
-        runs = [r for r in runs if r.data.tags.get(LABELS_TAG, "gold") == label_set]
-    return runs[0] if runs else None
+    best, best_value, token = None, None, None
+    while True:  # every qualifying run: the metric may sit in any section (headline/, cutoffs/)
+        page = client.search_runs([exp.experiment_id], filter_string=" and ".join(parts),
+                                  max_results=1000, page_token=token)  # fmt: skip
+        for r in page:
+            if r.data.tags.get("rageval.sweep") == "parent":  # a copy of its best child's metrics
+                continue
+            if label_set and r.data.tags.get(LABELS_TAG, "gold") != label_set:
+                continue
+            found = find_metric(r.data.metrics, metric_key)
+            if found and (best_value is None or found[1] > best_value):
+                best, best_value = r, found[1]
+        token = page.token
+        if not token:
+            return best
 
 
 def count_runs(client, experiment: str, sweep: str | None = None) -> int:

@@ -73,18 +73,25 @@ def test_single_run_writes_report_and_logs_everything_to_mlflow(
     run = c.get_run(rep["mlflow_run_id"])
     assert run.data.params["search"] == "hybrid" and run.data.params["chunk"] == "64"
     assert run.data.params["search.mode"] == "hybrid" and run.data.params["backend"] == "faiss"
-    assert run.data.metrics["precision_at_5"] == pytest.approx(rep["metrics"]["precision@5"])
-    curve = c.get_metric_history(run.info.run_id, "recall")
-    assert sorted(m.step for m in curve) == [1, 3, 5, 10, 20]
-    assert {m.step: m.value for m in curve}[5] == pytest.approx(rep["metrics"]["recall@5"])
-    assert "latency_p95_ms" in run.data.metrics and "time_index_s" in run.data.metrics
+    assert run.data.metrics["headline/precision_at_5"] == pytest.approx(
+        rep["metrics"]["precision@5"]
+    )
+    assert run.data.metrics["cutoffs/recall_at_20"] == pytest.approx(rep["metrics"]["recall@20"])
+    lo, hi = rep["ci"]["ndcg@5"]
+    assert run.data.metrics["headline/ndcg_at_5_ci_low"] == pytest.approx(lo)
+    assert run.data.metrics["headline/ndcg_at_5_ci_high"] == pytest.approx(hi)
+    assert "recall" not in run.data.metrics  # no stepped curve that reads like a headline metric
+    assert "latency/p95_ms" in run.data.metrics and "time/index_s" in run.data.metrics
     tags = run.data.tags
     assert tags["rageval.golden_digest"] == rep["digests"]["golden"]
     assert tags["rageval.corpus_digest"] == rep["digests"]["corpus"]
     assert tags["rageval.model_fingerprint"] == rep["digests"]["model"] != ""
-    assert "rageval.git_commit" in tags and tags["rageval.git_dirty"] in ("true", "false")
+    assert tags["mlflow.source.git.commit"] and tags["rageval.git_dirty"] in ("true", "false")
+    assert f"MLflow run {run.info.run_id}" in printed and "mlflow ui --backend-store-uri" in printed
+    assert printed.index("precision@5") < printed.index(f"MLflow run {run.info.run_id}")
     assert {"report.json", "per_query.csv", "per_query.json", "config.yaml", "metrics_at_k.png",
-            "run.trec", "qrels.trec"} <= artifacts(c, run.info.run_id)  # fmt: skip
+            "run.trec", "qrels.trec", "report.html", "chunk_labels.tsv",
+            "chunks.jsonl"} <= artifacts(c, run.info.run_id)  # fmt: skip
 
 
 def test_sweep_2x2_nests_four_runs_under_a_parent_with_the_leaderboard(
@@ -128,18 +135,17 @@ def test_sweep_2x2_nests_four_runs_under_a_parent_with_the_leaderboard(
         assert r["mlflow_run_id"] == rep["mlflow_run_id"] and r["verdict"] in ("best", "tied", "")
         chunks = [json.loads(x) for x in (sweep / r["job"] / "chunks.jsonl").open()]
         assert len(chunks) == rep["counts"]["chunks"]
-        assert {
-            "id",
-            "doc_id",
-            "ordinal",
-            "start",
-            "end",
-            "span_start",
-            "span_end",
-            "tokens",
-        } == set(chunks[0])
+        assert {"id", "doc_id", "ordinal", "start", "end", "span_start", "span_end", "tokens",
+                "label"} <= set(chunks[0])  # fmt: skip
+        assert all(c["label"] == f"{c['doc_id']}:{c['ordinal']}" for c in chunks)
+        # the text of every chunk a query retrieved rides along, for the per-query page
+        shown = {u for q in rep["per_query"] for u in q["retrieved"]}
+        assert all("text" in c for c in chunks if c["id"] in shown)
     child = next(r for r in children if r.data.params["chunk"] == "32")
-    assert "evidence_recall_at_1024t" in child.data.metrics and "tokens_at_5" in child.data.metrics
+    from rageval.tracking.keys import find_metric
+
+    assert find_metric(child.data.metrics, "evidence_recall@1024t")
+    assert find_metric(child.data.metrics, "tokens@5")
     assert "chunks.jsonl" in artifacts(c, child.info.run_id)
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from fakes.azure_search import FakeAzureSearch
+from fakes.plugin_retrievers import FlakyRetriever
 
 from rageval.app.main import run_app, run_job
 from rageval.cli.check import compose
@@ -27,7 +28,6 @@ from rageval.embedding import EmbeddingCache, SentenceTransformerEncoder
 from rageval.embedding.cache import text_key
 from rageval.errors import BackendError
 from rageval.gate.baseline import load_report, write_baseline
-from rageval.ranking import ranked
 from rageval.tracking import runs as tracking
 
 pytestmark = pytest.mark.integration
@@ -91,12 +91,12 @@ def test_mlflow_down_keeps_the_report_and_rageval_log_sends_it_later(
         and run.info.run_id == json.loads((out / "report.json").read_text())["mlflow_run_id"]
     )
     assert (
-        run.data.metrics["ndcg_at_5"] == rep["metrics"]["ndcg@5"]
+        run.data.metrics["headline/ndcg_at_5"] == rep["metrics"]["ndcg@5"]
         and run.data.params["chunk"] == "256"
     )
     assert (
         run.data.tags["rageval.logged_later"] == "true"
-        and "rageval.git_commit" not in run.data.tags
+        and "mlflow.source.git.commit" not in run.data.tags
     )
     assert main(["log", str(out), "--tracking-uri", f"sqlite:///{db}"]) == 2  # already logged
 
@@ -123,7 +123,9 @@ def test_mlflow_failing_half_way_leaves_a_failed_run_never_a_running_one(
     def disk_full(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(tracking, "_log_artifacts", disk_full)
+    from rageval.tracking import log as tracking_log
+
+    monkeypatch.setattr(tracking_log, "log_artifacts", disk_full)
     with pytest.warns(UserWarning, match=re.escape(f"log it later with: rageval log {out}")):
         code = run_app(
             mini_args(
@@ -170,41 +172,11 @@ def test_azure_failing_and_timing_out_on_some_queries_fails_the_run_naming_them(
     assert "payments" in json.loads((out / "error.json").read_text())["error"]
 
 
-class FlakyRetriever:
-    """A team's own backend: ranks chunks by shared words; fails as the test tells it to."""
-
-    transient = 0  # the next calls that raise ConnectionError
-    fail_on = ""  # queries holding this word raise TimeoutError, every time
-    nan_on = ""  # queries holding this word get a NaN score
-    calls: list[int] = []
-
-    def __init__(self, **_):
-        self.chunks: list = []
-
-    def index(self, chunks, encoder):
-        self.chunks = [(c.id, set(c.text.lower().split())) for c in chunks]
-
-    def search(self, queries, depth):
-        type(self).calls.append(len(queries))
-        if type(self).transient:
-            type(self).transient -= 1
-            raise ConnectionError("connection reset by peer")
-        if self.fail_on and any(self.fail_on in q for q in queries):
-            raise TimeoutError("read timed out after 30 s")
-        out = []
-        for q in queries:
-            words = set(q.lower().split())
-            pairs = [(cid, float("nan") if self.nan_on and self.nan_on in q else float(len(words & w)))
-                     for cid, w in self.chunks]  # fmt: skip
-            out.append(ranked(pairs, depth))
-        return out
-
-
 def flaky_job(mini, cache, out, db=None, **behaviour):
     for k, v in {"transient": 0, "fail_on": "", "nan_on": "", "calls": [], **behaviour}.items():
         setattr(FlakyRetriever, k, v)
     mlflow = [f"mlflow.tracking_uri=sqlite:///{db}"] if db else ["mlflow.enabled=false"]
-    cfg = compose(mini_args(mini, cache, "backend._target_=test_faults.FlakyRetriever", *mlflow))
+    cfg = compose(mini_args(mini, cache, "backend._target_=fakes.plugin_retrievers.FlakyRetriever", *mlflow))
     return run_job(cfg, out, quiet=True)
 
 

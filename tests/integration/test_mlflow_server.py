@@ -112,7 +112,7 @@ def test_runs_logged_to_a_real_tracking_server_read_back_over_rest(
     for r in children:
         metrics = {m["key"]: m["value"] for m in r["data"]["metrics"]}
         params = {p["key"]: p["value"] for p in r["data"]["params"]}
-        assert 0 <= metrics["ndcg_at_5"] <= 1 and params["chunk"] in ("32", "64")
+        assert 0 <= metrics["headline/ndcg_at_5"] <= 1 and params["chunk"] in ("32", "64")
         assert r["info"]["status"] == "FINISHED"
     # artifacts went through the server's artifact proxy
     with urllib.request.urlopen(

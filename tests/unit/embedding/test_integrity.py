@@ -75,16 +75,11 @@ def test_a_key_held_by_a_good_and_a_bad_segment_is_served_by_the_good_one(tmp_pa
     c = EmbeddingCache(tmp_path, "fp")
     c.put(KEYS, VECS)  # two processes stored the same texts
     c.put(KEYS, VECS)
-    first = min(c.dir.glob("seg-*.npy"), key=lambda p: p.stat().st_mtime_ns)
-    for npy in c.dir.glob("seg-*.npy"):  # corrupt whichever the index picked first
-        probe = EmbeddingCache(tmp_path, "fp")
-        probe.refresh()
-        if probe._checks[0][0] == npy.stem:
-            _overwrite_rows(npy, np.zeros((3, 8)))
-            first = npy
+    first = sorted(c.dir.glob("seg-*.npy"))[0]  # segments are indexed in name order, first wins
+    _overwrite_rows(first, np.zeros((3, 8)))
     out, missing, warned = _lookup_warning(tmp_path, KEYS)
     assert missing == [] and np.array_equal(out, VECS) and len(warned) == 1
-    assert not first.exists()
+    assert not first.exists() and len(list(c.dir.glob("seg-*.npy"))) == 1
 
 
 def test_segments_without_a_checksum_are_still_read_and_checked_for_nan(tmp_path):

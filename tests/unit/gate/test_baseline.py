@@ -124,3 +124,17 @@ def test_another_label_set_is_never_compared():
     cur = {**copy.deepcopy(BASE), "label_set": "llm"}
     cmp = compare(BASE, cur, METRICS)
     assert cmp.status == GOLDEN_CHANGED and "never compares across label sets" in cmp.console()
+
+
+def test_a_cost_metric_regresses_when_it_rises():
+    def with_tokens(rep, tokens):
+        rep = copy.deepcopy(rep)
+        for row in rep["per_query"]:
+            row["tokens@5"] = tokens
+        rep["metrics"]["tokens@5"] = float(tokens)
+        return rep
+
+    base, more = with_tokens(BASE, 1000), with_tokens(BASE, 1500)
+    cmp = compare(base, more, ["tokens@5"], tolerance=10.0)
+    assert cmp.status == REGRESSED and cmp.rows[0].verdict == "regressed"
+    assert compare(more, base, ["tokens@5"], tolerance=10.0).rows[0].verdict == "improved"

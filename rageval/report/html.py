@@ -1,0 +1,312 @@
+"""The per-query page: one self-contained HTML file (inline CSS and JS, no network) that shows a
+run's queries worst first, or the difference between two runs of the same golden set.
+
+Every query row holds its top-k chunks (``doc-id:ordinal``, relevant ones marked, the evidence
+quote highlighted in the chunk text) in a ``<details>`` element, so the page reads without
+JavaScript too (MLflow's artifact preview); with it, column headers sort and the filters (text,
+slice, misses / changed only) narrow the rows.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from rageval.formats.atomic import atomic_write_text
+from rageval.scoring.spec import HEADLINE
+
+# Metric columns shown per query, in order, when the report has them (at the run's k).
+SHOWN = ("ndcg", "recall", "mrr", "hit_rate", "evidence_recall")
+
+
+def _esc(x: Any) -> str:
+    return html.escape("" if x is None else str(x), quote=True)
+
+
+def _num(v: Any) -> str:
+    return "" if v is None else f"{float(v):.3f}"
+
+
+def _sortkey(v: Any) -> str:
+    return "" if v is None else repr(float(v))
+
+
+def highlight_ranges(chunk: Mapping[str, Any], row: Mapping[str, Any]) -> list[tuple[int, int]]:
+    """Character ranges of ``chunk['text']`` covered by the query's evidence: the located spans
+    (document offsets) intersected with the chunk, else the quote found verbatim in the text."""
+    text = chunk.get("text") or ""
+    out = []
+    for sp in row.get("evidence_spans") or []:
+        if sp["doc"] == chunk.get("doc_id") and "start" in chunk:
+            lo, hi = max(sp["start"], chunk["start"]), min(sp["end"], chunk["end"])
+            if lo < hi:
+                out.append((lo - chunk["start"], hi - chunk["start"]))
+    if not out:
+        for ev in row.get("evidence") or []:
+            i = text.find(ev["quote"]) if ev.get("quote") else -1
+            if i >= 0 and ev.get("doc") in (None, chunk.get("doc_id")):
+                out.append((i, i + len(ev["quote"])))
+    return sorted(out)
+
+
+def _marked(text: str, ranges: Sequence[tuple[int, int]]) -> str:
+    parts, pos = [], 0
+    for lo, hi in ranges:
+        lo = max(lo, pos)
+        if lo >= hi:
+            continue
+        parts += [_esc(text[pos:lo]), f"<mark>{_esc(text[lo:hi])}</mark>"]
+        pos = hi
+    parts.append(_esc(text[pos:]))
+    return "".join(parts)
+
+
+def _chunk_list(row, chunks, level: str, moves: Mapping[str, str] | None = None) -> str:
+    relevant = set(row.get("relevant_labels") or [])
+    ids = row.get("retrieved") or []
+    labels = row.get("retrieved_labels") or ids
+    items = []
+    for rank, (cid, label) in enumerate(zip(ids, labels, strict=False), 1):
+        c = chunks.get(cid) or {}
+        rel = label in relevant or cid in relevant
+        text = c.get("text")
+        body = (f'<div class="text">{_marked(text, highlight_ranges(c, row))}</div>' if text
+                else f'<div class="text none">({"document" if level == "doc" else "no text stored"})</div>')  # fmt: skip
+        move = (
+            f' <span class="move">{_esc(moves[label])}</span>' if moves and label in moves else ""
+        )
+        items.append(
+            f'<li class="{"rel" if rel else "nonrel"}"><span class="rank">#{rank}</span> '
+            f'<span class="label">{_esc(label)}</span>'
+            f"{' <b class=mark>relevant</b>' if rel else ''}{move}{body}</li>"
+        )
+    if not items:
+        items.append("<li>(nothing retrieved)</li>")
+    expected = ", ".join(row.get("expected_docs") or []) or "none"
+    quotes = "".join(
+        f'<blockquote><span class="label">{_esc(e.get("doc"))}</span> {_esc(e.get("quote"))}</blockquote>'
+        for e in row.get("evidence") or []
+    )
+    return (f'<div class="exp">expected documents: {_esc(expected)}; relevant units: '
+            f'{_esc(", ".join(sorted(relevant)) or "none")}</div>{quotes}<ol class="chunks">{"".join(items)}</ol>')  # fmt: skip
+
+
+def _slices(row) -> list[str]:
+    return ([f"source:{row['source']}"] if row.get("source") else []) + [
+        f"tag:{t}" for t in row.get("tags") or []
+    ]
+
+
+def _metric_names(report: Mapping[str, Any]) -> list[str]:
+    k = report.get("k")
+    names = [f"{m}@{k}" for m in SHOWN if f"{m}@{k}" in (report.get("metrics") or {})]
+    return names or [f"{m}@{k}" for m in HEADLINE][:1]
+
+
+PLUMBING = ("hydra.", "mlflow.", "cache_dir", "latency_sample", "dataset.corpus", "dataset.golden")
+
+
+def _title(report: Mapping[str, Any]) -> str:
+    """The run's overrides that change what it measures (``chunk=512 search=bm25``)."""
+    over = [o for o in report.get("overrides") or [] if not o.lstrip("+~").startswith(PLUMBING)]
+    return " ".join(over) or "default config"
+
+
+def render(report: Mapping[str, Any], chunks: Mapping[str, Mapping[str, Any]]) -> str:
+    """The page of one run (``report`` as in report.json, ``chunks`` as in chunks.jsonl)."""
+    names = _metric_names(report)
+    k = report.get("k")
+    head = ["id", "query", "slices", "first relevant rank", *names]
+    rows = []
+    for r in report.get("per_query") or []:
+        miss = not r.get("first_relevant_rank") or r["first_relevant_rank"] > (k or 0)
+        cells = [
+            f'<td data-v="{_esc(r["id"])}">{_esc(r["id"])}</td>',
+            f'<td data-v="{_esc(r.get("query"))}"><details><summary>{_esc(r.get("query"))}</summary>'
+            f"{_chunk_list(r, chunks, report.get('level', 'chunk'))}</details></td>",
+            f'<td data-v="{_esc(" ".join(_slices(r)))}">{_esc(", ".join(_slices(r)))}</td>',
+            f'<td class="n" data-v="{r.get("first_relevant_rank") or 1e9}">{r.get("first_relevant_rank") or "-"}</td>',
+            *(f'<td class="n" data-v="{_sortkey(r.get(m))}">{_num(r.get(m))}</td>' for m in names),
+        ]
+        rows.append(_tr(r, cells, miss=miss, changed=False))
+    summary = " · ".join(
+        f"{m} {report['metrics'][m]:.4f}"
+        for m in names
+        if report.get("metrics", {}).get(m) is not None
+    )
+    return _page(f"rageval: {_title(report)}", summary, head, rows, _all_slices(report),
+                 decide_col=len(head) - len(names), toggle="misses only")  # fmt: skip
+
+
+def rank_moves(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[dict[str, str], list[str]]:
+    """For run B's top-k of a query: each label's move against run A (``↑2``, ``↓1``, ``=``,
+    ``new``), and the labels of A's top-k that B dropped."""
+    ra = {x: i for i, x in enumerate(a.get("retrieved_labels") or [], 1)}
+    rb = {x: i for i, x in enumerate(b.get("retrieved_labels") or [], 1)}
+    moves = {}
+    for x, i in rb.items():
+        j = ra.get(x)
+        moves[x] = "new" if j is None else "=" if j == i else f"↑{j - i}" if j > i else f"↓{i - j}"
+    return moves, [x for x in ra if x not in rb]
+
+
+def render_diff(
+    a: Mapping[str, Any], a_chunks: Mapping[str, Any], b: Mapping[str, Any], b_chunks: Mapping[str, Any],
+    a_name: str = "A", b_name: str = "B",
+) -> str:  # fmt: skip
+    """The page comparing run A (e.g. the baseline) with run B (the candidate), query by query:
+    the deciding metric in both, its change, first relevant ranks and the rank moves of B's top-k."""
+    names = _metric_names(b)
+    decide = names[0]
+    k = b.get("k")
+    by_id = {r["id"]: r for r in a.get("per_query") or []}
+    head = ["id", "query", "slices", f"{decide} {a_name}", f"{decide} {b_name}", "change",
+            "first relevant rank", "rank moves"]  # fmt: skip
+    rows = []
+    for r in b.get("per_query") or []:
+        ra = by_id.get(r["id"])
+        if ra is None:
+            continue
+        va, vb = ra.get(decide), r.get(decide)
+        delta = None if va is None or vb is None else vb - va
+        moves, dropped = rank_moves(ra, r)
+        news = sum(v == "new" for v in moves.values())
+        ups = sum(v.startswith("↑") for v in moves.values())
+        downs = sum(v.startswith("↓") for v in moves.values())
+        moved = ", ".join(f"{n} {w}" for n, w in ((news, "new"), (ups, "up"), (downs, "down"), (len(dropped), "dropped")) if n)  # fmt: skip
+        fa, fb = ra.get("first_relevant_rank") or 0, r.get("first_relevant_rank") or 0
+        drop_list = (f'<div class="dropped">dropped from {_esc(a_name)}\'s top {k}: '
+                     f'{_esc(", ".join(dropped))}</div>' if dropped else "")  # fmt: skip
+        cells = [
+            f'<td data-v="{_esc(r["id"])}">{_esc(r["id"])}</td>',
+            f'<td data-v="{_esc(r.get("query"))}"><details><summary>{_esc(r.get("query"))}</summary>'
+            f"{drop_list}{_chunk_list(r, b_chunks, b.get('level', 'chunk'), moves)}</details></td>",
+            f'<td data-v="{_esc(" ".join(_slices(r)))}">{_esc(", ".join(_slices(r)))}</td>',
+            f'<td class="n" data-v="{_sortkey(va)}">{_num(va)}</td>',
+            f'<td class="n" data-v="{_sortkey(vb)}">{_num(vb)}</td>',
+            f'<td class="n {"down" if (delta or 0) < 0 else "up" if (delta or 0) > 0 else ""}" '
+            f'data-v="{_sortkey(delta)}">{"" if delta is None else f"{delta:+.3f}"}</td>',
+            f'<td class="n" data-v="{fb or 1e9}">{fa or "-"} → {fb or "-"}</td>',
+            f'<td data-v="{news + ups + downs + len(dropped)}">{_esc(moved) or "="}</td>',
+        ]
+        changed = bool(delta) or bool(dropped) or any(v != "=" for v in moves.values())
+        rows.append(_tr(r, cells, miss=not fb or fb > (k or 0), changed=changed))
+    ma, mb = (a.get("metrics") or {}).get(decide), (b.get("metrics") or {}).get(decide)
+    summary = f"{decide}: {a_name} {_num(ma)} → {b_name} {_num(mb)}"
+    return _page(f"rageval: {a_name} vs {b_name}", summary, head, rows, _all_slices(b),
+                 decide_col=5, toggle="changed only")  # fmt: skip
+
+
+def _tr(r, cells, *, miss: bool, changed: bool) -> str:
+    slices = _esc(" ".join(_slices(r)))
+    return (f'<tr data-slices="{slices}" data-miss="{int(miss)}" data-changed="{int(changed)}">'
+            f'{"".join(cells)}</tr>')  # fmt: skip
+
+
+def _all_slices(report) -> list[str]:
+    out: list[str] = []
+    for r in report.get("per_query") or []:
+        out += [s for s in _slices(r) if s not in out]
+    return sorted(out)
+
+
+CSS = """
+body{font:14px/1.4 system-ui,sans-serif;margin:1.2em;color:#222}
+h1{font-size:1.2em;margin:.2em 0} .summary{color:#555;margin-bottom:.6em}
+.filters{display:flex;gap:.8em;align-items:center;margin:.6em 0;flex-wrap:wrap}
+table{border-collapse:collapse;width:100%} th,td{border-bottom:1px solid #ddd;padding:.3em .5em;
+vertical-align:top;text-align:left} th{cursor:pointer;background:#f4f4f4;position:sticky;top:0;
+user-select:none} th.asc::after{content:" ▲"} th.desc::after{content:" ▼"} td.n{text-align:right;
+font-variant-numeric:tabular-nums;white-space:nowrap} td.down{color:#b00020} td.up{color:#0a7a2f}
+tr[data-miss="1"] td:first-child{border-left:3px solid #b00020}
+summary{cursor:pointer} ol.chunks{padding-left:1.2em} ol.chunks li{margin:.4em 0;list-style:none}
+li.rel{border-left:3px solid #0a7a2f;padding-left:.5em} li.nonrel{border-left:3px solid #ccc;
+padding-left:.5em} .label{font-family:ui-monospace,monospace;background:#eef;padding:0 .3em}
+.rank{color:#777} b.mark{color:#0a7a2f} .move{font-family:ui-monospace,monospace;color:#555}
+.text{white-space:pre-wrap;font-size:.92em;color:#333;margin-top:.2em} .text.none{color:#999}
+mark{background:#ffe066} blockquote{margin:.3em 0;padding:.2em .6em;border-left:3px solid #ffe066;
+background:#fffbe6} .exp,.dropped{color:#555;font-size:.92em} .count{color:#555}
+"""
+
+JS = """
+(function(){
+const table=document.getElementById('q'), body=table.tBodies[0];
+const rows=Array.from(body.rows);
+function sortBy(col, dir){
+  const ths=table.tHead.rows[0].cells;
+  for(const th of ths){th.classList.remove('asc','desc');}
+  ths[col].classList.add(dir>0?'asc':'desc');
+  const key=r=>r.cells[col].dataset.v;
+  const num=rows.every(r=>key(r)===''||!isNaN(parseFloat(key(r))));
+  rows.sort((a,b)=>{
+    const x=key(a), y=key(b);
+    if(x===''&&y!=='') return 1; if(y===''&&x!=='') return -1;
+    return (num?(parseFloat(x)-parseFloat(y)):x.localeCompare(y))*dir;
+  });
+  for(const r of rows) body.appendChild(r);
+}
+for(const [i,th] of Array.from(table.tHead.rows[0].cells).entries()){
+  th.addEventListener('click',()=>sortBy(i, th.classList.contains('asc')?-1:1));
+}
+const text=document.getElementById('text'), slice=document.getElementById('slice'),
+      only=document.getElementById('only'), count=document.getElementById('count');
+function filter(){
+  const t=text.value.toLowerCase(), s=slice.value, o=only.checked, attr=only.dataset.attr;
+  let n=0;
+  for(const r of rows){
+    const show=(!t||r.cells[0].textContent.toLowerCase().includes(t)||
+                r.cells[1].querySelector('summary').textContent.toLowerCase().includes(t))
+      &&(!s||r.dataset.slices.split(' ').includes(s))&&(!o||r.dataset[attr]==='1');
+    r.style.display=show?'':'none'; if(show) n++;
+  }
+  count.textContent=n+' of '+rows.length+' queries';
+}
+text.addEventListener('input',filter); slice.addEventListener('change',filter);
+only.addEventListener('change',filter);
+sortBy(parseInt(table.dataset.decide), 1); filter();
+})();
+"""
+
+
+def _page(title: str, summary: str, head: list[str], rows: list[str], slices: list[str], *,
+          decide_col: int, toggle: str) -> str:  # fmt: skip
+    attr = "miss" if toggle.startswith("misses") else "changed"
+    options = "".join(f'<option value="{_esc(s)}">{_esc(s)}</option>' for s in slices)
+    ths = "".join(f"<th>{_esc(h)}</th>" for h in head)
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>{_esc(title)}</title>
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'">
+<style>{CSS}</style></head><body>
+<h1>{_esc(title)}</h1><div class="summary">{_esc(summary)}. Worst queries first; click a column
+to sort, a query to see its top results (evidence highlighted, relevant ones marked).</div>
+<div class="filters"><input id="text" type="search" placeholder="filter by id or query text">
+<select id="slice"><option value="">all slices</option>{options}</select>
+<label><input id="only" type="checkbox" data-attr="{attr}"> {_esc(toggle)}</label>
+<span id="count" class="count">{len(rows)} queries</span></div>
+<table id="q" data-decide="{decide_col}"><thead><tr>{ths}</tr></thead>
+<tbody>{"".join(rows)}</tbody></table>
+<script>{JS}</script></body></html>
+"""
+
+
+def write_page(path: Path, report: Mapping[str, Any], chunks: Mapping[str, Any]) -> Path:
+    """Write the page of one run to ``path``."""
+    atomic_write_text(path, render(report, chunks))
+    return Path(path)
+
+
+def write_diff_page(path: Path, baseline: Mapping[str, Any], candidate_dir: Path,
+                    baseline_chunks: Mapping[str, Any] | None = None,
+                    names: tuple[str, str] = ("baseline", "candidate")) -> Path:  # fmt: skip
+    """The gate's page: ``baseline`` (report.json contents, e.g. golden/baseline.json) against
+    the run in ``candidate_dir``; written to ``path`` (e.g. beside gate.md)."""
+    from rageval.report.per_query import read_chunks
+
+    cand = json.loads((Path(candidate_dir) / "report.json").read_text(encoding="utf-8"))
+    cand_chunks = read_chunks(Path(candidate_dir))
+    page = render_diff(baseline, baseline_chunks or {}, cand, cand_chunks, *names)
+    atomic_write_text(path, page)
+    return Path(path)

@@ -1,0 +1,193 @@
+"""What a run looks like in MLflow: metric keys grouped into UI sections, the params worth a
+column, and run names built from the values a user chose.
+
+MLflow's run page and compare view group metric charts by the prefix before ``/``: rageval
+logs ``headline/ndcg_at_5`` (the ranking metrics at the run's k, with ``_ci_low``/``_ci_high``
+beside each), ``span/evidence_recall_at_5`` (span and token-budget metrics), ``cutoffs/ndcg_at_10``
+(the other cutoffs of the metric@k curve: plain values, not a chart over steps),
+``latency/p95_ms`` and ``time/index_s``. :func:`metric_key` gives the key of a metric name and
+:func:`find_metric` reads one back from a run's metrics whatever its section.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rageval.errors import ConfigError
+from rageval.scoring.spec import FAMILIES, MetricSpec
+
+GROUPS = ("dataset", "embedding", "backend", "search", "rerank")
+CUTOFFS = "cutoffs"
+# Config keys that never change what a run measures, or are logged another way.
+DROP_TOP = {"mlflow", "gate", "hydra", "cache_dir", "latency_sample", "query_batch", "retries",
+            "retry_backoff", "sweep"}  # fmt: skip
+DROP_ANY = {"_target_", "cache_dir", "batch_size", "device", "enabled"}
+# search.* keys that matter only to some modes
+MODE_KEYS = {"fusion": {"hybrid", "semantic"}, "rrf_k": {"hybrid", "semantic"},
+             "weights": {"hybrid", "semantic"}, "candidate_depth": {"hybrid", "semantic"},
+             "bm25": {"bm25", "hybrid"}}  # fmt: skip
+
+
+def metric_key(name: str, k: int | None = None) -> str:
+    """The MLflow key of a report's metric name: ``ndcg@5`` -> ``headline/ndcg_at_5`` when 5 is
+    the run's ``k`` (or ``k`` is None), ``cutoffs/ndcg_at_10`` at another cutoff; budget metrics
+    (``@1024t``) stay in their family's section; a name without a cutoff goes to its family's
+    section (``span/evidence_precision_max``), else to ``other/``."""
+    try:
+        spec = MetricSpec.parse(name)
+    except ConfigError:  # no cutoff (evidence_precision_max): its family's section, else other/
+        key = name.replace("@", "_at_")
+        family = max((f for f in FAMILIES if key.startswith(f + "_")), key=len, default=None)
+        return f"{FAMILIES[family][0] if family else 'other'}/{key}"
+    if k is not None and not spec.budget and spec.k != k:
+        return f"{CUTOFFS}/{spec.mlflow_key}"
+    return f"{spec.group}/{spec.mlflow_key}"
+
+
+def metric_keys(name: str) -> list[str]:
+    """Every key a metric may be logged under (its section, the cutoffs section, and the flat
+    ``ndcg_at_5`` of runs logged before sections existed), for look-ups across runs."""
+    spec = MetricSpec.parse(name)
+    keys = [metric_key(name), f"{CUTOFFS}/{spec.mlflow_key}", spec.mlflow_key]
+    return list(dict.fromkeys(keys))
+
+
+def find_metric(metrics: Mapping[str, float], name: str) -> tuple[str, float] | None:
+    """(key, value) of metric ``name`` (either spelling) in a run's metrics, or None."""
+    for key in metric_keys(name):
+        if key in metrics:
+            return key, metrics[key]
+    return None
+
+
+def _finite(v: Any) -> bool:
+    return v is not None and not (isinstance(v, float) and math.isnan(v))
+
+
+def metric_entries(report) -> list[tuple[str, float]]:
+    """(key, value) for every number a run measured: metrics in their sections, a 95% CI around
+    each metric at the run's k, latency and stage timings."""
+    out = []
+    for name, value in report.metrics.items():
+        if not _finite(value):
+            continue
+        key = metric_key(name, report.k)
+        out.append((key, float(value)))
+        lo, hi = (report.ci or {}).get(name) or (None, None)
+        if not key.startswith(CUTOFFS) and _finite(lo) and _finite(hi):
+            out += [(f"{key}_ci_low", float(lo)), (f"{key}_ci_high", float(hi))]
+    for key, value in report.latency.items():
+        if _finite(value):
+            out.append((f"latency/{key}", float(value)))
+    for key, value in report.timings.items():
+        if _finite(value):
+            out.append((f"time/{key}", float(value)))
+    return out
+
+
+def _flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, Mapping):
+            out.update(_flatten(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def run_params(config: Mapping[str, Any], choices: Mapping[str, str]) -> dict[str, str]:
+    """The params worth a column: each group's chosen option, the top-level knobs, and the keys
+    of each group that change what is measured. No ``_target_`` class paths, no cache or batch
+    sizes, no gate/mlflow blocks, no ``backend.*`` key repeating a ``search.*`` one, no None.
+    The resolved config stays whole in the run's config.yaml artifact."""
+    from rageval.redact import redact
+
+    config = redact(dict(config))
+    params: dict[str, Any] = {g: c for g, c in choices.items() if g in GROUPS and c}
+    search = config.get("search") or {}
+    mode = search.get("mode")
+    for key, value in config.items():
+        if key in DROP_TOP or key in DROP_ANY:
+            continue
+        if isinstance(value, Mapping):
+            if key == "rerank" and not value.get("enabled", True):
+                continue
+            flat = _flatten(value)
+            for sub, v in flat.items():
+                head, leaf = sub.split(".", 1)[0], sub.rsplit(".", 1)[-1]
+                if leaf in DROP_ANY or head in DROP_ANY:
+                    continue
+                if key == "search" and head in MODE_KEYS and mode not in MODE_KEYS[head]:
+                    continue
+                if key == "backend" and (_repeats(search, sub, v) or _unused_index_key(value, sub)):
+                    continue
+                if key == "dataset" and sub == "name" and v == choices.get("dataset"):
+                    continue
+                params[f"{key}.{sub}"] = v
+        elif key != "allow_model_mismatch" or value:
+            params[key] = value
+    # a masked secret stays (as ***): the run needed one, and a rerun must supply it
+    return {k: _param(v) for k, v in params.items() if v is not None and v != ""}
+
+
+def _repeats(search: Mapping[str, Any], sub: str, value: Any) -> bool:
+    """A backend key that interpolates the search group (``backend.mode: ${search.mode}``)."""
+    node: Any = search
+    for part in sub.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return False
+        node = node[part]
+    return node == value
+
+
+# FAISS settings that only some index types read: logged when the index type uses them.
+INDEX_KEYS = {"hnsw_": ("hnsw", "auto"), "ivf_": ("ivf", "auto"), "auto_": ("auto",)}
+
+
+def _unused_index_key(backend: Mapping[str, Any], sub: str) -> bool:
+    faiss = backend.get("faiss")
+    if not sub.startswith("faiss.") or not isinstance(faiss, Mapping):
+        return False
+    leaf = sub.split(".", 1)[1]
+    kind = faiss.get("index_type")
+    return any(leaf.startswith(p) and kind not in kinds for p, kinds in INDEX_KEYS.items())
+
+
+def _param(v: Any) -> str:
+    if isinstance(v, list | tuple):
+        return ",".join(map(str, v))[:6000]
+    return str(v)[:6000]
+
+
+def swept_keys(overrides_by_job: Sequence[Sequence[str]]) -> list[str]:
+    """Override keys whose value differs between jobs, in first-seen order."""
+    seen: dict[str, set[str]] = {}
+    for overrides in overrides_by_job:
+        for o in overrides:
+            key, _, value = o.partition("=")
+            seen.setdefault(key, set()).add(value)
+    for key in seen:
+        for overrides in overrides_by_job:
+            if not any(o.partition("=")[0] == key for o in overrides):
+                seen[key].add("")
+    return [k for k, values in seen.items() if len(values) > 1]
+
+
+def run_name(overrides: Sequence[str], job: int | None = None, keys: Sequence[str] | None = None,
+             config: Mapping[str, Any] | None = None) -> str:  # fmt: skip
+    """``chunk=512 search=bm25 #3``: the overrides (only ``keys`` when given, e.g. a sweep's swept
+    keys), then the job number. A run without such overrides is named after its chunk and search
+    mode."""
+    parts = [o.lstrip("+~") for o in overrides if "=" in o]
+    if keys is not None:
+        parts = [o for o in parts if o.split("=", 1)[0] in keys]
+    else:  # paths and plumbing (cache_dir=..., hydra.run.dir=...) make no name
+        parts = [o for o in parts if o.split("=", 1)[0].split(".")[0] not in DROP_TOP
+                 and "/" not in o.split("=", 1)[1]]  # fmt: skip
+    if not parts and config:
+        mode = (config.get("search") or {}).get("mode", "?")
+        parts = [f"chunk={config.get('chunk', '?')}", f"search={mode}"]
+    name = " ".join(parts)[:200] or "run"
+    return f"{name} #{job}" if job is not None else name

@@ -1,0 +1,165 @@
+"""Log one run to MLflow: params, metrics and tags in batched calls, the golden set and corpus as
+dataset inputs, the run folder's files as artifacts. Writes nothing into the run folder."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from rageval.tracking.client import client_for, ensure_experiment, git_info, source_tags
+from rageval.tracking.keys import metric_entries, run_params
+from rageval.tracking.keys import run_name as default_run_name
+
+# Files of a run folder logged as artifacts, when present (report.json is logged from memory,
+# with the new run's id in it).
+ARTIFACTS = ("per_query.csv", "config.yaml", "metrics_at_k.png", "run.trec", "qrels.trec",
+             "chunk_labels.tsv", "chunks.jsonl", "report.html")  # fmt: skip
+DESCRIPTION_TAG = "mlflow.note.content"
+BATCH_PARAMS_TAGS = 100  # MLflow's limits per log_batch call
+BATCH_METRICS = 1000
+
+
+def _chunks(items: list, n: int):
+    for i in range(0, len(items), n):
+        yield items[i : i + n]
+
+
+def log_batched(client, run_id: str, *, metrics: Mapping[str, float] = {},
+                params: Mapping[str, str] = {}, tags: Mapping[str, str] = {}) -> None:  # fmt: skip
+    """Metrics, params and tags in as few log_batch calls as MLflow's limits allow."""
+    from mlflow.entities import Metric, Param, RunTag
+
+    now = int(time.time() * 1000)
+    ms = [Metric(k, float(v), now, 0) for k, v in metrics.items()]
+    ps = [Param(k, str(v)) for k, v in params.items()]
+    ts = [RunTag(k, str(v)) for k, v in tags.items()]
+    while ms or ps or ts:
+        client.log_batch(run_id, metrics=ms[:BATCH_METRICS], params=ps[:BATCH_PARAMS_TAGS],
+                         tags=ts[:BATCH_PARAMS_TAGS])  # fmt: skip
+        ms, ps, ts = ms[BATCH_METRICS:], ps[BATCH_PARAMS_TAGS:], ts[BATCH_PARAMS_TAGS:]
+
+
+def log_artifacts(client, run_id: str, output_dir: Path) -> None:
+    """The run folder's files named in ARTIFACTS (those present) as the run's artifacts."""
+    for name in ARTIFACTS:
+        if (output_dir / name).is_file():
+            client.log_artifact(run_id, str(output_dir / name))
+
+
+def dataset_inputs(report, config: Mapping[str, Any]) -> list:
+    """The golden set and the corpus as MLflow dataset inputs (name, digest, source, size)."""
+    from mlflow.entities import Dataset, DatasetInput, InputTag
+
+    ds = config.get("dataset") or {}
+    name = ds.get("name") or "dataset"
+    counts = report.counts or {}
+    entries = [
+        ("golden", ds.get("golden") or ds.get("path"), {"queries": counts.get("queries")}),
+        ("corpus", ds.get("corpus") or ds.get("path"),
+         {"documents": counts.get("documents"), "chunks": counts.get("chunks")}),
+    ]  # fmt: skip
+    out = []
+    for role, source, profile in entries:
+        digest = (report.digests or {}).get(role) or ""
+        if not digest:
+            continue
+        dataset = Dataset(
+            name=f"{name}/{role}",
+            digest=digest[:36],  # MLflow stores at most 36 characters; the tag holds all of it
+            source_type="local",
+            source=json.dumps({"uri": str(source or "")}),
+            profile=json.dumps({k: v for k, v in profile.items() if v is not None}),
+        )
+        context = "evaluation" if role == "golden" else "corpus"
+        out.append(DatasetInput(dataset, tags=[InputTag("mlflow.data.context", context)]))
+    return out
+
+
+def log_run(
+    report,
+    *,
+    config: Mapping[str, Any],
+    choices: Mapping[str, str],
+    output_dir: Path,
+    uri: str,
+    experiment: str,
+    run_name: str | None = None,
+    parent_run_id: str | None = None,
+    sweep_id: str | None = None,
+    tags: Mapping[str, str] | None = None,
+    git: bool = True,
+    job: int | None = None,
+) -> str:
+    """Log one job's report as an MLflow run; returns the run id.
+
+    ``run_name`` defaults to the overrides and the job number (``chunk=512 search=bm25 #3``);
+    ``tags`` are added to the run's; ``git=False`` leaves out the commit tags (a run logged later,
+    from a checkout that may not be the one it was measured at). Nothing in ``output_dir`` is
+    written: the caller records the returned id (report.json). A run that fails half-way is
+    marked FAILED, never left RUNNING.
+    """
+    from rageval.redact import redact
+    from rageval.report.per_query import table
+
+    client = client_for(uri)
+    exp_id = ensure_experiment(client, experiment)
+    info = git_info() if git else {}
+    run_tags = {
+        "rageval.golden_digest": report.digests.get("golden", ""),
+        "rageval.corpus_digest": report.digests.get("corpus", ""),
+        "rageval.model_fingerprint": report.digests.get("model", ""),
+        "rageval.embedding": report.digests.get("embedding", ""),
+        "rageval.level": report.level,
+        "rageval.k": str(report.k),
+        **({"rageval.git_dirty": info["git_dirty"]} if "git_dirty" in info else {}),
+        **(source_tags(info) if git else {}),
+        **(tags or {}),
+    }
+    if job is not None:
+        run_tags["rageval.job"] = str(job)
+    if sweep_id:
+        run_tags["rageval.sweep_id"] = sweep_id
+    if parent_run_id:
+        run_tags["mlflow.parentRunId"] = parent_run_id
+    name = run_name or default_run_name(report.overrides, job, config=config)
+    run = client.create_run(exp_id, tags=run_tags, run_name=name)
+    run_id = run.info.run_id
+    try:
+        log_batched(client, run_id, params=run_params(redact(dict(config)), choices),
+                    metrics=dict(metric_entries(report)))  # fmt: skip
+        inputs = dataset_inputs(report, config)
+        if inputs:
+            client.log_inputs(run_id, datasets=inputs)
+        data = report.to_dict()
+        data["mlflow_run_id"] = run_id
+        client.log_text(run_id, json.dumps(data, indent=2, default=str), "report.json")
+        log_artifacts(client, run_id, Path(output_dir))
+        client.log_table(run_id, data=table(report.per_query), artifact_file="per_query.json")
+        client.set_terminated(run_id, "FINISHED")
+    except BaseException as err:
+        with contextlib.suppress(Exception):  # the server may be the thing that failed
+            client.set_terminated(
+                run_id, "KILLED" if isinstance(err, KeyboardInterrupt) else "FAILED"
+            )
+        raise
+    return run_id
+
+
+def run_url(uri: str, experiment_id: str, run_id: str) -> str:
+    """The run's page in the MLflow UI: absolute for an http(s) tracking server, else the
+    path to open under ``mlflow ui``."""
+    path = f"#/experiments/{experiment_id}/runs/{run_id}"
+    if uri.startswith(("http://", "https://")):
+        return f"{uri.rstrip('/')}/{path}"
+    return path
+
+
+def ui_command(uri: str) -> str:
+    """How to look at ``uri``: ``mlflow ui --backend-store-uri sqlite:///...`` (a server: its URL)."""
+    if uri.startswith(("http://", "https://")):
+        return f"open {uri}"
+    return f"mlflow ui --backend-store-uri {uri}"

@@ -1,0 +1,37 @@
+"""A plug-in backend as a team would write it, named by Hydra ``_target_`` in the tests
+(``backend._target_=fakes.plugin_retrievers.FlakyRetriever``): test modules are imported by path,
+so a target must live here (or beside it, like fakes/leaky.py), not in a test module."""
+
+from __future__ import annotations
+
+from rageval.ranking import ranked
+
+
+class FlakyRetriever:
+    """A team's own backend: ranks chunks by shared words; fails as the test tells it to."""
+
+    transient = 0  # the next calls that raise ConnectionError
+    fail_on = ""  # queries holding this word raise TimeoutError, every time
+    nan_on = ""  # queries holding this word get a NaN score
+    calls: list[int] = []
+
+    def __init__(self, **_):
+        self.chunks: list = []
+
+    def index(self, chunks, encoder):
+        self.chunks = [(c.id, set(c.text.lower().split())) for c in chunks]
+
+    def search(self, queries, depth):
+        type(self).calls.append(len(queries))
+        if type(self).transient:
+            type(self).transient -= 1
+            raise ConnectionError("connection reset by peer")
+        if self.fail_on and any(self.fail_on in q for q in queries):
+            raise TimeoutError("read timed out after 30 s")
+        out = []
+        for q in queries:
+            words = set(q.lower().split())
+            pairs = [(cid, float("nan") if self.nan_on and self.nan_on in q else float(len(words & w)))
+                     for cid, w in self.chunks]  # fmt: skip
+            out.append(ranked(pairs, depth))
+        return out

@@ -1,0 +1,90 @@
+"""What MLflow shows of rageval runs: metric sections, params without repeats, run names."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from rageval.tracking.keys import (
+    find_metric,
+    metric_entries,
+    metric_key,
+    run_name,
+    run_params,
+    swept_keys,
+)
+
+
+def test_metric_keys_section_the_ui_and_read_back_in_either_spelling():
+    assert metric_key("ndcg@5", 5) == "headline/ndcg_at_5"
+    assert metric_key("ndcg@10", 5) == "cutoffs/ndcg_at_10"
+    assert metric_key("evidence_recall@5", 5) == "span/evidence_recall_at_5"
+    assert metric_key("evidence_recall@1024t", 5) == "span/evidence_recall_at_1024t"
+    metrics = {"headline/ndcg_at_5": 0.5, "cutoffs/ndcg_at_10": 0.6, "recall_at_5": 0.7}
+    assert find_metric(metrics, "ndcg@5") == ("headline/ndcg_at_5", 0.5)
+    assert find_metric(metrics, "NDCG_at_10") == ("cutoffs/ndcg_at_10", 0.6)
+    assert find_metric(metrics, "recall@5") == ("recall_at_5", 0.7)  # a run logged before sections
+    assert find_metric(metrics, "mrr@5") is None
+
+
+def test_metric_entries_carry_cis_at_k_only_and_skip_nan():
+    report = SimpleNamespace(
+        k=5,
+        metrics={"ndcg@5": 0.5, "ndcg@10": 0.6, "mrr@5": float("nan")},
+        ci={"ndcg@5": [0.4, 0.6], "ndcg@10": [0.5, 0.7]},
+        latency={"p95_ms": 3.0},
+        timings={"index_s": 1.5},
+    )
+    assert dict(metric_entries(report)) == {
+        "headline/ndcg_at_5": 0.5, "headline/ndcg_at_5_ci_low": 0.4,
+        "headline/ndcg_at_5_ci_high": 0.6, "cutoffs/ndcg_at_10": 0.6,
+        "latency/p95_ms": 3.0, "time/index_s": 1.5,
+    }  # fmt: skip
+
+
+def composed(*overrides):
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from rageval.app.main import CONF_DIR, register_resolvers
+
+    register_resolvers()
+    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
+        cfg = compose("config", overrides=list(overrides))
+    return OmegaConf.to_container(cfg, resolve=True)
+
+
+@pytest.mark.parametrize("search", ["vector", "bm25", "hybrid"])
+def test_params_are_what_a_user_varies_without_repeats_or_plumbing(search):
+    config = composed(f"search={search}")
+    choices = {"dataset": "demo", "embedding": "minilm", "backend": "faiss", "search": search,
+               "rerank": "none"}  # fmt: skip
+    params = run_params(config, choices)
+    assert params["search"] == search and params["search.mode"] == search
+    assert params["chunk"] == "256" and params["embedding.model"] == "all-MiniLM-L6-v2"
+    assert params["backend.faiss.index_type"] == "flat"
+    assert not [k for k in params if k.startswith(("mlflow", "gate", "hydra"))]
+    assert not [k for k in params if k.endswith(("_target_", "cache_dir", "batch_size"))]
+    assert not [
+        k for k in params if k.startswith("backend.") and k.split(".", 1)[1] in config["search"]
+    ]
+    assert not [k for k in params if "hnsw" in k or "ivf" in k]  # a flat index reads neither
+    assert all(v not in ("", "None") for v in params.values())
+    assert ("search.bm25.k1" in params) == (search != "vector")
+    assert ("search.rrf_k" in params) == (search == "hybrid")
+    assert len(params) <= 30
+    hnsw = run_params(composed("backend.faiss.index_type=hnsw"), choices)
+    assert hnsw["backend.faiss.hnsw_m"] == "32" and "backend.faiss.ivf_nprobe" not in hnsw
+
+
+def test_run_names_come_from_swept_values_and_the_job_number():
+    jobs = [["chunk=256", "search=vector", "k=10"], ["chunk=512", "search=vector", "k=10"],
+            ["chunk=256", "search=bm25", "k=10"]]  # fmt: skip
+    assert swept_keys(jobs) == ["chunk", "search"]
+    assert run_name(jobs[1], 1, keys=swept_keys(jobs)) == "chunk=512 search=vector #1"
+    assert run_name(["cache_dir=/tmp/c", "search=bm25", "hydra.run.dir=/x"]) == "search=bm25"
+    assert (
+        run_name([], config={"chunk": 256, "search": {"mode": "vector"}})
+        == "chunk=256 search=vector"
+    )
