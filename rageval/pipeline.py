@@ -140,6 +140,8 @@ def evaluate(
             "golden": golden.digest,
             "corpus": digest,
             "model": getattr(encoder, "fingerprint", "") or "",
+            # which model and how it ran (backend, quantization): the fingerprint says it is another
+            "embedding": str(getattr(encoder, "description", "") or ""),
         },
         counts={
             "documents": n_docs,

@@ -10,7 +10,7 @@ from rageval.pipeline import RunSpec
 from rageval.retrieval.base import Encoder, Retriever
 
 # Keys of the embedding node that configure the run, not the encoder's constructor.
-EMBEDDING_RUN_KEYS = ("query_model",)
+EMBEDDING_RUN_KEYS = ("query_model", "query_backend", "query_quantize")
 
 
 @dataclass(frozen=True)
@@ -23,10 +23,11 @@ class Components:
     retriever: Retriever
 
     def close(self) -> None:
-        """Release what the retriever holds (a throwaway index, a connection)."""
-        close = getattr(self.retriever, "close", None)
-        if callable(close):
-            close()
+        """Release what the retriever (a throwaway index, a connection) and encoders hold."""
+        for part in (self.retriever, self.encoder, self.query_encoder):
+            close = getattr(part, "close", None)
+            if callable(close):
+                close()
 
 
 def instantiate(node, what: str, **kwargs) -> Any:
@@ -92,13 +93,13 @@ def build(cfg) -> Components:
 
 
 def _encoders(node) -> tuple[Encoder, Encoder | None]:
-    """The index encoder and, when ``query_model`` is set, the query encoder: the same node with
-    that model (the constructor never sees ``query_model``)."""
+    """The index encoder and, when ``query_model``, ``query_backend`` or ``query_quantize`` is
+    set, the query encoder: the same node with those values (the constructor never sees them)."""
     from omegaconf import OmegaConf
 
     args = OmegaConf.masked_copy(node, [k for k in node if k not in EMBEDDING_RUN_KEYS])
     encoder = instantiate(args, "embedding")
-    query_model = node.get("query_model")
-    if not query_model:
+    query = {k[len("query_") :]: node.get(k) for k in EMBEDDING_RUN_KEYS if node.get(k)}
+    if not query:
         return encoder, None
-    return encoder, instantiate(args, "embedding.query_model", model=query_model)
+    return encoder, instantiate(args, "embedding.query_model", **query)

@@ -14,6 +14,11 @@ the number of threads it runs: with two threads, 44 of 50 texts changed their la
 batches of 64 and of 4. MKL's strict reproducible mode (``MKL_CBWR=AUTO,STRICT``) makes each row
 depend on that row alone, for any shape and thread count, at no measured cost. ``import rageval`` sets it unless torch was imported first, which
 :func:`warn_if_mkl_unpinned` then reports once.
+
+Every sentence-transformers backend (torch, ONNX Runtime, OpenVINO) takes the same features and
+goes through here. ONNX Runtime's dynamic int8 scales activations over the whole batch, so the
+encoder runs that backend one text per batch; ONNX Runtime and OpenVINO otherwise keep every
+row's bits at any batch shape and thread count.
 """
 
 from __future__ import annotations

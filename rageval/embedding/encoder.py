@@ -2,7 +2,9 @@
 
 The model is loaded only when a text is missing from the cache: a fully cached run never imports
 sentence_transformers (which alone costs seconds). The fingerprint comes from the model's files
-(weights and config), so two models with the same name but different weights never share vectors.
+(weights and config), so two models with the same name but different weights never share vectors;
+it also covers the inference backend and quantization (rageval.embedding.backends), whose vectors
+differ from the plain torch model's.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rageval.embedding import backends
 from rageval.embedding.batching import encode_stable, warn_if_mkl_unpinned
 from rageval.embedding.cache import EmbeddingCache, check_vectors, text_key
 from rageval.errors import ConfigError
@@ -93,8 +96,19 @@ class SentenceTransformerEncoder:
         device: str = "cpu",
         write_every: int = 2048,
         progress: bool = True,
+        backend: str = "torch",
+        quantize: str = "none",
     ):
+        backends.check_choice(backend, quantize)
+        if backend != "torch" and device != "cpu":
+            raise ConfigError(
+                f"embedding.backend={backend} runs on the CPU; set embedding.device=cpu "
+                "or use embedding.backend=torch"
+            )
+        backends.require(backend, quantize)  # before any work: a missing extra fails in a second
         self.model_name = model
+        self.backend = backend
+        self.quantize = quantize
         self.model_path = resolve_model_path(model)
         self.cache_dir = Path(cache_dir)
         self.batch_size = batch_size
@@ -108,9 +122,15 @@ class SentenceTransformerEncoder:
             "document_prompt": document_prompt,
             "normalize": True,
         }
-        self._fingerprint = model_fingerprint(
-            self.model_path, settings, self.cache_dir / "fingerprints.json"
-        )
+        memo = self.cache_dir / "fingerprints.json"
+        # the torch model's fingerprint: the vectors every backend is measured against
+        self.source_fingerprint = model_fingerprint(self.model_path, settings, memo)
+        if backend == "torch":
+            self._fingerprint = self.source_fingerprint
+        else:
+            variant = {**settings, "backend": backend, "quantize": quantize}
+            self._fingerprint = model_fingerprint(self.model_path, variant, memo)
+        self._export: backends.Export | None = None
         self.cache = EmbeddingCache(self.cache_dir, self._fingerprint)
         self._model = None
         self.texts_encoded = 0  # texts that went through the model (cache misses)
@@ -120,6 +140,32 @@ class SentenceTransformerEncoder:
     @property
     def fingerprint(self) -> str:
         return self._fingerprint
+
+    @property
+    def tokenizer_dir(self) -> Path:
+        """The source model's folder: every backend chunks with the same tokens."""
+        return self.model_path
+
+    @property
+    def description(self) -> str:
+        """The model and how it runs, e.g. ``all-MiniLM-L6-v2 onnx int8``."""
+        name = self.model_name if not Path(self.model_name).is_dir() else self.model_path.name
+        quant = f" {self.quantize}" if self.quantize != "none" else ""
+        return f"{name} {self.backend}{quant}"
+
+    @property
+    def max_cosine_distance(self) -> float | None:
+        """Largest cosine distance to the torch model's vectors over the probe texts, measured
+        when the export was built (0 for torch itself; None: not comparable)."""
+        if self.backend == "torch":
+            return 0.0
+        return self._prepare().max_cosine_distance
+
+    @property
+    def batch_independent_size(self) -> int:
+        """The batch size the backend runs: dynamic int8 ONNX scales activations over the whole
+        batch, so it runs one text at a time to keep each vector its text's alone."""
+        return 1 if (self.backend, self.quantize) == ("onnx", "int8") else self.batch_size
 
     @property
     def max_seq_length(self) -> int | None:
@@ -134,9 +180,12 @@ class SentenceTransformerEncoder:
     def dim(self) -> int:
         cfg = self.model_path / "1_Pooling" / "config.json"
         try:
-            return int(json.loads(cfg.read_text())["word_embedding_dimension"])
+            source = int(json.loads(cfg.read_text())["word_embedding_dimension"])
         except (OSError, ValueError, KeyError):
+            if self.backend == "static":
+                return int(self._load().dim)
             return int(self._load().get_sentence_embedding_dimension())
+        return min(source, backends.STATIC_DIMS) if self.backend == "static" else source
 
     @property
     def model_loaded(self) -> bool:
@@ -144,19 +193,54 @@ class SentenceTransformerEncoder:
 
     def _load(self):
         if self._model is None:
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-            warn_if_mkl_unpinned()
             from rageval.report.console import status
 
+            # an export (once per cache) shows its own progress, outside the spinner
+            export = self._prepare() if self.backend != "torch" else None
             # importing sentence-transformers alone takes seconds: inside the spinner
-            with status(f"loading the embedding model {self.model_name}"):
-                from sentence_transformers import SentenceTransformer
-                from transformers.utils import logging as hf_logging
-
-                hf_logging.disable_progress_bar()
-                self._model = SentenceTransformer(str(self.model_path), device=self.device)
+            with status(f"loading the embedding model {self.description}"):
+                if export is None:
+                    self._model = _torch_model(self.model_path, self.device)
+                else:
+                    self._model = backends.load(export, self.backend)
         return self._model
+
+    def _prepare(self) -> backends.Export:
+        """The exported model for this backend, built once into the cache (see backends)."""
+        if self._export is None:
+            self._export = backends.prepare(
+                self.model_path,
+                self.source_fingerprint,
+                self.backend,
+                self.quantize,
+                self.cache_dir,
+                measure=self._measure,
+            )
+        return self._export
+
+    def _measure(self, folder: Path, file_name: str | None) -> float | None:
+        """Largest cosine distance between an export's vectors and the torch model's, over the
+        probe texts (None when their dimensions differ: a static model's PCA vectors)."""
+        texts = list(backends.PROBE_TEXTS)
+        ref = encode_stable(_torch_model(self.model_path, "cpu"), texts, self.batch_size)
+        export = backends.Export(folder, file_name, None, {})
+        vec = self._vectors(backends.load(export, self.backend), texts)
+        if vec.shape != ref.shape:
+            return None
+        cos = np.einsum("ij,ij->i", ref.astype(np.float64), vec.astype(np.float64))
+        return float(max(0.0, 1.0 - cos.min()))
+
+    def _vectors(self, model, texts: list[str], progress=None) -> np.ndarray:
+        if self.backend == "static":
+            vec = backends.encode_static(model, texts)
+            if progress is not None:
+                progress(len(texts))
+            return vec
+        return encode_stable(model, texts, self.batch_independent_size, progress=progress)
+
+    def close(self) -> None:
+        """Drop the loaded model (the cache and the export stay on disk)."""
+        self._model = None
 
     def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
         return self._encode(texts, self.document_prompt, "embedding documents")
@@ -199,10 +283,20 @@ class SentenceTransformerEncoder:
                 start = time.perf_counter()
                 group = todo[lo : lo + self.write_every]
                 # the bar moves per batch: a long job does not sit at 0% for write_every texts
-                vec = encode_stable(model, [prompt + texts[i] for i in group], self.batch_size,
-                                    progress=bar.update)  # fmt: skip
+                vec = self._vectors(model, [prompt + texts[i] for i in group], bar.update)
                 check_vectors(vec, [texts[i] for i in group])
                 self.cache.put([keys[i] for i in group], vec)
                 self.texts_encoded += len(group)
                 self.encode_seconds += time.perf_counter() - start
                 yield group, vec
+
+
+def _torch_model(path: Path, device: str):
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    warn_if_mkl_unpinned()
+    from sentence_transformers import SentenceTransformer
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    return SentenceTransformer(str(path), device=device)

@@ -112,6 +112,7 @@ def log_run(
         "rageval.golden_digest": report.digests.get("golden", ""),
         "rageval.corpus_digest": report.digests.get("corpus", ""),
         "rageval.model_fingerprint": report.digests.get("model", ""),
+        "rageval.embedding": report.digests.get("embedding", ""),
         "rageval.level": report.level,
         "rageval.k": str(report.k),
         **({"rageval.git_dirty": info["git_dirty"]} if "git_dirty" in info else {}),

@@ -1,0 +1,341 @@
+"""Inference backends for a sentence-transformers model: torch, ONNX Runtime, OpenVINO, static.
+
+``embedding.backend`` picks how the model runs and ``embedding.quantize`` whether its weights are
+int8. Anything but plain torch needs an exported copy of the model, written once into
+``<cache_dir>/models/<source fingerprint>-<backend>-<quantize>/`` and reused by every later run:
+
+- ``onnx``: the model exported to ONNX (sentence-transformers' ``backend="onnx"``, through
+  optimum); ``int8`` is ONNX Runtime's *dynamic* quantization (int8 weights, activations
+  quantized on the fly, kernels chosen for this CPU's instruction set).
+- ``openvino``: the model exported to OpenVINO IR; ``int8`` compresses the weights to int8 (NNCF
+  weight compression; activations stay float, no calibration data needed, so it runs offline).
+- ``static``: a model2vec static embedding distilled from the model (a vector per token of its
+  vocabulary, PCA to 256 dims, mean of the token vectors per text); ``int8`` stores it in int8.
+
+An export is built in a temp folder beside its final place and renamed into it under a file
+lock, so two sweep jobs that ask for it at once export it once and neither ever sees half of it.
+Its ``export.json``, written last inside the temp folder, records how far its vectors are from
+the source model's own (torch) vectors: the largest cosine distance over :data:`PROBE_TEXTS`,
+embedded by both. The query/index guard reads that number (rageval.embedding.guard).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from rageval.errors import ConfigError
+
+BACKENDS = ("torch", "onnx", "openvino", "static")
+QUANTIZE = ("none", "int8")
+EXPORT_FORMAT = 1
+STATIC_DIMS = 256  # PCA dimensions of a distilled static model
+
+# backend -> (module that must import, the rageval extra that installs it)
+EXTRAS = {
+    "onnx": ("optimum.onnxruntime", "onnx"),
+    "openvino": ("optimum.intel", "openvino"),
+    "static": ("model2vec", "static"),
+}
+_INT8_EXTRA = {"onnx": ("onnxruntime.quantization", "onnx"), "openvino": ("nncf", "openvino")}
+
+# A fixed probe set: short and long, prose and identifiers, so the measured distance covers
+# several padded lengths. Changing it changes EXPORT_FORMAT (the stored distances would differ).
+PROBE_TEXTS = (
+    "How many days of parental leave do contractors get?",
+    "Rotate the Key Vault secret used by invoicing",
+    "Which regions is the payments service deployed to?",
+    "reset password",
+    "The on-call engineer acknowledges a page within five minutes and posts a status update in "
+    "the incident channel every thirty minutes until the incident is resolved.",
+    "kubectl rollout restart deployment/payments-api -n prod && kubectl rollout status",
+    "Expense reports above 500 EUR need the approval of a director before the end of the month; "
+    "receipts are scanned and attached, and travel booked outside the portal is not refunded.",
+    "Error 0x80070005: access denied while writing C:\\ProgramData\\agent\\config.json",
+    "What is the retention period for audit logs, and who can extend it?",
+    "Datenschutz: personenbezogene Daten werden nach 30 Tagen gelöscht.",
+    "SELECT customer_id, SUM(amount) FROM invoices WHERE status = 'open' GROUP BY customer_id;",
+    "A B C",
+    "The quarterly disaster-recovery drill fails over the primary database to the secondary "
+    "region, replays the write-ahead log, verifies row counts against the last snapshot, and "
+    "then fails back; the runbook lists every command, the expected output and who to call "
+    "when a step takes longer than its budget. " * 3,
+    "vpn not connecting from home office since update",
+    "Benefits enrolment opens on 1 November and closes on 30 November.",
+    "🙂 emoji, accents (café, naïve) and CJK 检索增强生成",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Export:
+    """An exported model ready to load: its folder, the file inside to load, and its distance to
+    the source model's vectors (``None``: not comparable, e.g. a static model of other dims)."""
+
+    path: Path
+    file_name: str | None
+    max_cosine_distance: float | None
+    info: dict
+
+
+def check_choice(backend: str, quantize: str) -> None:
+    """A ConfigError naming the valid values when ``backend`` or ``quantize`` is not one."""
+    if backend not in BACKENDS:
+        raise ConfigError(
+            f"embedding.backend must be one of {', '.join(BACKENDS)}, got {backend!r}"
+        )
+    if quantize not in QUANTIZE:
+        raise ConfigError(
+            f"embedding.quantize must be one of {', '.join(QUANTIZE)}, got {quantize!r}"
+        )
+    if backend == "torch" and quantize != "none":
+        raise ConfigError(
+            "embedding.quantize=int8 needs embedding.backend=onnx, openvino or static "
+            "(torch runs the model as it is)"
+        )
+
+
+def require(backend: str, quantize: str = "none") -> None:
+    """The one install hint: a ConfigError naming the rageval extra when the backend's libraries
+    are missing (checked without importing them)."""
+    needs = [EXTRAS.get(backend)]
+    if quantize == "int8":
+        needs.append(_INT8_EXTRA.get(backend))
+    for need in needs:
+        if need is None:
+            continue
+        module, extra = need
+        if not _importable(module):
+            raise ConfigError(
+                f"embedding.backend={backend} needs the {extra!r} extra ({module} is not "
+                f"installed): pip install 'rageval[{extra}]'"
+            )
+
+
+def _importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a parent package is missing
+        return False
+
+
+def export_dir(cache_dir: Path, source_fingerprint: str, backend: str, quantize: str) -> Path:
+    """Where the export of one source model for one backend and quantization lives."""
+    return Path(cache_dir) / "models" / f"{source_fingerprint[:24]}-{backend}-{quantize}"
+
+
+# (backend, quantize) -> function(source folder, target folder) -> file to load, relative to target
+Exporter = Callable[[Path, Path], "str | None"]
+EXPORTERS: dict[tuple[str, str], Exporter] = {}
+
+
+def exporter(backend: str, quantize: str):
+    def register(fn: Exporter) -> Exporter:
+        EXPORTERS[(backend, quantize)] = fn
+        return fn
+
+    return register
+
+
+def prepare(
+    source: Path,
+    source_fingerprint: str,
+    backend: str,
+    quantize: str,
+    cache_dir: Path,
+    measure: Callable[[Path, str | None], float | None] | None = None,
+    wait_s: float = 3600.0,
+) -> Export:
+    """The export of ``source`` for ``backend``/``quantize``: read from the cache, or built once.
+
+    ``measure(folder, file_name)`` returns the export's largest cosine distance to the source
+    model over :data:`PROBE_TEXTS`; it runs inside the lock, before the export becomes visible."""
+    from filelock import FileLock, Timeout
+
+    final = export_dir(cache_dir, source_fingerprint, backend, quantize)
+    found = _read(final)
+    if found is not None:
+        return found
+    final.parent.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(final) + ".lock")
+    try:
+        lock.acquire(timeout=wait_s)
+    except Timeout:
+        raise ConfigError(
+            f"waited {wait_s:.0f} s for another process exporting {final}; if none is running, "
+            f"delete {final}.lock"
+        ) from None
+    try:
+        found = _read(final)  # another process finished it while this one waited
+        if found is not None:
+            return found
+        if final.exists():  # a folder without export.json: left by an older, interrupted layout
+            shutil.rmtree(final, ignore_errors=True)
+        tmp = final.parent / f".{final.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp"
+        try:
+            file_name = EXPORTERS[(backend, quantize)](source, tmp)
+            distance = measure(tmp, file_name) if measure is not None else None
+            info = {
+                "format": EXPORT_FORMAT,
+                "backend": backend,
+                "quantize": quantize,
+                "source": str(source),
+                "source_fingerprint": source_fingerprint,
+                "file_name": file_name,
+                "max_cosine_distance": distance,
+                "probe_texts": len(PROBE_TEXTS),
+                "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "versions": _versions(),
+            }
+            (tmp / "export.json").write_text(json.dumps(info, indent=2))
+            os.rename(tmp, final)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        found = _read(final)
+        assert found is not None  # just renamed into place, under the lock
+        return found
+    finally:
+        lock.release()
+
+
+def _read(folder: Path) -> Export | None:
+    try:
+        info = json.loads((folder / "export.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if info.get("format") != EXPORT_FORMAT:
+        return None
+    d = info.get("max_cosine_distance")
+    return Export(folder, info.get("file_name"), None if d is None else float(d), info)
+
+
+def _versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for pkg in ("sentence-transformers", "torch", "onnxruntime", "openvino", "model2vec"):
+        with contextlib.suppress(PackageNotFoundError):
+            out[pkg] = version(pkg)
+    return out
+
+
+def onnx_int8_target() -> str:
+    """The ONNX Runtime quantization preset for this CPU (its fastest int8 instructions)."""
+    import platform
+
+    if platform.machine().lower() in ("arm64", "aarch64"):
+        return "arm64"
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        flags = ""
+    if "avx512_vnni" in flags:
+        return "avx512_vnni"
+    if "avx512f" in flags:
+        return "avx512"
+    return "avx2"
+
+
+def _st(source: Path, backend: str, **kw):
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    from sentence_transformers import SentenceTransformer
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
+    return SentenceTransformer(str(source), backend=backend, device="cpu", **kw)
+
+
+@exporter("onnx", "none")
+def _export_onnx(source: Path, target: Path) -> str:
+    _st(source, "onnx").save_pretrained(str(target))
+    return "onnx/model.onnx"
+
+
+@exporter("onnx", "int8")
+def _export_onnx_int8(source: Path, target: Path) -> str:
+    from sentence_transformers.backend import export_dynamic_quantized_onnx_model
+
+    model = _st(source, "onnx")
+    model.save_pretrained(str(target))
+    preset = onnx_int8_target()
+    export_dynamic_quantized_onnx_model(model, preset, str(target))
+    (target / "onnx" / "model.onnx").unlink()  # only the quantized graph is ever loaded
+    return f"onnx/model_qint8_{preset}.onnx"
+
+
+@exporter("openvino", "none")
+def _export_openvino(source: Path, target: Path) -> str:
+    _st(source, "openvino").save_pretrained(str(target))
+    return "openvino/openvino_model.xml"
+
+
+@exporter("openvino", "int8")
+def _export_openvino_int8(source: Path, target: Path) -> str:
+    import nncf
+    import openvino as ov
+
+    _st(source, "openvino").save_pretrained(str(target))
+    xml = target / "openvino" / "openvino_model.xml"
+    compressed = nncf.compress_weights(ov.Core().read_model(str(xml)))  # int8, asymmetric
+    name = "openvino/openvino_model_int8_weights.xml"
+    ov.save_model(compressed, str(target / name))
+    xml.unlink()
+    xml.with_suffix(".bin").unlink()
+    return name
+
+
+def _export_static(source: Path, target: Path, quantize: str) -> None:
+    from model2vec.distill import distill
+
+    model = distill(
+        model_name=str(source),
+        pca_dims=STATIC_DIMS,
+        quantize_to="int8" if quantize == "int8" else "float32",
+    )
+    model.save_pretrained(str(target))
+
+
+@exporter("static", "none")
+def _export_static_f32(source: Path, target: Path) -> None:
+    _export_static(source, target, "none")
+
+
+@exporter("static", "int8")
+def _export_static_int8(source: Path, target: Path) -> None:
+    _export_static(source, target, "int8")
+
+
+def load(export: Export, backend: str):
+    """The model behind an export, ready to encode."""
+    if backend == "static":
+        from model2vec import StaticModel
+
+        return StaticModel.from_pretrained(str(export.path))
+    model_kwargs: dict = {"file_name": export.file_name} if export.file_name else {}
+    if backend == "onnx":
+        import onnxruntime
+
+        # idle threads sleep instead of spinning: the same speed, less CPU taken from the
+        # other jobs of a sweep (or the other users of a shared machine)
+        options = onnxruntime.SessionOptions()
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        model_kwargs["session_options"] = options
+    return _st(export.path, backend, model_kwargs=model_kwargs)
+
+
+def encode_static(model, texts: list[str]) -> np.ndarray:
+    """Unit-length float32 rows from a model2vec model (a text's vector is its own tokens' mean)."""
+    vec = np.asarray(model.encode(list(texts), show_progress_bar=False), dtype=np.float32)
+    norms = np.linalg.norm(vec, axis=1, keepdims=True)
+    return vec / np.where(norms > 0, norms, 1.0)

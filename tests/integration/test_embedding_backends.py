@@ -1,0 +1,97 @@
+"""Every backend with the packaged all-MiniLM-L6-v2: vectors independent of their batch, onnx fp32
+equal to torch, and the guard's tolerance measured at export time."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from rageval.embedding import SentenceTransformerEncoder, backends
+from rageval.embedding.guard import PairedEncoder, check_query_model
+from rageval.errors import IndexMismatchError
+
+TEXTS = [
+    "How many days of parental leave do contractors get?",
+    "reset password",
+    "The on-call engineer acknowledges a page within five minutes and posts a status update "
+    "every thirty minutes until the incident is resolved.",
+    "vpn not connecting",
+    "Expense reports above 500 EUR need a director's approval before the end of the month.",
+    "A B C",
+    "kubectl rollout restart deployment/payments-api -n prod",
+]
+OTHERS = [
+    "Benefits enrolment opens on 1 November.",
+    "short",
+    "A much longer text about disaster recovery drills that fail over the primary database to "
+    "the secondary region and back again, with every command listed in the runbook. " * 2,
+]
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("backends-cache")
+
+
+def _tiny_static(source, target):
+    """A small model2vec model on the source tokenizer (distilling the real one takes minutes)."""
+    from model2vec import StaticModel
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(source / "tokenizer.json"))
+    vectors = np.random.default_rng(0).standard_normal((tok.get_vocab_size(), 8))
+    StaticModel(vectors.astype(np.float32), tok).save_pretrained(str(target))
+
+
+def _fresh(cache, backend, quantize, batch_size=4):
+    # a new cache folder for vectors, the shared one for exports: every call runs the model
+    enc = SentenceTransformerEncoder(
+        cache_dir=str(cache), backend=backend, quantize=quantize, batch_size=batch_size,
+        progress=False,
+    )  # fmt: skip
+    enc.cache.dir = (
+        cache / "vectors" / f"{backend}-{quantize}-{np.random.default_rng().integers(1 << 62)}"
+    )
+    return enc
+
+
+@pytest.mark.parametrize(
+    ("backend", "quantize"),
+    [("torch", "none"), ("onnx", "none"), ("onnx", "int8"), ("openvino", "none"),
+     ("openvino", "int8"), ("static", "none")],
+)  # fmt: skip
+def test_a_text_gets_the_same_vector_whatever_batch_it_arrives_in(
+    cache, monkeypatch, backend, quantize
+):
+    if backend == "static":
+        monkeypatch.setitem(backends.EXPORTERS, ("static", "none"), _tiny_static)
+    alone = np.vstack([_fresh(cache, backend, quantize).encode_documents([t]) for t in TEXTS])
+    together = _fresh(cache, backend, quantize).encode_documents(TEXTS)
+    mixed = _fresh(cache, backend, quantize, batch_size=3).encode_documents(OTHERS + TEXTS[::-1])
+    assert np.array_equal(alone, together)
+    assert np.array_equal(alone, mixed[len(OTHERS) :][::-1])
+    assert np.allclose(np.linalg.norm(alone, axis=1), 1.0, atol=1e-5)
+
+
+def test_onnx_fp32_matches_torch_and_passes_the_guard(cache):
+    torch_enc = _fresh(cache, "torch", "none")
+    onnx_enc = _fresh(cache, "onnx", "none")
+    ref, got = torch_enc.encode_documents(TEXTS), onnx_enc.encode_documents(TEXTS)
+    assert np.einsum("ij,ij->i", ref, got).min() >= 0.9999
+    # the tolerance was measured at export time, over the probe set, and stored beside the export
+    info = json.loads((onnx_enc._prepare().path / "export.json").read_text())
+    assert info["source_fingerprint"] == torch_enc.fingerprint
+    assert 0 <= info["max_cosine_distance"] == onnx_enc.max_cosine_distance < 1e-4
+    assert isinstance(check_query_model(torch_enc, onnx_enc, allow=False), PairedEncoder)
+
+
+def test_int8_is_a_different_model_for_the_guard(cache):
+    torch_enc, int8_enc = _fresh(cache, "torch", "none"), _fresh(cache, "onnx", "int8")
+    measured = int8_enc.max_cosine_distance
+    ref, got = torch_enc.encode_documents(TEXTS), int8_enc.encode_documents(TEXTS)
+    # the stored distance is what the probe set measured, not a bound on other texts: same order
+    assert 1e-4 < measured < 0.1 and 1 - np.einsum("ij,ij->i", ref, got).min() < 0.1
+    with pytest.raises(IndexMismatchError):
+        check_query_model(torch_enc, int8_enc, allow=False)

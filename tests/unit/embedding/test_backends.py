@@ -1,0 +1,220 @@
+"""Embedding backends: choices and install hints, cache keys, export-once, the query/index guard."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rageval.embedding import SentenceTransformerEncoder, backends
+from rageval.embedding.cache import EmbeddingCache
+from rageval.embedding.guard import AGREE_COSINE, PairedEncoder, check_query_model
+from rageval.errors import ConfigError, IndexMismatchError
+
+# --- choices and the one install hint -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("backend", "quantize", "message"),
+    [
+        ("tensorrt", "none", "embedding.backend must be one of torch, onnx, openvino, static"),
+        ("onnx", "int4", "embedding.quantize must be one of none, int8"),
+        ("torch", "int8", "quantize=int8 needs embedding.backend=onnx"),
+    ],
+)
+def test_a_bad_backend_or_quantization_names_the_valid_values(tmp_path, backend, quantize, message):
+    with pytest.raises(ConfigError, match=message):
+        SentenceTransformerEncoder(cache_dir=str(tmp_path), backend=backend, quantize=quantize)
+
+
+@pytest.mark.parametrize(
+    ("backend", "quantize", "missing", "extra"),
+    [
+        ("onnx", "none", "optimum.onnxruntime", "onnx"),
+        ("onnx", "int8", "onnxruntime.quantization", "onnx"),
+        ("openvino", "none", "optimum.intel", "openvino"),
+        ("openvino", "int8", "nncf", "openvino"),
+        ("static", "none", "model2vec", "static"),
+    ],
+)
+def test_a_missing_extra_is_one_line_naming_it(
+    tmp_path, monkeypatch, backend, quantize, missing, extra
+):
+    monkeypatch.setattr(backends, "_importable", lambda module: module != missing)
+    with pytest.raises(ConfigError) as err:
+        SentenceTransformerEncoder(cache_dir=str(tmp_path), backend=backend, quantize=quantize)
+    msg = str(err.value)
+    assert "\n" not in msg
+    assert f"pip install 'rageval[{extra}]'" in msg and missing in msg
+    assert not (tmp_path / "models").exists()  # refused before any work
+
+
+def test_the_extras_are_in_pyproject_and_dev_installs_them():
+    import tomllib
+
+    root = Path(__file__).resolve().parents[3]
+    extras = tomllib.loads((root / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    named = {extra for _, extra in backends.EXTRAS.values()}
+    assert named <= set(extras)
+    dev = next(d for d in extras["dev"] if d.startswith("rageval["))
+    assert named <= set(dev[len("rageval[") : -1].split(","))
+
+
+# --- cache keys -------------------------------------------------------------------------------
+
+
+def test_every_backend_and_quantization_has_its_own_cache_key(tmp_path):
+    combos = [
+        (b, q) for b in backends.BACKENDS for q in backends.QUANTIZE if (b, q) != ("torch", "int8")
+    ]
+    encs = {
+        c: SentenceTransformerEncoder(cache_dir=str(tmp_path), backend=c[0], quantize=c[1])
+        for c in combos
+    }
+    fps = {c: e.fingerprint for c, e in encs.items()}
+    assert len(set(fps.values())) == len(combos)
+    assert len({e.cache.dir for e in encs.values()}) == len(combos)
+    # one source model: the torch fingerprint is unchanged by the new options (old caches stay valid)
+    assert {e.source_fingerprint for e in encs.values()} == {fps[("torch", "none")]}
+    assert fps[("torch", "none")] == SentenceTransformerEncoder(cache_dir=str(tmp_path)).fingerprint
+    assert encs[("onnx", "int8")].description == "all-MiniLM-L6-v2 onnx int8"
+    # vectors stored under one backend are not found under another
+    key = [b"k" * 16]
+    EmbeddingCache(tmp_path, fps[("onnx", "none")]).put(key, np.ones((1, 3), np.float32))
+    assert EmbeddingCache(tmp_path, fps[("torch", "none")]).lookup(key)[1] == [0]
+    assert EmbeddingCache(tmp_path, fps[("onnx", "none")]).lookup(key)[1] == []
+
+
+def test_static_dims_come_from_the_config_without_loading_anything(tmp_path):
+    enc = SentenceTransformerEncoder(cache_dir=str(tmp_path), backend="static")
+    assert enc.dim == backends.STATIC_DIMS
+    assert not enc.model_loaded and not (tmp_path / "models").exists()
+
+
+# --- export once ------------------------------------------------------------------------------
+
+_JOB = textwrap.dedent(
+    """
+    import json, os, sys, time
+    from pathlib import Path
+    from rageval.embedding import backends
+
+    cache, counter = Path(sys.argv[1]), Path(sys.argv[2])
+
+    def slow_export(source, target):
+        with open(counter, "a") as fh:
+            fh.write(f"{os.getpid()}\\n")
+        target.mkdir(parents=True)
+        # export until the other job has arrived at prepare() too (or 20 s have passed)
+        deadline = time.time() + 20
+        while len(list(cache.glob("arrived-*"))) < 2 and time.time() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)
+        (target / "weights.bin").write_bytes(b"w" * 1000)
+        return "weights.bin"
+
+    backends.EXPORTERS[("onnx", "none")] = slow_export
+    cache.mkdir(parents=True, exist_ok=True)
+    (cache / f"arrived-{os.getpid()}").touch()
+    got = backends.prepare(Path("/src"), "f" * 64, "onnx", "none", cache,
+                           measure=lambda folder, name: 1e-7)
+    assert (got.path / got.file_name).read_bytes() == b"w" * 1000
+    print(json.dumps({"path": str(got.path), "d": got.max_cosine_distance}))
+    """
+)
+
+
+def test_two_parallel_jobs_export_once(tmp_path):
+    counter = tmp_path / "exports.txt"
+    cmd = [sys.executable, "-c", _JOB, str(tmp_path / "cache"), str(counter)]
+    jobs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [json.loads(j.communicate(timeout=120)[0]) for j in jobs]
+    assert [j.returncode for j in jobs] == [0, 0]
+    assert len(counter.read_text().split()) == 1  # one export, the other job waited and reused it
+    assert outs[0] == outs[1] and outs[0]["d"] == 1e-7
+    final = Path(outs[0]["path"])
+    assert final == backends.export_dir(tmp_path / "cache", "f" * 64, "onnx", "none")
+    info = json.loads((final / "export.json").read_text())
+    assert info["max_cosine_distance"] == 1e-7 and info["probe_texts"] == len(backends.PROBE_TEXTS)
+    assert [p.name for p in final.parent.iterdir() if p.name.endswith(".tmp")] == []
+    # a later run reuses it without exporting
+    subprocess.run(cmd, check=True, capture_output=True)
+    assert len(counter.read_text().split()) == 1
+
+
+def test_a_failed_export_leaves_nothing_and_the_next_run_retries(tmp_path, monkeypatch):
+    calls = []
+
+    def broken(source, target):
+        calls.append(1)
+        target.mkdir(parents=True)
+        (target / "half.onnx").write_bytes(b"x")
+        raise RuntimeError("export crashed half-way")
+
+    monkeypatch.setitem(backends.EXPORTERS, ("onnx", "none"), broken)
+    with pytest.raises(RuntimeError, match="half-way"):
+        backends.prepare(Path("/src"), "a" * 64, "onnx", "none", tmp_path)
+    models = tmp_path / "models"
+    assert [p.name for p in models.iterdir() if not p.name.endswith(".lock")] == []
+
+    def good(source, target):
+        calls.append(2)
+        target.mkdir(parents=True)
+        (target / "m.onnx").write_bytes(b"ok")
+        return "m.onnx"
+
+    monkeypatch.setitem(backends.EXPORTERS, ("onnx", "none"), good)
+    got = backends.prepare(Path("/src"), "a" * 64, "onnx", "none", tmp_path)
+    assert calls == [1, 2] and (got.path / "m.onnx").read_bytes() == b"ok"
+
+
+# --- the query/index guard --------------------------------------------------------------------
+
+
+class _Enc:
+    def __init__(self, fingerprint, source="src", distance=0.0, description=""):
+        self.fingerprint, self.source_fingerprint = fingerprint, source
+        self.max_cosine_distance, self.description = distance, description
+        self.dim, self.texts_encoded, self.tokenizer_dir = 4, 3, "/tok"
+
+    def encode_documents(self, texts):
+        return np.zeros((len(texts), 4), np.float32)
+
+    encode_queries = encode_documents
+
+
+def test_another_backend_whose_vectors_agree_passes_the_guard():
+    torch_enc, onnx_enc = _Enc("t", distance=0.0, description="m torch"), _Enc("o", distance=2e-7)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no mismatch warning either
+        paired = check_query_model(torch_enc, onnx_enc, allow=False)
+    assert isinstance(paired, PairedEncoder) and paired.fingerprint == "t"
+    assert paired.tokenizer_dir == "/tok" and paired.texts_encoded == 6
+    assert paired.description.startswith("m torch (queries: ")
+    # two exports each just inside half the angle agree with each other
+    half = 1 - np.cos(np.arccos(AGREE_COSINE) / 2) - 1e-12
+    check_query_model(_Enc("a", distance=half), _Enc("b", distance=half), allow=False)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        _Enc("q", distance=0.02),  # int8: beyond the tolerance
+        _Enc("q", source="other", distance=0.0),  # another model
+        _Enc("q", distance=None),  # not comparable (a static model)
+    ],
+)
+def test_vectors_that_may_not_agree_are_refused(query):
+    index = _Enc("i", distance=1e-4)
+    with pytest.raises(IndexMismatchError, match="cosine 0.9999"):
+        check_query_model(index, query, allow=False)
+    with pytest.warns(UserWarning, match="different embedding models"):
+        assert isinstance(check_query_model(index, query, allow=True), PairedEncoder)
