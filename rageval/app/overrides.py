@@ -43,11 +43,31 @@ def normalize_tolerances(overrides: Iterable[str]) -> list[str]:
     return out
 
 
-def group_options(conf_dir: str | Path, group: str) -> list[str]:
-    """The options of a config group a user can choose (internal ones left out)."""
-    folder = Path(conf_dir) / group
-    names = sorted(p.stem for p in folder.glob("*.yaml")) if folder.is_dir() else []
-    return [n for n in names if n not in INTERNAL_OPTIONS and not n.startswith("_")]
+def group_options(conf_dir: str | Path | Sequence[str | Path], group: str) -> list[str]:
+    """The options of a config group a user can choose (internal ones left out), from conf/ and
+    any further config folders (a team's own ``hydra.searchpath``)."""
+    dirs = [conf_dir] if isinstance(conf_dir, str | Path) else list(conf_dir)
+    names = {p.stem for d in dirs for p in (Path(d) / group).glob("*.yaml")}
+    return sorted(n for n in names if n not in INTERNAL_OPTIONS and not n.startswith("_"))
+
+
+def search_path_dirs(argv: Sequence[str]) -> tuple[list[Path], list[str]] | None:
+    """The config folders a command line adds (``hydra.searchpath=[file://...]``, ``--config-dir``)
+    and the overrides that add them; None when one of them cannot be read here (``pkg://``)."""
+    dirs, lines = [], []
+    for i, arg in enumerate(argv):
+        if arg in ("--config-dir", "-cd") and i + 1 < len(argv):
+            dirs.append(Path(argv[i + 1]))
+        elif arg.startswith("--config-dir="):
+            dirs.append(Path(arg.split("=", 1)[1]))
+        elif arg.lstrip("+~").startswith("hydra.searchpath="):
+            lines.append(arg)
+            for entry in arg.split("=", 1)[1].strip("[]").split(","):
+                entry = entry.strip().strip("'\"")
+                if not entry.startswith("file://"):
+                    return None
+                dirs.append(Path(entry[len("file://") :]))
+    return dirs, lines
 
 
 def _suggest(word: str, choices: Sequence[str]) -> str:
@@ -89,8 +109,12 @@ def prepare_overrides(
     from hydra.errors import HydraException
 
     overrides = normalize_tolerances(overrides)
+    extra = search_path_dirs(overrides)
+    if extra is None:  # options live where this check cannot look: Hydra itself checks them
+        return overrides
+    conf_dirs = [Path(conf_dir), *extra[0]]
     parser = OverridesParser.create()
-    firsts = []
+    firsts = list(extra[1])
     for text in overrides:
         if not _is_override(text) or text.lstrip("+~").startswith("hydra"):
             continue
@@ -105,7 +129,7 @@ def prepare_overrides(
         key = parsed.key_or_group
         values = list(parsed.sweep_string_iterator()) if parsed.is_sweep_override() else None
         if key in groups:
-            options = group_options(conf_dir, key)
+            options = group_options(conf_dirs, key)
             for value in values or [parsed.get_value_element_as_str()]:
                 if value not in options:
                     raise ConfigError(

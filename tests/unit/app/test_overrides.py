@@ -104,3 +104,16 @@ def test_the_gate_rerun_replays_the_baseline_config_under_the_overrides():
     assert (
         compose_from_baseline(baseline, ["search=bm25"]).search.rrf_k == 60
     )  # a new group: its own values
+
+
+def test_options_from_a_teams_own_config_folder_are_choices(tmp_path):
+    """A team adds its own backend in a folder of its own (hydra.searchpath or --config-dir)."""
+    (tmp_path / "backend").mkdir()
+    (tmp_path / "backend" / "inhouse.yaml").write_text("_target_: team.search.Retriever\n")
+    search = f"hydra.searchpath=[file://{tmp_path}]"
+    assert prepare_overrides([search, "backend=inhouse"], CONF_DIR, GROUPS)[-1] == "backend=inhouse"
+    assert "inhouse" in group_options([CONF_DIR, tmp_path], "backend")
+    with pytest.raises(ConfigError, match="did you mean inhouse"):
+        prepare_overrides([search, "backend=inhose"], CONF_DIR, GROUPS)
+    with pytest.raises(ConfigError, match="has no option 'inhouse'"):
+        prepare_overrides(["backend=inhouse"], CONF_DIR, GROUPS)  # without the folder: unknown
