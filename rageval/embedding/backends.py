@@ -139,6 +139,8 @@ EXPORTERS: dict[tuple[str, str], Exporter] = {}
 
 
 def exporter(backend: str, quantize: str):
+    """Decorator: register ``fn`` as the exporter of (``backend``, ``quantize``) in EXPORTERS."""
+
     def register(fn: Exporter) -> Exporter:
         EXPORTERS[(backend, quantize)] = fn
         return fn

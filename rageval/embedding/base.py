@@ -43,7 +43,9 @@ class Encoder(Protocol):
         ...
 
     @property
-    def dim(self) -> int: ...
+    def dim(self) -> int:
+        """Length of each vector."""
+        ...
 
     def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
         """Return an array of shape (len(texts), dim), float32, rows of unit length."""
@@ -65,7 +67,9 @@ class EncoderExtras(Protocol):
     source_fingerprint: str
     max_cosine_distance: float
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Release the model (memory, threads); the encoder may load it again later."""
+        ...
 
 
 def tokenizer_dir_of(encoder: object) -> str:

@@ -139,6 +139,7 @@ class SentenceTransformerEncoder:
 
     @property
     def fingerprint(self) -> str:
+        """Digest of the model files, backend and quantization: the embedding cache's key."""
         return self._fingerprint
 
     @property
@@ -178,6 +179,7 @@ class SentenceTransformerEncoder:
 
     @property
     def dim(self) -> int:
+        """Vector length, read from the model folder without loading the model when it can be."""
         cfg = self.model_path / "1_Pooling" / "config.json"
         try:
             source = int(json.loads(cfg.read_text())["word_embedding_dimension"])
@@ -189,6 +191,7 @@ class SentenceTransformerEncoder:
 
     @property
     def model_loaded(self) -> bool:
+        """True once the model was loaded (a fully cached run never loads it)."""
         return self._model is not None
 
     def _load(self):
@@ -243,9 +246,11 @@ class SentenceTransformerEncoder:
         self._model = None
 
     def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit-length float32 vectors of ``texts`` with the document prompt, cached ones read."""
         return self._encode(texts, self.document_prompt, "embedding documents")
 
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit-length float32 vectors of ``texts`` with the query prompt, cached ones read."""
         return self._encode(texts, self.query_prompt, "embedding queries")
 
     def _encode(self, texts: Sequence[str], prompt: str, desc: str) -> np.ndarray:

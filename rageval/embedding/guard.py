@@ -27,35 +27,42 @@ class PairedEncoder:
 
     @property
     def fingerprint(self) -> str:
+        """The document encoder's: the index's vectors are what the cache keys."""
         return self.documents.fingerprint
 
     @property
     def dim(self) -> int:
+        """The document encoder's vector length."""
         return self.documents.dim
 
     @property
     def description(self) -> str:
+        """Both models, e.g. ``all-MiniLM-L6-v2 (queries: all-MiniLM-L6-v2 onnx)``."""
         docs = getattr(self.documents, "description", "") or self.documents.fingerprint[:12]
         queries = getattr(self.queries, "description", "") or self.queries.fingerprint[:12]
         return f"{docs} (queries: {queries})"
 
     @property
     def texts_encoded(self) -> int:
+        """Texts the two encoders embedded (cache misses)."""
         return sum(int(getattr(e, "texts_encoded", 0) or 0) for e in (self.documents, self.queries))
 
     def __getattr__(self, name: str):  # the optional members (tokenizer_dir, max_seq_length...)
         return getattr(self.__dict__["documents"], name)
 
     def close(self) -> None:
+        """Close both encoders."""
         for e in (self.documents, self.queries):
             close = getattr(e, "close", None)
             if callable(close):
                 close()
 
     def encode_documents(self, texts):
+        """Vectors of ``texts`` from the document encoder."""
         return self.documents.encode_documents(texts)
 
     def encode_queries(self, texts):
+        """Vectors of ``texts`` from the query encoder."""
         return self.queries.encode_queries(texts)
 
 

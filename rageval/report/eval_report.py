@@ -46,6 +46,7 @@ class EvalReport:
     chunks: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
     def headline(self) -> dict[str, float]:
+        """The headline metrics at the report's k, in the usual order."""
         return {
             f"{m}@{self.k}": self.metrics[f"{m}@{self.k}"]
             for m in HEADLINE
@@ -53,6 +54,7 @@ class EvalReport:
         }
 
     def to_dict(self) -> dict[str, Any]:
+        """report.json's content (rankings, qrels and chunks live in their own files)."""
         skip = ("rankings", "qrels", "chunks")  # written as run.trec, qrels.trec, chunks.jsonl
         d = copy.deepcopy(
             {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip}
@@ -60,6 +62,7 @@ class EvalReport:
         return {"schema": SCHEMA_VERSION, **d}
 
     def write_json(self, path: str | Path) -> Path:
+        """Write report.json atomically; returns its path."""
         atomic_write_text(
             path, json.dumps(self.to_dict(), indent=2, sort_keys=False, default=_jsonable)
         )

@@ -42,10 +42,12 @@ class Job:
 
     @property
     def metrics(self) -> dict[str, float]:
+        """The job's mean metrics (empty for a failed job)."""
         return self.report.get("metrics", {})
 
     @property
     def values(self) -> dict[str, str]:
+        """The job's swept values: override key -> value."""
         return dict(o.split("=", 1) for o in self.overrides if "=" in o)
 
     def per_query(self, metric: str) -> dict[str, float]:
@@ -127,9 +129,11 @@ class Leaderboard:
 
     @property
     def best(self) -> int | None:
+        """Job number marked best, None when no job finished."""
         return next((j for j, v in self.verdict.items() if v == "best"), None)
 
     def header(self) -> str:
+        """One line: jobs, failures, the deciding metric and how many tied with the best."""
         ok = sum(j.status == "ok" for j in self.jobs)
         failed = len(self.jobs) - ok
         tied = sum(v == "tied" for v in self.verdict.values())
