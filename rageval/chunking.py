@@ -142,10 +142,18 @@ def chunk_rows(
     ``end`` (the chunk's text in the document), ``span_start``/``span_end`` (the characters span
     metrics count for it, see docs/metrics.md) and its token count."""
     return [
-        {"id": c.id, "doc_id": c.doc_id, "ordinal": c.ordinal, "start": c.start, "end": c.end,
-         "span_start": extents[c.id][1], "span_end": extents[c.id][2], "tokens": c.n_tokens}
+        {
+            "id": c.id,
+            "doc_id": c.doc_id,
+            "ordinal": c.ordinal,
+            "start": c.start,
+            "end": c.end,
+            "span_start": extents[c.id][1],
+            "span_end": extents[c.id][2],
+            "tokens": c.n_tokens,
+        }
         for c in chunks
-    ]  # fmt: skip
+    ]
 
 
 def write_chunks_jsonl(path: str | Path, rows: Iterable[Mapping[str, object]]) -> Path:

@@ -51,7 +51,8 @@ def encode_texts(tokenizer, texts: Sequence[str], piece: int = PIECE_CHARS) -> l
     short = [i for i, t in enumerate(texts) if len(t) <= piece]
     out: list = [None] * len(texts)
     for i, enc in zip(
-        short, tokenizer.encode_batch([texts[i] for i in short], add_special_tokens=False),
+        short,
+        tokenizer.encode_batch([texts[i] for i in short], add_special_tokens=False),
         strict=True,
     ):
         out[i] = enc

@@ -180,7 +180,11 @@ class _Clock:
 
 def _load(spec: RunSpec) -> tuple[GoldenSet, list[Document]]:
     golden = spec.golden if isinstance(spec.golden, GoldenSet) else load_golden(spec.golden)
-    docs = load_corpus(spec.corpus, spec.max_document_mb) if isinstance(spec.corpus, str) else list(spec.corpus)
+    docs = (
+        load_corpus(spec.corpus, spec.max_document_mb)
+        if isinstance(spec.corpus, str)
+        else list(spec.corpus)
+    )
     return golden, docs
 
 

@@ -23,9 +23,7 @@ SECRET_KEY = re.compile(
 )
 # scheme://USERINFO@host: USERINFO may be user:password, a bare token (https://TOKEN@github.com)
 # or anything else before the @ of the authority
-URL_CREDENTIALS = re.compile(
-    r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<userinfo>[^/@\s?#'\"]+)@"
-)
+URL_CREDENTIALS = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<userinfo>[^/@\s?#'\"]+)@")
 # ?name=value, &name=value, ;name=value, #name=value in a URL (a fragment carries OAuth tokens);
 # masked when the name looks secret
 URL_QUERY = re.compile(r"(?P<lead>[?&;#](?P<name>[A-Za-z0-9_.-]+)=)(?P<value>[^&#\s'\"]+)")
@@ -143,7 +141,9 @@ def _parse_override_value(override: str) -> Any:
     m = _SWEEP_FN.match(value)
     parts = _split_top_level(m["args"] if m else value)
     try:
-        items = [yaml.safe_load(_FLOW_KEY.sub(r"\1\2: ", p)) if p[:1] in "{['\"" else p for p in parts]
+        items = [
+            yaml.safe_load(_FLOW_KEY.sub(r"\1\2: ", p)) if p[:1] in "{['\"" else p for p in parts
+        ]
     except yaml.YAMLError:
         return _UNPARSED
     return _plain(items[0] if len(items) == 1 and not m else items)

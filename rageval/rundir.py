@@ -76,13 +76,15 @@ def check_complete(report: str | Path) -> None:
     if (folder / ERROR).is_file():
         raise InputError(
             f"the run in {folder} failed (see {folder / ERROR}); its report.json is not a result. "
-            "Re-run it, or pick another run", path=str(report),
-        )  # fmt: skip
+            "Re-run it, or pick another run",
+            path=str(report),
+        )
     if (folder / MARKER).is_file():
         raise InputError(
             f"the run in {folder} did not finish (it is marked {MARKER}: still running, or "
-            "killed); re-run it, or pick another run", path=str(report),
-        )  # fmt: skip
+            "killed); re-run it, or pick another run",
+            path=str(report),
+        )
 
 
 # errors that mean the machine, not the configuration, stopped the run
@@ -107,7 +109,10 @@ def os_errors(what: str = "", hint: str = "") -> Iterator[None]:
                 "space (or fix the disk) and run again",
             ) from None
         verb = "write" if err.errno == errno.EROFS else "use"
-        advice = hint or "check that it exists and that you may read and write there (cache_dir, hydra.run.dir)"
+        advice = (
+            hint
+            or "check that it exists and that you may read and write there (cache_dir, hydra.run.dir)"
+        )
         raise WriteError(f"cannot {verb} {where}: {err.strerror or err}; {advice}") from None
 
 

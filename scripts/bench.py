@@ -45,8 +45,16 @@ def main() -> None:
     for i in range(a.repeats):
         with tempfile.TemporaryDirectory() as tmp:
             tmp = Path(tmp)
-            run = [PY, "-m", "rageval", f"chunk={a.chunk}", f"cache_dir={tmp / 'cache'}", "latency_sample=0",
-                   f"mlflow.enabled={str(a.mlflow).lower()}", f"mlflow.tracking_uri=sqlite:///{tmp / 'm.db'}"]  # fmt: skip
+            run = [
+                PY,
+                "-m",
+                "rageval",
+                f"chunk={a.chunk}",
+                f"cache_dir={tmp / 'cache'}",
+                "latency_sample=0",
+                f"mlflow.enabled={str(a.mlflow).lower()}",
+                f"mlflow.tracking_uri=sqlite:///{tmp / 'm.db'}",
+            ]
             cold, _ = timed([*run, f"hydra.run.dir={tmp / 'cold'}"], tmp)
             minimal, out = timed(
                 [PY, str(ROOT / "scripts" / "minimal_pipeline.py"), "--chunk", str(a.chunk)], tmp
@@ -55,10 +63,20 @@ def main() -> None:
             rep = json.loads((tmp / "cold" / "report.json").read_text())
             ref = json.loads(out)["metrics"]
             same = all(abs(rep["metrics"][m] - ref[m]) < 1e-9 for m in ref)
-            rows.append({"cold": cold, "minimal": minimal, "warm": warm, "same_metrics": same,
-                         "texts_embedded": rep["counts"]["texts_embedded"]})  # fmt: skip
-            print(f"repeat {i + 1}: cold {cold:.1f}s, minimal {minimal:.1f}s, warm {warm:.1f}s, "
-                  f"metrics equal: {same}", file=sys.stderr)  # fmt: skip
+            rows.append(
+                {
+                    "cold": cold,
+                    "minimal": minimal,
+                    "warm": warm,
+                    "same_metrics": same,
+                    "texts_embedded": rep["counts"]["texts_embedded"],
+                }
+            )
+            print(
+                f"repeat {i + 1}: cold {cold:.1f}s, minimal {minimal:.1f}s, warm {warm:.1f}s, "
+                f"metrics equal: {same}",
+                file=sys.stderr,
+            )
     med = {k: statistics.median(r[k] for r in rows) for k in ("cold", "minimal", "warm")}
     ratios = [r["cold"] / r["minimal"] for r in rows]
     warm_share = [r["warm"] / r["cold"] for r in rows]
@@ -71,8 +89,10 @@ def main() -> None:
     print(
         f"warm / cold: median {statistics.median(warm_share):.3f} (each repeat: {', '.join(f'{x:.3f}' for x in warm_share)})"
     )
-    print(f"texts embedded by the cold run: {rows[0]['texts_embedded']}; metrics equal to the minimal pipeline: "
-          f"{all(r['same_metrics'] for r in rows)}")  # fmt: skip
+    print(
+        f"texts embedded by the cold run: {rows[0]['texts_embedded']}; metrics equal to the minimal pipeline: "
+        f"{all(r['same_metrics'] for r in rows)}"
+    )
 
 
 if __name__ == "__main__":

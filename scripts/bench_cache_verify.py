@@ -47,14 +47,20 @@ sys.exit(main(sys.argv[2:]))
 def demo(repeats: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         args = [f"cache_dir={tmp}/cache", "mlflow.enabled=false", "latency_sample=0"]
-        subprocess.run([sys.executable, "-m", "rageval", *args, f"hydra.run.dir={tmp}/cold"],
-                       check=True, capture_output=True)  # fmt: skip
+        subprocess.run(
+            [sys.executable, "-m", "rageval", *args, f"hydra.run.dir={tmp}/cold"],
+            check=True,
+            capture_output=True,
+        )
         times: dict[str, list[float]] = {"on": [], "off": []}
         for i in range(repeats):
             for mode in ("off", "on"):
                 t = time.perf_counter()
-                subprocess.run([sys.executable, "-c", DEMO, mode, *args, f"hydra.run.dir={tmp}/{mode}{i}"],
-                               check=True, capture_output=True)  # fmt: skip
+                subprocess.run(
+                    [sys.executable, "-c", DEMO, mode, *args, f"hydra.run.dir={tmp}/{mode}{i}"],
+                    check=True,
+                    capture_output=True,
+                )
                 times[mode].append(time.perf_counter() - t)
                 print(f"warm demo run, verify {mode}: {times[mode][-1]:.2f} s")
         on, off = statistics.median(times["on"]), statistics.median(times["off"])
@@ -82,13 +88,21 @@ def main() -> None:
         for _ in range(a.repeats):
             for mode in ("off", "on"):
                 t = time.perf_counter()
-                out = subprocess.run([sys.executable, "-c", READ, root, mode, str(a.rows)],
-                                     capture_output=True, text=True, check=True).stdout  # fmt: skip
+                out = subprocess.run(
+                    [sys.executable, "-c", READ, root, mode, str(a.rows)],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                ).stdout
                 times[mode].append(float(out))
-                print(f"verify {mode}: lookup {float(out):.3f} s, process {time.perf_counter() - t:.2f} s")
+                print(
+                    f"verify {mode}: lookup {float(out):.3f} s, process {time.perf_counter() - t:.2f} s"
+                )
         on, off = statistics.median(times["on"]), statistics.median(times["off"])
-        print(f"{a.rows} x {a.dim} vectors: lookup {off:.3f} s without checks, {on:.3f} s with "
-              f"(x{on / off:.2f}, +{on - off:.3f} s)")  # fmt: skip
+        print(
+            f"{a.rows} x {a.dim} vectors: lookup {off:.3f} s without checks, {on:.3f} s with "
+            f"(x{on / off:.2f}, +{on - off:.3f} s)"
+        )
 
 
 if __name__ == "__main__":

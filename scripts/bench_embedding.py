@@ -65,8 +65,14 @@ def main() -> None:
     built = {}
     for name in names:
         backend, quant = variant(name)
-        cfg = compose([f"cache_dir={a.cache_dir}", "mlflow.enabled=false",
-                       f"embedding.backend={backend}", f"embedding.quantize={quant}"])  # fmt: skip
+        cfg = compose(
+            [
+                f"cache_dir={a.cache_dir}",
+                "mlflow.enabled=false",
+                f"embedding.backend={backend}",
+                f"embedding.quantize={quant}",
+            ]
+        )
         parts = build(cfg)
         spec, enc, retriever = parts.spec, parts.encoder, parts.retriever
         enc.progress = False
@@ -79,14 +85,22 @@ def main() -> None:
             export_s = None
         t = time.perf_counter()
         model = enc._load()
-        built[name] = {"enc": enc, "spec": spec, "retriever": retriever, "model": model,
-                       "export_s": export_s, "load_s": time.perf_counter() - t}  # fmt: skip
+        built[name] = {
+            "enc": enc,
+            "spec": spec,
+            "retriever": retriever,
+            "model": model,
+            "export_s": export_s,
+            "load_s": time.perf_counter() - t,
+        }
         exported = f"exported in {export_s:.0f} s, " if export_s else ""
         print(f"{name}: ready ({exported}loaded in {built[name]['load_s']:.1f} s)", flush=True)
 
     spec = built["torch"]["spec"]
     docs = load_corpus(spec.corpus)
-    texts = [c.text for c in chunk_documents(docs, spec.chunking, load_tokenizer(spec.tokenizer_dir))]
+    texts = [
+        c.text for c in chunk_documents(docs, spec.chunking, load_tokenizer(spec.tokenizer_dir))
+    ]
     slices = np.array_split(np.arange(len(texts)), a.rounds)
     vecs = {n: [] for n in names}
     cpu = dict.fromkeys(names, 0.0)
@@ -111,33 +125,42 @@ def main() -> None:
         enc.cache = EmbeddingCache(work / name, enc.fingerprint)
         enc.cache.put([text_key(t, enc.document_prompt) for t in texts], v)
         report = evaluate(b["spec"], b["retriever"], enc)
-        rows.append({
-            "variant": name,
-            "texts_per_cpu_s": len(texts) / cpu[name],
-            "texts_per_wall_s": len(texts) / wall[name],
-            "cpu_ratio": cpu["torch"] / cpu[name],
-            "wall_ratio": wall["torch"] / wall[name],
-            "cos_min": None if cos is None else float(cos.min()),
-            "cos_mean": None if cos is None else float(cos.mean()),
-            "probe_max_cosine_distance": enc.max_cosine_distance,
-            "export_s": b["export_s"],
-            "metrics": {m: report.metrics.get(m) for m in HEADLINE},
-        })  # fmt: skip
+        rows.append(
+            {
+                "variant": name,
+                "texts_per_cpu_s": len(texts) / cpu[name],
+                "texts_per_wall_s": len(texts) / wall[name],
+                "cpu_ratio": cpu["torch"] / cpu[name],
+                "wall_ratio": wall["torch"] / wall[name],
+                "cos_min": None if cos is None else float(cos.min()),
+                "cos_mean": None if cos is None else float(cos.mean()),
+                "probe_max_cosine_distance": enc.max_cosine_distance,
+                "export_s": b["export_s"],
+                "metrics": {m: report.metrics.get(m) for m in HEADLINE},
+            }
+        )
     torch_m = rows[0]["metrics"]
     for row in rows:
         row["max_metric_delta"] = max(abs(row["metrics"][m] - torch_m[m]) for m in HEADLINE)
-    print(f"\n{len(texts)} demo chunks (chunk=256), {a.rounds} interleaved rounds, one process, "
-          f"{os.cpu_count()} cores (shared: other processes compete for them)\n")  # fmt: skip
+    print(
+        f"\n{len(texts)} demo chunks (chunk=256), {a.rounds} interleaved rounds, one process, "
+        f"{os.cpu_count()} cores (shared: other processes compete for them)\n"
+    )
     head = ["variant", "CPU ratio", "wall ratio", "chunks/CPU s", "min cos", "probe dist"]
     head += [*HEADLINE, "max |Δ|"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for row in rows:
-        cells = [row["variant"], f"{row['cpu_ratio']:.2f}x", f"{row['wall_ratio']:.2f}x",
-                 f"{row['texts_per_cpu_s']:.0f}",
-                 "n/a" if row["cos_min"] is None else f"{row['cos_min']:.6f}",
-                 "n/a" if row["probe_max_cosine_distance"] is None
-                 else f"{row['probe_max_cosine_distance']:.1e}"]  # fmt: skip
+        cells = [
+            row["variant"],
+            f"{row['cpu_ratio']:.2f}x",
+            f"{row['wall_ratio']:.2f}x",
+            f"{row['texts_per_cpu_s']:.0f}",
+            "n/a" if row["cos_min"] is None else f"{row['cos_min']:.6f}",
+            "n/a"
+            if row["probe_max_cosine_distance"] is None
+            else f"{row['probe_max_cosine_distance']:.1e}",
+        ]
         cells += [f"{row['metrics'][m]:.4f}" for m in HEADLINE] + [f"{row['max_metric_delta']:.4f}"]
         print("| " + " | ".join(cells) + " |")
     result = {"chunks": len(texts), "rounds": a.rounds, "rows": rows}
@@ -168,16 +191,34 @@ def cold_runs(rows: list[dict], cache_dir: str) -> dict:
         (cold_cache / "models").symlink_to(Path(cache_dir).resolve() / "models")
         env = {**os.environ, "RAGEVAL_CACHE_DIR": str(cold_cache), "PYTHONPATH": str(ROOT)}
         t = time.perf_counter()
-        subprocess.run([PY, "-m", "rageval", f"embedding.backend={backend}",
-                        f"embedding.quantize={quant}", "mlflow.enabled=false"],
-                       cwd=tmp, env=env, check=True, capture_output=True)  # fmt: skip
+        subprocess.run(
+            [
+                PY,
+                "-m",
+                "rageval",
+                f"embedding.backend={backend}",
+                f"embedding.quantize={quant}",
+                "mlflow.enabled=false",
+            ],
+            cwd=tmp,
+            env=env,
+            check=True,
+            capture_output=True,
+        )
         cold = time.perf_counter() - t
         t = time.perf_counter()
-        subprocess.run([PY, str(ROOT / "scripts" / "minimal_pipeline.py")], cwd=tmp, env=env,
-                       check=True, capture_output=True)  # fmt: skip
+        subprocess.run(
+            [PY, str(ROOT / "scripts" / "minimal_pipeline.py")],
+            cwd=tmp,
+            env=env,
+            check=True,
+            capture_output=True,
+        )
         minimal = time.perf_counter() - t
-    print(f"\ncold demo run with {best['variant']}: {cold:.1f} s; minimal sentence-transformers "
-          f"pipeline right after: {minimal:.1f} s; ratio {cold / minimal:.2f}")  # fmt: skip
+    print(
+        f"\ncold demo run with {best['variant']}: {cold:.1f} s; minimal sentence-transformers "
+        f"pipeline right after: {minimal:.1f} s; ratio {cold / minimal:.2f}"
+    )
     return {"variant": best["variant"], "cold_s": cold, "minimal_s": minimal}
 
 

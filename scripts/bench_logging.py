@@ -40,13 +40,21 @@ def main() -> None:
                 report = load_run(run)
                 report.mlflow_run_id = None
                 t = time.perf_counter()
-                log_run(report, config=report.config, choices=report.choices, output_dir=run,
-                        uri=uri, experiment="bench")  # fmt: skip
+                log_run(
+                    report,
+                    config=report.config,
+                    choices=report.choices,
+                    output_dir=run,
+                    uri=uri,
+                    experiment="bench",
+                )
                 bucket.append(time.perf_counter() - t)
     print(f"rageval at {Path(rageval.__file__).parent}")
     print(f"log_run, first run of an experiment: median {statistics.median(first):.3f} s")
-    print(f"log_run, experiment in use:          median {statistics.median(later):.3f} s "
-          f"(min {min(later):.3f}, max {max(later):.3f}, {a.repeats} repeats)")  # fmt: skip
+    print(
+        f"log_run, experiment in use:          median {statistics.median(later):.3f} s "
+        f"(min {min(later):.3f}, max {max(later):.3f}, {a.repeats} repeats)"
+    )
 
 
 if __name__ == "__main__":

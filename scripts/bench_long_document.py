@@ -26,8 +26,10 @@ def main(mb: float) -> None:
     t = time.perf_counter()
     chunks = chunk_documents([Document(id="big", text=text)], ChunkingSpec(256), tok)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"{mb:g} MB single line: {len(chunks)} chunks in {time.perf_counter() - t:.1f} s, "
-          f"peak RSS {peak:.0f} MB (text and tokenizer loaded: {before:.0f} MB)")  # fmt: skip
+    print(
+        f"{mb:g} MB single line: {len(chunks)} chunks in {time.perf_counter() - t:.1f} s, "
+        f"peak RSS {peak:.0f} MB (text and tokenizer loaded: {before:.0f} MB)"
+    )
 
 
 if __name__ == "__main__":

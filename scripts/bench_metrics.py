@@ -38,15 +38,27 @@ from rageval.formats.trec import order_like_trec_eval
 from rageval.scoring.metrics import score_rankings
 
 PYTREC_MEASURES = {
-    "P_5", "P_10", "recall_5", "recall_10", "ndcg_cut_5", "ndcg_cut_10",
-    "map_cut_5", "map_cut_10", "recip_rank",
-}  # fmt: skip
+    "P_5",
+    "P_10",
+    "recall_5",
+    "recall_10",
+    "ndcg_cut_5",
+    "ndcg_cut_10",
+    "map_cut_5",
+    "map_cut_10",
+    "recip_rank",
+}
 # pytrec_eval measure -> rageval key
 SAME = {
-    "P_5": "precision@5", "P_10": "precision@10", "recall_5": "recall@5",
-    "recall_10": "recall@10", "ndcg_cut_5": "ndcg@5", "ndcg_cut_10": "ndcg@10",
-    "map_cut_5": "map@5", "map_cut_10": "map@10",
-}  # fmt: skip
+    "P_5": "precision@5",
+    "P_10": "precision@10",
+    "recall_5": "recall@5",
+    "recall_10": "recall@10",
+    "ndcg_cut_5": "ndcg@5",
+    "ndcg_cut_10": "ndcg@10",
+    "map_cut_5": "map@5",
+    "map_cut_10": "map@10",
+}
 
 
 def make_data(n: int, depth: int, boost: float, seed: int = 0):
@@ -191,12 +203,18 @@ def bench_files(n: int, depth: int, repeat: int) -> None:
     want, got = json.loads(ref[2]), json.loads(ours[2])["metrics"]
     worst = max(abs(want[m] - got[SAME[m]]) for m in want)
     assert worst < 1e-9, f"means differ from pytrec_eval by {worst}"
-    print(f"{n:,} queries x {depth} results ({lines:,} run lines), median of {repeat}; "
-          f"{os.cpu_count()} cores, Python {platform.python_version()}\n")  # fmt: skip
+    print(
+        f"{n:,} queries x {depth} results ({lines:,} run lines), median of {repeat}; "
+        f"{os.cpu_count()} cores, Python {platform.python_version()}\n"
+    )
     print("| process | CPU s | wall s |\n|---|---:|---:|")
-    rows = [("pytrec_eval: parse_qrel + parse_run + evaluate + mean", ref),
-            ("`rageval score --json`", ours), ("`rageval score`, a 2-line file", small),
-            ("`rageval score --help`", help_), ("`python -c pass` (interpreter start)", bare)]  # fmt: skip
+    rows = [
+        ("pytrec_eval: parse_qrel + parse_run + evaluate + mean", ref),
+        ("`rageval score --json`", ours),
+        ("`rageval score`, a 2-line file", small),
+        ("`rageval score --help`", help_),
+        ("`python -c pass` (interpreter start)", bare),
+    ]
     for name, (w, c, _) in rows:
         print(f"| {name} | {c:.2f} | {w:.2f} |")
     print(f"\nspeed-up (CPU): {ref[1] / ours[1]:.1f}x; max diff of means {worst:.0e}")

@@ -42,8 +42,13 @@ print(json.dumps({"texts": len(texts), "cpu_s": cpu, "changed_64_vs_4": changed}
 
 def run(mode: str, n: int, repeats: int) -> dict:
     env = {**os.environ, "MKL_CBWR": mode, "HF_HUB_OFFLINE": "1"}
-    out = subprocess.run([sys.executable, "-c", CHILD, str(n), str(repeats)], env=env,
-                         capture_output=True, text=True, check=True)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, str(n), str(repeats)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

@@ -170,27 +170,56 @@ def main() -> None:
         return
     import faiss
 
-    print(f"python {platform.python_version()}, numpy {np.__version__}, faiss {faiss.__version__}, "
-          f"{os.cpu_count()} cores, {platform.machine()}; {a.queries:,} queries, dim {a.dim}\n")  # fmt: skip
-    print("| chunks | index | build s | search s | score s | recall@10 | peak RSS MiB "
-          "| ru_maxrss MiB | raw MiB | peak / raw | (peak - base) / raw |")  # fmt: skip
+    print(
+        f"python {platform.python_version()}, numpy {np.__version__}, faiss {faiss.__version__}, "
+        f"{os.cpu_count()} cores, {platform.machine()}; {a.queries:,} queries, dim {a.dim}\n"
+    )
+    print(
+        "| chunks | index | build s | search s | score s | recall@10 | peak RSS MiB "
+        "| ru_maxrss MiB | raw MiB | peak / raw | (peak - base) / raw |"
+    )
     print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for n in (int(s) for s in a.sizes.split(",")):
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir(parents=True)
-        run_child(["--child", "generate", str(n), "--queries", str(a.queries), "--dim",
-                   str(a.dim), "--work", str(work)])  # fmt: skip
+        run_child(
+            [
+                "--child",
+                "generate",
+                str(n),
+                "--queries",
+                str(a.queries),
+                "--dim",
+                str(a.dim),
+                "--work",
+                str(work),
+            ]
+        )
         raw = n * a.dim * 4
         for kind in a.kinds.split(","):
             if kind == "hnsw" and n > a.hnsw_max:
                 continue
-            r, maxrss = run_child(["--child", kind, str(n), "--queries", str(a.queries), "--work",
-                                 str(work), "--query-batch", str(a.query_batch)])  # fmt: skip
+            r, maxrss = run_child(
+                [
+                    "--child",
+                    kind,
+                    str(n),
+                    "--queries",
+                    str(a.queries),
+                    "--work",
+                    str(work),
+                    "--query-batch",
+                    str(a.query_batch),
+                ]
+            )
             assert r["texts_encoded"] == 0, "the model ran: the cache missed"
             peak = r["hwm"]
-            print(f"| {n:,} | {kind} | {r['build_s']:.2f} | {r['search_s']:.2f} | "
-                  f"{r['score_s']:.2f} | {r['recall@10']:.3f} | {mib(peak)} | {mib(maxrss)} | {mib(raw)} | "
-                  f"{peak / raw:.2f} | {(peak - r['baseline_rss']) / raw:.2f} |", flush=True)  # fmt: skip
+            print(
+                f"| {n:,} | {kind} | {r['build_s']:.2f} | {r['search_s']:.2f} | "
+                f"{r['score_s']:.2f} | {r['recall@10']:.3f} | {mib(peak)} | {mib(maxrss)} | {mib(raw)} | "
+                f"{peak / raw:.2f} | {(peak - r['baseline_rss']) / raw:.2f} |",
+                flush=True,
+            )
     shutil.rmtree(work, ignore_errors=True)
 
 

@@ -101,13 +101,17 @@ def main() -> None:
             unit_of=str,
             budgets=DEFAULT_BUDGETS,
             truncate=tokenizer_truncate(tok),
-        )  # fmt: skip
+        )
     )
     tokens_s = timed(lambda: token_counts(rankings, n_tok, ks))
     print(f"{args.queries} queries, {len(chunks)} chunks of {args.chunk} tokens, depth {depth}")
     print("| metrics | seconds | x ranking metrics |\n|---|---:|---:|")
-    for name, s in [("ranking (trec_eval)", ranking_s), ("span + quote @k", span_s),
-                    ("budget @Bt (4 budgets)", budget_s), ("tokens@k", tokens_s)]:  # fmt: skip
+    for name, s in [
+        ("ranking (trec_eval)", ranking_s),
+        ("span + quote @k", span_s),
+        ("budget @Bt (4 budgets)", budget_s),
+        ("tokens@k", tokens_s),
+    ]:
         print(f"| {name} | {s:.2f} | {s / ranking_s:.1f} |")
 
 

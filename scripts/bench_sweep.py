@@ -23,8 +23,13 @@ PY = sys.executable
 
 def run(args: list[str], cwd: Path) -> float:
     t = time.perf_counter()
-    proc = subprocess.run([PY, "-m", "rageval", *args], cwd=cwd, capture_output=True, text=True,
-                          env={**os.environ, "HF_HUB_OFFLINE": "1"})  # fmt: skip
+    proc = subprocess.run(
+        [PY, "-m", "rageval", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
     if proc.returncode:
         sys.exit(proc.stderr[-3000:])
     return time.perf_counter() - t
@@ -44,12 +49,28 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         common = ["latency_sample=0", "mlflow.enabled=false"]
-        sweep_t = run(["-m", f"cache_dir={tmp / 'c1'}", *common, f"hydra.sweep.dir={tmp / 'sweep'}",
-                       "chunk=128,256", "search=vector,hybrid"], tmp)  # fmt: skip
+        sweep_t = run(
+            [
+                "-m",
+                f"cache_dir={tmp / 'c1'}",
+                *common,
+                f"hydra.sweep.dir={tmp / 'sweep'}",
+                "chunk=128,256",
+                "search=vector,hybrid",
+            ],
+            tmp,
+        )
         single_t = 0.0
         for chunk in (128, 256):
-            single_t += run([f"cache_dir={tmp / 'c2'}", *common, f"hydra.run.dir={tmp / f'single{chunk}'}",
-                             f"chunk={chunk}"], tmp)  # fmt: skip
+            single_t += run(
+                [
+                    f"cache_dir={tmp / 'c2'}",
+                    *common,
+                    f"hydra.run.dir={tmp / f'single{chunk}'}",
+                    f"chunk={chunk}",
+                ],
+                tmp,
+            )
         sweep = embedded(tmp / "sweep")
         singles = {**embedded(tmp / "single128"), **embedded(tmp / "single256")}
         print("| sweep job | texts embedded |\n|---|---|")
@@ -57,8 +78,10 @@ def main() -> None:
             print(f"| {k} | {v} |")
         print(f"| **sweep total** | **{sum(sweep.values())}** |")
         print(f"| two single runs (chunk=128, chunk=256), total | {sum(singles.values())} |")
-        print(f"\nwall time: sweep of 4 jobs {sweep_t:.1f}s, the two single runs {single_t:.1f}s, "
-              f"ratio {sweep_t / single_t:.2f}")  # fmt: skip
+        print(
+            f"\nwall time: sweep of 4 jobs {sweep_t:.1f}s, the two single runs {single_t:.1f}s, "
+            f"ratio {sweep_t / single_t:.2f}"
+        )
 
 
 if __name__ == "__main__":

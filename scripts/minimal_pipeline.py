@@ -54,8 +54,14 @@ def main() -> None:
     _, idx = index.search(q_vecs, a.k)
     rankings = [[chunks[i].id for i in row if i >= 0] for row in idx]
     scores = score_rankings([q.id for q in golden.queries], rankings, qrels, [a.k]).mean()
-    json.dump({"metrics": scores, "seconds": time.perf_counter() - t0, "texts": len(chunks) + len(golden.queries)},
-              sys.stdout)  # fmt: skip
+    json.dump(
+        {
+            "metrics": scores,
+            "seconds": time.perf_counter() - t0,
+            "texts": len(chunks) + len(golden.queries),
+        },
+        sys.stdout,
+    )
     print()
 
 

@@ -73,8 +73,16 @@ def main() -> None:
     db = work / "mlflow.db"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "MLFLOW_DISABLE_TELEMETRY": "true"}
     if not db.is_file():
-        cmd = [sys.executable, "-m", "rageval", "-m", *SWEEP, "latency_sample=0",
-               f"mlflow.tracking_uri=sqlite:///{db}", f"hydra.sweep.dir={work / 'multirun'}"]  # fmt: skip
+        cmd = [
+            sys.executable,
+            "-m",
+            "rageval",
+            "-m",
+            *SWEEP,
+            "latency_sample=0",
+            f"mlflow.tracking_uri=sqlite:///{db}",
+            f"hydra.sweep.dir={work / 'multirun'}",
+        ]
         print("running:", " ".join(cmd[1:]), flush=True)
         subprocess.run(cmd, cwd=work, env=env, check=True)
     from mlflow.tracking import MlflowClient
@@ -82,10 +90,25 @@ def main() -> None:
     exp = MlflowClient(f"sqlite:///{db}").get_experiment_by_name("rageval")
     port = free_port()
     server = subprocess.Popen(
-        [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", f"sqlite:///{db}",
-         "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
-        cwd=work, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "mlflow",
+            "ui",
+            "--backend-store-uri",
+            f"sqlite:///{db}",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            "1",
+        ],
+        cwd=work,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         base = f"http://127.0.0.1:{port}"
         wait_for(f"{base}/health")

@@ -63,7 +63,9 @@ def build(cfg) -> Components:
     if not cfg.max_document_mb > 0:
         raise ConfigError(f"max_document_mb must be a number > 0, got {cfg.max_document_mb}")
     if cfg.retry_backoff < 0:
-        raise ConfigError(f"retry_backoff must be a number of seconds >= 0, got {cfg.retry_backoff}")
+        raise ConfigError(
+            f"retry_backoff must be a number of seconds >= 0, got {cfg.retry_backoff}"
+        )
     encoder, query_encoder = _encoders(cfg.embedding)
     retriever = RetryingRetriever(
         instantiate(cfg.backend, "backend"), cfg.retries, float(cfg.retry_backoff)

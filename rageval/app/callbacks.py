@@ -48,7 +48,9 @@ class SweepCallback(Callback):
         from rageval.app.sweep import finish_sweep
         from rageval.redact import redact_yaml_file
 
-        redact_yaml_file(Path(config.hydra.sweep.dir) / "multirun.yaml", config.hydra.overrides.task)
+        redact_yaml_file(
+            Path(config.hydra.sweep.dir) / "multirun.yaml", config.hydra.overrides.task
+        )
         code = finish_sweep(config)
         self._report({"state": "finished", "exit_code": code})
 

@@ -84,7 +84,9 @@ def compose_from_baseline(
         try:
             ConfigLoaderImpl._apply_overrides_to_config(rest, cfg)
         except (HydraException, OmegaConfBaseException) as err:
-            raise explain(err, [o.input_line or "" for o in rest], config_keys(cfg), groups) from None
+            raise explain(
+                err, [o.input_line or "" for o in rest], config_keys(cfg), groups
+            ) from None
     OmegaConf.set_struct(cfg, True)
     if not mlflow and not any(o.key_or_group == "mlflow.enabled" for o in rest):
         cfg.mlflow.enabled = False
@@ -111,8 +113,13 @@ def _replay(cfg, values: Mapping[str, Any], skip: set[str] = frozenset(), top: b
             cfg[key] = value
 
 
-def run_check(baseline_path: str | Path, overrides: Sequence[str] | None = None,
-              out: str | Path | None = None, mlflow: bool = False, quiet: bool = False):  # fmt: skip
+def run_check(
+    baseline_path: str | Path,
+    overrides: Sequence[str] | None = None,
+    out: str | Path | None = None,
+    mlflow: bool = False,
+    quiet: bool = False,
+):
     """Re-run ``baseline_path``'s config with ``overrides`` and compare; returns the
     :class:`~rageval.gate.compare.Comparison` and the folder holding the re-run's report,
     gate.md (for a pull-request comment) and gate.json."""

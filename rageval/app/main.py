@@ -47,9 +47,15 @@ __all__ = [
 ]
 
 
-def run_job(cfg, output_dir: str | Path, overrides: list[str] | None = None,
-            choices: dict[str, str] | None = None, sweep_dir: str | None = None, quiet: bool = False,
-            job: int | None = None):  # fmt: skip
+def run_job(
+    cfg,
+    output_dir: str | Path,
+    overrides: list[str] | None = None,
+    choices: dict[str, str] | None = None,
+    sweep_dir: str | None = None,
+    quiet: bool = False,
+    job: int | None = None,
+):
     """Evaluate one composed config; writes report.json (+ TREC files) and logs to MLflow."""
     import yaml
     from omegaconf import OmegaConf
@@ -94,10 +100,17 @@ def run_job(cfg, output_dir: str | Path, overrides: list[str] | None = None,
         uri = tracking_uri(cfg.mlflow.tracking_uri)
         try:
             report.mlflow_run_id = log_run(
-                report, config=config, choices=choices or {}, output_dir=out, uri=uri,
-                experiment=cfg.mlflow.experiment, run_name=cfg.mlflow.run_name,
+                report,
+                config=config,
+                choices=choices or {},
+                output_dir=out,
+                uri=uri,
+                experiment=cfg.mlflow.experiment,
+                run_name=cfg.mlflow.run_name,
                 parent_run_id=parent_run_id(sweep_dir, uri, cfg.mlflow.experiment),
-                sweep_id=sweep_dir, job=job)  # fmt: skip
+                sweep_id=sweep_dir,
+                job=job,
+            )
         except Exception as err:  # the report is safe on disk; say how to log it later
             secrets = secret_values(config)
             shown, q = scrub(uri, secrets), shlex.quote
@@ -111,8 +124,10 @@ def run_job(cfg, output_dir: str | Path, overrides: list[str] | None = None,
         else:
             if not quiet:
                 secrets = secret_values(config)
-                print(f"MLflow run {report.mlflow_run_id} in experiment "
-                      f"{cfg.mlflow.experiment!r}; see it with: {scrub(ui_command(uri), secrets)}")  # fmt: skip
+                print(
+                    f"MLflow run {report.mlflow_run_id} in experiment "
+                    f"{cfg.mlflow.experiment!r}; see it with: {scrub(ui_command(uri), secrets)}"
+                )
             # report.json is complete already; it now also names its MLflow run
             report.write_json(out / "report.json")
     if not quiet:

@@ -87,8 +87,12 @@ def project_data(baseline_path: str | Path, golden: str | None = None) -> Projec
         labels = str(current.get("label_set") or "gold")
         digests = current.get("digests") or {}
         if not current.get("config"):  # a baseline that does not record its dataset: its digests
-            return ProjectData(digests.get("golden") or None, digests.get("corpus") or None,
-                               f"the current baseline {baseline_path}", labels)  # fmt: skip
+            return ProjectData(
+                digests.get("golden") or None,
+                digests.get("corpus") or None,
+                f"the current baseline {baseline_path}",
+                labels,
+            )
         cfg = compose_from_baseline(current, [])
         dataset = OmegaConf.to_container(cfg.dataset, resolve=True)
         g, c = _dataset_digests(dataset)
@@ -124,9 +128,17 @@ def fetch_report(client, run_id: str) -> dict[str, Any]:
         return load_report(path)
 
 
-def promote(run: str | None, baseline: str, *, best: str | None = None, experiment: str = "rageval",
-            sweep: str | None = None, golden: str | None = None, force: bool = False,
-            uri: str | None = None) -> Promoted:  # fmt: skip
+def promote(
+    run: str | None,
+    baseline: str,
+    *,
+    best: str | None = None,
+    experiment: str = "rageval",
+    sweep: str | None = None,
+    golden: str | None = None,
+    force: bool = False,
+    uri: str | None = None,
+) -> Promoted:
     """Write the baseline from a run id, a report.json path or the best run; returns what was
     promoted. Refuses (InputError) a run measured on another golden set unless ``force``."""
     from rageval.tracking import lookups
@@ -142,9 +154,15 @@ def promote(run: str | None, baseline: str, *, best: str | None = None, experime
 
         client = client_for(tracking_uri(uri))
         if spec is not None:
-            found = lookups.best_run(client, experiment, spec.mlflow_key, golden_digest=project.golden,
-                                     corpus_digest=project.corpus, sweep=sweep,
-                                     label_set=project.labels)  # fmt: skip
+            found = lookups.best_run(
+                client,
+                experiment,
+                spec.mlflow_key,
+                golden_digest=project.golden,
+                corpus_digest=project.corpus,
+                sweep=sweep,
+                label_set=project.labels,
+            )
             if found is None:
                 total = lookups.count_runs(client, experiment, sweep)
                 raise InputError(
@@ -174,8 +192,11 @@ def promote(run: str | None, baseline: str, *, best: str | None = None, experime
             f"the run was judged with the {labels!r} label set, the baseline with {project.labels!r}; "
             "the gate never compares across label sets (pass --force to switch the baseline)"
         )
-    source = {"run_id": run_id or report.get("mlflow_run_id"), "file": run if client is None else None,
-              "promoted_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}  # fmt: skip
+    source = {
+        "run_id": run_id or report.get("mlflow_run_id"),
+        "file": run if client is None else None,
+        "promoted_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
     path = write_baseline(report, baseline, source)
     if client is not None and run_id:
         lookups.move_baseline_tag(client, run_id)

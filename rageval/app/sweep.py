@@ -181,10 +181,26 @@ def finish_sweep(config, stopped: str | None = None) -> int:
             command = "rageval -m " + " ".join(
                 redact_override(o) for o in config.hydra.overrides.task
             )
-            rows = [{"job": j.job, "status": j.status, "overrides": j.overrides,
-                     "metrics": j.metrics, "run_id": j.report.get("mlflow_run_id")} for j in jobs]  # fmt: skip
-            summarise_sweep(client, parent, rows, compare_metric=board.metric, sweep_dir=sweep_dir,
-                            uri=uri, command=command, best_job=board.best)  # fmt: skip
+            rows = [
+                {
+                    "job": j.job,
+                    "status": j.status,
+                    "overrides": j.overrides,
+                    "metrics": j.metrics,
+                    "run_id": j.report.get("mlflow_run_id"),
+                }
+                for j in jobs
+            ]
+            summarise_sweep(
+                client,
+                parent,
+                rows,
+                compare_metric=board.metric,
+                sweep_dir=sweep_dir,
+                uri=uri,
+                command=command,
+                best_job=board.best,
+            )
             client.set_terminated(parent, "FAILED" if failed or stopped else "FINISHED")
             print(f"MLflow parent run {parent}; see it with: {ui_command(scrub(uri, ()))}")
         except Exception as err:  # the leaderboard is on disk already

@@ -76,8 +76,14 @@ class EndpointConfig:
                 f"base_url must start with http:// or https://, got {self.base_url!r} "
                 "(e.g. http://localhost:11434/v1 for Ollama, https://<resource>.openai.azure.com for Azure)"
             )
-        for name in ("timeout", "max_retries", "backoff", "max_backoff", "max_answer_tokens",
-                     "max_response_bytes"):  # fmt: skip
+        for name in (
+            "timeout",
+            "max_retries",
+            "backoff",
+            "max_backoff",
+            "max_answer_tokens",
+            "max_response_bytes",
+        ):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)!r}")
 
@@ -191,10 +197,12 @@ class ChatClient:
                 self._fail(status, headers, raw)
             if attempt >= self.cfg.max_retries:
                 what = f"HTTP {status}" if status else problem
-                raise EndpointError(self.scrub(
-                    f"{self.cfg.url}: still failing after {attempt + 1} attempts ({what}); "
-                    "wait and re-run, lower the request rate, or raise --retries"
-                ))  # fmt: skip
+                raise EndpointError(
+                    self.scrub(
+                        f"{self.cfg.url}: still failing after {attempt + 1} attempts ({what}); "
+                        "wait and re-run, lower the request rate, or raise --retries"
+                    )
+                )
             (self._sleep or _sleep)(self._delay(attempt, headers))
             attempt += 1
 
@@ -347,8 +355,11 @@ def read_settings_file(path: str) -> dict[str, Any]:
         raise ConfigError(f"cannot read the config: {err.strerror}", path=path) from None
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
-        raise ConfigError(f"not valid YAML: {getattr(err, 'problem', err)}", path=path,
-                          line=mark.line + 1 if mark else None) from None  # fmt: skip
+        raise ConfigError(
+            f"not valid YAML: {getattr(err, 'problem', err)}",
+            path=path,
+            line=mark.line + 1 if mark else None,
+        ) from None
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -362,9 +373,15 @@ def read_settings_file(path: str) -> dict[str, Any]:
             if is_secret_key(str(key)):
                 raise ConfigError(
                     f"{key!r}: never put an API key in a file; export it in an environment "
-                    "variable and name that variable with api_key_env", path=path, line=line)  # fmt: skip
-            raise ConfigError(f"unknown key {key!r}; valid keys: {', '.join(sorted(SETTING_TYPES))}",
-                              path=path, line=line)  # fmt: skip
+                    "variable and name that variable with api_key_env",
+                    path=path,
+                    line=line,
+                )
+            raise ConfigError(
+                f"unknown key {key!r}; valid keys: {', '.join(sorted(SETTING_TYPES))}",
+                path=path,
+                line=line,
+            )
         if not _type_ok(value, SETTING_TYPES[key]):
             want = SETTING_TYPES[key].replace(" | None", " or null")
             raise ConfigError(f"{key!r} must be {want}, got {value!r}", path=path, line=line)

@@ -90,13 +90,15 @@ def _add_query(path, docs, query, evidence, grades, qid, id_prefix, source, tags
         if " ".join(q.query.split()).casefold() == key:
             raise InputError(
                 f"this query is already in the golden set as {q.id!r}; edit that entry instead",
-                path=str(path), line=q.line,
-            )  # fmt: skip
+                path=str(path),
+                line=q.line,
+            )
         if qid is not None and q.id == qid:
             raise InputError(
                 f"id {qid!r} is taken; choose another --id or leave it out for the next free one",
-                path=str(path), line=q.line,
-            )  # fmt: skip
+                path=str(path),
+                line=q.line,
+            )
     items = []
     for i, (doc_id, quote) in enumerate(evidence):
         doc = docs.get(doc_id)
@@ -161,8 +163,9 @@ def query_from_log(where: str, key: str | None = None) -> str:
     tried = key or ", ".join(LOG_FIELDS)
     raise InputError(
         f"no query text under {tried}; name the key with --log-field (dotted, e.g. request.query)",
-        path=name, line=lineno,
-    )  # fmt: skip
+        path=name,
+        line=lineno,
+    )
 
 
 def _dig(obj: Any, dotted: str) -> Any:
@@ -234,8 +237,13 @@ def migrate(
     return out
 
 
-def check_migration(golden: GoldenSet, migrated: Migration, out: Path,
-                    docs: Mapping[str, Document], chunks: Sequence[Chunk]) -> None:  # fmt: skip
+def check_migration(
+    golden: GoldenSet,
+    migrated: Migration,
+    out: Path,
+    docs: Mapping[str, Document],
+    chunks: Sequence[Chunk],
+) -> None:
     """InputError unless the migrated set judges every chunk as the original does under the
     chunking the labels were written against (the promise of a migration)."""
     from rageval.inputs.golden import parse_line
@@ -244,8 +252,11 @@ def check_migration(golden: GoldenSet, migrated: Migration, out: Path,
     queries = tuple(parse_line(raw, path=str(out), lineno=i) for i, raw in lines if raw.strip())
     new = resolve(GoldenSet(str(out), queries, ""), docs, chunks, level="chunk").qrels
     if new != resolve(golden, docs, chunks, level="chunk").qrels:
-        raise InputError("the migrated set would judge chunks differently; nothing written "
-                         "(please report this as a bug)", path=golden.path)  # fmt: skip
+        raise InputError(
+            "the migrated set would judge chunks differently; nothing written "
+            "(please report this as a bug)",
+            path=golden.path,
+        )
 
 
 def chunk_quote(chunk: Chunk, doc: Document, doc_chunks: Sequence[Chunk]) -> str | None:

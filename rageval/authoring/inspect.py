@@ -13,7 +13,9 @@ from rageval.types import GoldenQuery, GoldenSet
 SYNTHETIC_LIMIT = 0.40
 
 
-def label_problems(golden_path: Path, corpus_path: Path | None, chunk: int = 256) -> tuple[GoldenSet, int, list[str], list[str]]:  # fmt: skip
+def label_problems(
+    golden_path: Path, corpus_path: Path | None, chunk: int = 256
+) -> tuple[GoldenSet, int, list[str], list[str]]:
     """(the golden set, documents in the corpus, one ``file:line: message`` per query whose labels
     do not resolve under chunking ``chunk``, warnings: quotes that occur more than once)."""
     from rageval.chunking import ChunkingSpec, chunk_documents, load_tokenizer
@@ -92,11 +94,15 @@ def describe(golden: GoldenSet, n_corpus_docs: int | None = None) -> dict:
 
 
 def _graded(q: GoldenQuery) -> bool:
-    grades = {e.grade for e in q.evidence} | set(q.relevant.values()) | set(q.relevant_docs.values())
+    grades = (
+        {e.grade for e in q.evidence} | set(q.relevant.values()) | set(q.relevant_docs.values())
+    )
     return len(grades) > 1
 
 
-def describe_files(golden_path: Path, corpus_path: Path | None, with_paths=()) -> tuple[dict, list[GoldenSet]]:  # fmt: skip
+def describe_files(
+    golden_path: Path, corpus_path: Path | None, with_paths=()
+) -> tuple[dict, list[GoldenSet]]:
     """``describe`` of a golden set together with more files (``with_paths``), warning about ids
     used in more than one; returns the statistics and the sets read."""
     from rageval.inputs.corpus import load_corpus

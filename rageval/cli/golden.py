@@ -19,10 +19,19 @@ HELP = {
 }
 # action -> (module with add_arguments + handle, one-line help), imported when used
 ACTIONS: dict[str, tuple[str, str]] = {
-    "generate": ("rageval.cli.golden_generate", "synthetic questions from an LLM endpoint, for review"),
-    "add": ("rageval.cli.golden_add", "append a query (typed or from a log line) with checked evidence"),
-    "migrate": ("rageval.cli.golden_migrate", "turn chunk labels into chunk-independent evidence quotes"),
-}  # fmt: skip
+    "generate": (
+        "rageval.cli.golden_generate",
+        "synthetic questions from an LLM endpoint, for review",
+    ),
+    "add": (
+        "rageval.cli.golden_add",
+        "append a query (typed or from a log line) with checked evidence",
+    ),
+    "migrate": (
+        "rageval.cli.golden_migrate",
+        "turn chunk labels into chunk-independent evidence quotes",
+    ),
+}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -28,8 +28,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--log-field",
         help="dotted key of the question in the log line (default: query, question, user_query, input or prompt)",
     )
-    p.add_argument("--evidence", nargs=2, action="append", required=True, metavar=("DOC", "QUOTE"),
-                   help="a document id and a verbatim quote that answers the question (repeatable)")  # fmt: skip
+    p.add_argument(
+        "--evidence",
+        nargs=2,
+        action="append",
+        required=True,
+        metavar=("DOC", "QUOTE"),
+        help="a document id and a verbatim quote that answers the question (repeatable)",
+    )
     p.add_argument(
         "--grade",
         type=int,
@@ -53,8 +59,17 @@ def handle(args: argparse.Namespace) -> int:
         raise InputError(f"no corpus beside {golden_path}: pass --corpus")
     query = args.query if args.query is not None else query_from_log(args.from_log, args.log_field)
     docs = {d.id: d for d in load_corpus(corpus_path)}
-    entry = add_query(golden_path, docs, query, [tuple(e) for e in args.evidence], args.grade,
-                      args.id, args.id_prefix, args.source, args.tag)  # fmt: skip
+    entry = add_query(
+        golden_path,
+        docs,
+        query,
+        [tuple(e) for e in args.evidence],
+        args.grade,
+        args.id,
+        args.id_prefix,
+        args.source,
+        args.tag,
+    )
     print(
         f"added {entry['id']}: {entry['query']!r} ({len(entry['evidence'])} evidence) -> {golden_path}"
     )

@@ -22,11 +22,20 @@ from rageval.errors import ConfigError, InputError, RagevalError
 from rageval.formats.atomic import atomic_write_text
 
 # option dest -> config-file key, for the endpoint and budget settings
-OPTIONS = {"base_url": "base_url", "model": "model", "api_style": "api_style",
-           "api_key_env": "api_key_env", "api_version": "api_version", "timeout": "timeout",
-           "retries": "max_retries", "backoff": "backoff", "temperature": "temperature",
-           "max_answer_tokens": "max_answer_tokens", "max_requests": "max_requests",
-           "max_tokens": "max_tokens"}  # fmt: skip
+OPTIONS = {
+    "base_url": "base_url",
+    "model": "model",
+    "api_style": "api_style",
+    "api_key_env": "api_key_env",
+    "api_version": "api_version",
+    "timeout": "timeout",
+    "retries": "max_retries",
+    "backoff": "backoff",
+    "temperature": "temperature",
+    "max_answer_tokens": "max_answer_tokens",
+    "max_requests": "max_requests",
+    "max_tokens": "max_tokens",
+}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -132,18 +141,29 @@ def handle(args: argparse.Namespace) -> int:
     if out.resolve() == golden_path.resolve():
         raise ConfigError(
             f"refusing to write generated questions into the golden set {golden_path}: they go to "
-            "their own file for review (--out), and are merged by hand", path=str(out))  # fmt: skip
+            "their own file for review (--out), and are merged by hand",
+            path=str(out),
+        )
     cfg, budget = load_settings(args)
     client = ChatClient(cfg, budget)
-    spec = GenerateSpec(args.chunks, args.per_chunk, args.seed, args.min_tokens,
-                        args.min_quote_chars, args.dedupe_threshold, args.id_prefix)  # fmt: skip
+    spec = GenerateSpec(
+        args.chunks,
+        args.per_chunk,
+        args.seed,
+        args.min_tokens,
+        args.min_quote_chars,
+        args.dedupe_threshold,
+        args.id_prefix,
+    )
     _, golden = read_golden(golden_path)
     earlier_text, earlier = read_golden(out)
     real = [q.id for q in (earlier.queries if earlier else ()) if q.source != "synthetic"]
     if real:
         raise ConfigError(
             f"refusing to append: {len(real)} entries (e.g. {real[0]!r}) are not source synthetic, "
-            "so this looks like a golden set; pick another --out", path=str(out))  # fmt: skip
+            "so this looks like a golden set; pick another --out",
+            path=str(out),
+        )
     if corpus_path is None:
         raise InputError("no corpus to write questions about: pass --corpus")
     existing = [*(golden.queries if golden else ()), *(earlier.queries if earlier else ())]
@@ -160,18 +180,24 @@ def handle(args: argparse.Namespace) -> int:
             earlier_text = out.read_text(encoding="utf-8") if out.is_file() else ""
             sep = "" if not earlier_text or earlier_text.endswith("\n") else "\n"
             atomic_write_text(out, earlier_text + sep + lines)
-    print(f"{len(result.entries)} new questions from {result.answered} of {result.asked} chunks asked"
-          f" -> {out} (review, then merge by hand)")  # fmt: skip
+    print(
+        f"{len(result.entries)} new questions from {result.answered} of {result.asked} chunks asked"
+        f" -> {out} (review, then merge by hand)"
+    )
     for reason, n in result.dropped.most_common():
         print(f"  dropped {n:>4}  {reason}")
     removed = sum(sum(e["origin"].get("removed_characters", {}).values()) for e in result.entries)
     if removed:
-        print(f"  removed {removed} control, escape or bidi characters from generated text "
-              "(listed under origin.removed_characters in the file)")  # fmt: skip
+        print(
+            f"  removed {removed} control, escape or bidi characters from generated text "
+            "(listed under origin.removed_characters in the file)"
+        )
     for dup, of in result.duplicates[:5]:
         print(f"    near-duplicate: {dup!r} ~ {of!r}")
-    print(f"  spent {budget.requests} of {budget.max_requests} requests, "
-          f"{budget.tokens:,} of {budget.max_tokens:,} tokens")  # fmt: skip
+    print(
+        f"  spent {budget.requests} of {budget.max_requests} requests, "
+        f"{budget.tokens:,} of {budget.max_tokens:,} tokens"
+    )
     if result.stopped:
         print(f"warning: stopped early: {result.stopped}", file=sys.stderr)
     if golden is not None:

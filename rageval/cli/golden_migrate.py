@@ -40,8 +40,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "-o", "--out", help="where to write the migrated set (default: <name>.migrated.jsonl)"
     )
     out.add_argument("--in-place", action="store_true", help="replace the golden set (atomically)")
-    p.add_argument("--keep-unresolved", action="store_true",
-                   help="write even if some labels do not resolve, keeping those as chunk labels")  # fmt: skip
+    p.add_argument(
+        "--keep-unresolved",
+        action="store_true",
+        help="write even if some labels do not resolve, keeping those as chunk labels",
+    )
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -84,7 +87,9 @@ def _migrate(args: argparse.Namespace) -> int:
         raise InputError(
             f"{len(result.problems)} chunk labels do not resolve under chunking {spec.key}; nothing "
             "written. Pass the chunking they were written against (--chunk, --overlap), or "
-            "--keep-unresolved to keep them as chunk labels", path=str(golden_path))  # fmt: skip
+            "--keep-unresolved to keep them as chunk labels",
+            path=str(golden_path),
+        )
     if not result.problems:
         check_migration(golden, result, out, by_id, chunks)
     atomic_write_text(out, result.text)

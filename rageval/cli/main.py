@@ -31,7 +31,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "golden": ("rageval.cli.golden", "golden-set tools: validate, stats, generate, add, migrate"),
     "import": ("rageval.cli.import_beir", "turn a BEIR dataset into a golden JSONL and a corpus"),
     "log": ("rageval.cli.log", "log a finished run folder to MLflow (when the server was down)"),
-    "report": ("rageval.cli.report", "write the per-query HTML page of a run, or of two runs' difference"),
+    "report": (
+        "rageval.cli.report",
+        "write the per-query HTML page of a run, or of two runs' difference",
+    ),
 }
 
 

@@ -50,7 +50,15 @@ def handle(args: argparse.Namespace) -> int:
     """Promote and say what was promoted."""
     from rageval.app.promote import promote
 
-    done = promote(args.run, args.baseline, best=args.best, experiment=args.experiment, sweep=args.sweep,
-                   golden=args.golden, force=args.force, uri=args.tracking_uri)  # fmt: skip
+    done = promote(
+        args.run,
+        args.baseline,
+        best=args.best,
+        experiment=args.experiment,
+        sweep=args.sweep,
+        golden=args.golden,
+        force=args.force,
+        uri=args.tracking_uri,
+    )
     print(done.summary())
     return 0

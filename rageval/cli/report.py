@@ -15,10 +15,17 @@ import argparse
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Add RUN_DIR, an optional OTHER_RUN_DIR and ``--out`` to the subcommand's parser."""
     p.add_argument("run_dir", metavar="RUN_DIR", help="a run's output folder (holds report.json)")
-    p.add_argument("other", metavar="OTHER_RUN_DIR", nargs="?",
-                   help="a second run folder: the page shows OTHER against RUN_DIR")  # fmt: skip
-    p.add_argument("--out", metavar="FILE",
-                   help="HTML file to write (default RUN_DIR/report.html, or RUN_DIR/diff.html with two runs)")  # fmt: skip
+    p.add_argument(
+        "other",
+        metavar="OTHER_RUN_DIR",
+        nargs="?",
+        help="a second run folder: the page shows OTHER against RUN_DIR",
+    )
+    p.add_argument(
+        "--out",
+        metavar="FILE",
+        help="HTML file to write (default RUN_DIR/report.html, or RUN_DIR/diff.html with two runs)",
+    )
 
 
 def handle(args: argparse.Namespace) -> int:

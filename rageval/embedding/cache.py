@@ -72,7 +72,9 @@ class EmbeddingCache:
                     raise ValueError(f"{n} keys for an array of shape {arr.shape}")
             except OSError as err:  # perhaps passing (too many open files): skip, keep the files
                 self._seen.discard(name)
-                warnings.warn(f"embedding cache: cannot read segment {name} now: {err}", stacklevel=2)
+                warnings.warn(
+                    f"embedding cache: cannot read segment {name} now: {err}", stacklevel=2
+                )
                 continue
             except ValueError as err:  # not an array, or keys and rows disagree: never usable
                 self._drop_files(name, f"unreadable ({err})")
@@ -177,8 +179,11 @@ def check_vectors(vectors: np.ndarray, texts: Sequence[str], what: str = "texts"
             "it must return one vector (row) per text"
         )
     finite = np.isfinite(vectors).all(axis=1)
-    bad = np.flatnonzero(~finite | ~(np.abs(np.where(finite[:, None], vectors, 0)).max(axis=1) > 0)
-                         if vectors.shape[1] else np.ones(len(vectors), bool))  # fmt: skip
+    bad = np.flatnonzero(
+        ~finite | ~(np.abs(np.where(finite[:, None], vectors, 0)).max(axis=1) > 0)
+        if vectors.shape[1]
+        else np.ones(len(vectors), bool)
+    )
     if len(bad):
         kind = "non-finite (NaN or infinite)" if not finite.all() else "all-zero"
         shown = ", ".join(repr(_short(texts[i])) for i in bad[:3])

@@ -230,9 +230,10 @@ def read_qrels(path: str | os.PathLike, fmt: str = "auto") -> dict[str, dict[str
         old = judged.setdefault(docid, grade)
         if old != grade:
             first = next(
-                int(numbers[j]) for j, (q, d, _) in enumerate(_rows_again(f, fmt, where))
+                int(numbers[j])
+                for j, (q, d, _) in enumerate(_rows_again(f, fmt, where))
                 if q == qid and d == docid
-            )  # fmt: skip
+            )
             raise InputError(
                 f"{docid!r} of query {qid!r} is judged {grade} here but {old} on line {first}; "
                 "keep one judgement",

@@ -92,8 +92,11 @@ class Comparison:
 
     def markdown(self) -> str:
         """The verdict as Markdown (gate.md): header, metric table, then the queries that moved."""
-        head = {PASS: "✅ No retrieval regression", REGRESSED: "❌ Retrieval regressed",
-                GOLDEN_CHANGED: "⚠️ Golden set changed since the baseline"}[self.status]  # fmt: skip
+        head = {
+            PASS: "✅ No retrieval regression",
+            REGRESSED: "❌ Retrieval regressed",
+            GOLDEN_CHANGED: "⚠️ Golden set changed since the baseline",
+        }[self.status]
         lines = [f"### {head}", ""]
         lines += [f"- {line}" for line in self.header_lines()]
         lines += [
@@ -136,15 +139,22 @@ class Comparison:
                 f"{r.metric:<{w}}  {r.baseline:8.4f}  {r.current:8.4f}  {r.delta:+8.4f}  "
                 f"{r.tolerance:9.4f}  {r.p_value:8.3g}  {wtl:>12}  {r.verdict}"
             )
-        for items, line in ((self.lost_hits, _lost_line), (self.rank_drops, _drop_line),
-                            (self.gained_hits, _gain_line)):  # fmt: skip
+        for items, line in (
+            (self.lost_hits, _lost_line),
+            (self.rank_drops, _drop_line),
+            (self.gained_hits, _gain_line),
+        ):
             out += [line(q, self.k) for q in items[:SHOWN]]
             if len(items) > SHOWN:
                 out.append(f"  ... and {len(items) - SHOWN} more (see gate.md)")
         out += self.notes
-        verdict = {PASS: "PASS: nothing regressed beyond tolerance", REGRESSED: "FAIL: " + ", ".join(
-            r.metric for r in self.rows if r.verdict == "regressed") + " regressed",
-            GOLDEN_CHANGED: "GOLDEN SET CHANGED: neither a pass nor a regression; re-promote a baseline"}[self.status]  # fmt: skip
+        verdict = {
+            PASS: "PASS: nothing regressed beyond tolerance",
+            REGRESSED: "FAIL: "
+            + ", ".join(r.metric for r in self.rows if r.verdict == "regressed")
+            + " regressed",
+            GOLDEN_CHANGED: "GOLDEN SET CHANGED: neither a pass nor a regression; re-promote a baseline",
+        }[self.status]
         return "\n".join([*out, verdict])
 
 
@@ -210,8 +220,11 @@ def config_diff(
 ) -> list[str]:
     """``chunk: 256 -> 512`` for each config value that differs (where-it-ran keys left out)."""
     a, b = _flat(baseline.get("config") or {}), _flat(current.get("config") or {})
-    diffs = [f"{k}: {a.get(k, '(unset)')} -> {b.get(k, '(unset)')}" for k in sorted(a.keys() | b.keys())
-             if a.get(k) != b.get(k)]  # fmt: skip
+    diffs = [
+        f"{k}: {a.get(k, '(unset)')} -> {b.get(k, '(unset)')}"
+        for k in sorted(a.keys() | b.keys())
+        if a.get(k) != b.get(k)
+    ]
     if len(diffs) > limit:
         diffs = [*diffs[:limit], f"and {len(diffs) - limit} more"]
     return diffs
@@ -219,9 +232,13 @@ def config_diff(
 
 def _info(report: Mapping[str, Any]) -> dict[str, Any]:
     source = report.get("promoted_from") or {}
-    return {"run_id": source.get("run_id") or report.get("mlflow_run_id"), "file": source.get("file"),
-            "promoted_at": source.get("promoted_at"), "config": config_summary(report),
-            "overrides": list(report.get("overrides") or [])}  # fmt: skip
+    return {
+        "run_id": source.get("run_id") or report.get("mlflow_run_id"),
+        "file": source.get("file"),
+        "promoted_at": source.get("promoted_at"),
+        "config": config_summary(report),
+        "overrides": list(report.get("overrides") or []),
+    }
 
 
 def compare(
@@ -238,8 +255,10 @@ def compare(
     """Compare two reports query by query (see the module docstring)."""
     tolerances = tolerances or {}
     metrics = [str(MetricSpec.parse(m)) for m in metrics]
-    golden = {"baseline": baseline["digests"].get("golden", ""),
-              "current": current["digests"].get("golden", "")}  # fmt: skip
+    golden = {
+        "baseline": baseline["digests"].get("golden", ""),
+        "current": current["digests"].get("golden", ""),
+    }
     # phase 1: pair the queries
     base_q = {r["id"]: r for r in baseline["per_query"]}
     cur_q = {r["id"]: r for r in current["per_query"]}
@@ -268,9 +287,20 @@ def compare(
         pvals.append(p)
         d = b[ok] - a[ok]
         base_mean, cur_mean = float(baseline["metrics"][m]), float(current["metrics"][m])
-        rows.append(MetricRow(m, base_mean, cur_mean, cur_mean - base_mean,
-                              tolerance_for(m, tolerance, tolerances), p, "ok",
-                              int((d > 1e-12).sum()), int((abs(d) <= 1e-12).sum()), int((d < -1e-12).sum())))  # fmt: skip
+        rows.append(
+            MetricRow(
+                m,
+                base_mean,
+                cur_mean,
+                cur_mean - base_mean,
+                tolerance_for(m, tolerance, tolerances),
+                p,
+                "ok",
+                int((d > 1e-12).sum()),
+                int((abs(d) <= 1e-12).sum()),
+                int((d < -1e-12).sum()),
+            )
+        )
     for r, p_adj in zip(rows, holm(pvals) if pvals else [], strict=True):
         r.p_value = float(p_adj)
         significant = p_adj < alpha or not require_significance
@@ -299,12 +329,16 @@ def compare(
     labels = [str(r.get("label_set") or "gold") for r in (baseline, current)]
     if golden["baseline"] != golden["current"]:
         status = GOLDEN_CHANGED
-        notes.append(f"golden set digest {golden['baseline'][:12]} (baseline) != {golden['current'][:12]} (now): "
-                     "promote a new baseline after reviewing the change")  # fmt: skip
+        notes.append(
+            f"golden set digest {golden['baseline'][:12]} (baseline) != {golden['current'][:12]} (now): "
+            "promote a new baseline after reviewing the change"
+        )
     elif labels[0] != labels[1]:
         status = GOLDEN_CHANGED
-        notes.append(f"label set {labels[0]!r} (baseline) != {labels[1]!r} (now): the gate never compares "
-                     "across label sets; re-promote a baseline judged with the same labels")  # fmt: skip
+        notes.append(
+            f"label set {labels[0]!r} (baseline) != {labels[1]!r} (now): the gate never compares "
+            "across label sets; re-promote a baseline judged with the same labels"
+        )
     else:
         status = REGRESSED if any(r.verdict == "regressed" for r in rows) else PASS
     improved = [r.metric for r in rows if r.verdict == "improved"]
@@ -312,8 +346,20 @@ def compare(
         notes.append(
             "improved beyond tolerance: " + ", ".join(improved) + " (consider promoting this run)"
         )
-    return Comparison(status, rows, lost, gained, drops[:top_drops], golden, notes, k, len(shared),
-                      _info(baseline), _info(current), config_diff(baseline, current))  # fmt: skip
+    return Comparison(
+        status,
+        rows,
+        lost,
+        gained,
+        drops[:top_drops],
+        golden,
+        notes,
+        k,
+        len(shared),
+        _info(baseline),
+        _info(current),
+        config_diff(baseline, current),
+    )
 
 
 def _labels(row: Mapping[str, Any], k: int) -> dict[str, Any]:

@@ -16,7 +16,9 @@ from rageval.types import Document
 TEXT_SUFFIXES = (".md", ".txt", ".markdown", ".rst")
 
 
-def load_corpus(path: str | Path, max_document_mb: float = DEFAULT_MAX_DOCUMENT_MB) -> list[Document]:
+def load_corpus(
+    path: str | Path, max_document_mb: float = DEFAULT_MAX_DOCUMENT_MB
+) -> list[Document]:
     """Load documents from ``path``: a folder of text files, a ``.jsonl`` file, or a BEIR folder.
 
     Folder: every ``.md``/``.txt`` file below it; the id is the relative path without extension.
@@ -117,7 +119,9 @@ def _load_jsonl(f: Path, limit: int = DEFAULT_MAX_DOCUMENT_MB * 1_000_000) -> li
         full = f"{title} {text}" if title else text
         if len(full) > limit // 4 and len(full.encode("utf-8", "surrogatepass")) > limit:
             size = len(full.encode("utf-8", "surrogatepass"))
-            raise InputError(_too_big(size, limit, f"document {doc_id!r}"), path=str(f), line=lineno)
+            raise InputError(
+                _too_big(size, limit, f"document {doc_id!r}"), path=str(f), line=lineno
+            )
         if full.strip():
             docs.append(Document(id=doc_id, text=full, title=title))
     return docs

@@ -134,7 +134,9 @@ def _labels(value: Any, key: str, qid: str, fail) -> dict[str, int]:
     if isinstance(value, dict):
         if not value:
             raise fail(f'query {qid!r}: "{key}" is empty; remove the key or add labels')
-        labels = {str(k): _grade(v, f'query {qid!r}, "{key}"[{k!r}]', fail) for k, v in value.items()}
+        labels = {
+            str(k): _grade(v, f'query {qid!r}, "{key}"[{k!r}]', fail) for k, v in value.items()
+        }
         return _trec_safe(labels, key, qid, fail)
     raise fail(f'query {qid!r}: "{key}" must be a list of labels or a {{label: grade}} mapping')
 

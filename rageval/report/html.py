@@ -73,8 +73,11 @@ def _chunk_list(row, chunks, level: str, moves: Mapping[str, str] | None = None)
         c = chunks.get(cid) or {}
         rel = label in relevant or cid in relevant
         text = c.get("text")
-        body = (f'<div class="text">{_marked(text, highlight_ranges(c, row))}</div>' if text
-                else f'<div class="text none">({"document" if level == "doc" else "no text stored"})</div>')  # fmt: skip
+        body = (
+            f'<div class="text">{_marked(text, highlight_ranges(c, row))}</div>'
+            if text
+            else f'<div class="text none">({"document" if level == "doc" else "no text stored"})</div>'
+        )
         move = (
             f' <span class="move">{_esc(moves[label])}</span>' if moves and label in moves else ""
         )
@@ -90,8 +93,10 @@ def _chunk_list(row, chunks, level: str, moves: Mapping[str, str] | None = None)
         f'<blockquote><span class="label">{_esc(e.get("doc"))}</span> {_esc(e.get("quote"))}</blockquote>'
         for e in row.get("evidence") or []
     )
-    return (f'<div class="exp">expected documents: {_esc(expected)}; relevant units: '
-            f'{_esc(", ".join(sorted(relevant)) or "none")}</div>{quotes}<ol class="chunks">{"".join(items)}</ol>')  # fmt: skip
+    return (
+        f'<div class="exp">expected documents: {_esc(expected)}; relevant units: '
+        f'{_esc(", ".join(sorted(relevant)) or "none")}</div>{quotes}<ol class="chunks">{"".join(items)}</ol>'
+    )
 
 
 def _slices(row) -> list[str]:
@@ -137,8 +142,15 @@ def render(report: Mapping[str, Any], chunks: Mapping[str, Mapping[str, Any]]) -
         for m in names
         if report.get("metrics", {}).get(m) is not None
     )
-    return _page(f"rageval: {_title(report)}", summary, head, rows, _all_slices(report),
-                 decide_col=len(head) - len(names), toggle="misses only")  # fmt: skip
+    return _page(
+        f"rageval: {_title(report)}",
+        summary,
+        head,
+        rows,
+        _all_slices(report),
+        decide_col=len(head) - len(names),
+        toggle="misses only",
+    )
 
 
 def rank_moves(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[dict[str, str], list[str]]:
@@ -154,17 +166,29 @@ def rank_moves(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[dict[str, st
 
 
 def render_diff(
-    a: Mapping[str, Any], a_chunks: Mapping[str, Any], b: Mapping[str, Any], b_chunks: Mapping[str, Any],
-    a_name: str = "A", b_name: str = "B",
-) -> str:  # fmt: skip
+    a: Mapping[str, Any],
+    a_chunks: Mapping[str, Any],
+    b: Mapping[str, Any],
+    b_chunks: Mapping[str, Any],
+    a_name: str = "A",
+    b_name: str = "B",
+) -> str:
     """The page comparing run A (e.g. the baseline) with run B (the candidate), query by query:
     the deciding metric in both, its change, first relevant ranks and the rank moves of B's top-k."""
     names = _metric_names(b)
     decide = names[0]
     k = b.get("k")
     by_id = {r["id"]: r for r in a.get("per_query") or []}
-    head = ["id", "query", "slices", f"{decide} {a_name}", f"{decide} {b_name}", "change",
-            "first relevant rank", "rank moves"]  # fmt: skip
+    head = [
+        "id",
+        "query",
+        "slices",
+        f"{decide} {a_name}",
+        f"{decide} {b_name}",
+        "change",
+        "first relevant rank",
+        "rank moves",
+    ]
     rows = []
     for r in b.get("per_query") or []:
         ra = by_id.get(r["id"])
@@ -176,10 +200,18 @@ def render_diff(
         news = sum(v == "new" for v in moves.values())
         ups = sum(v.startswith("↑") for v in moves.values())
         downs = sum(v.startswith("↓") for v in moves.values())
-        moved = ", ".join(f"{n} {w}" for n, w in ((news, "new"), (ups, "up"), (downs, "down"), (len(dropped), "dropped")) if n)  # fmt: skip
+        moved = ", ".join(
+            f"{n} {w}"
+            for n, w in ((news, "new"), (ups, "up"), (downs, "down"), (len(dropped), "dropped"))
+            if n
+        )
         fa, fb = ra.get("first_relevant_rank") or 0, r.get("first_relevant_rank") or 0
-        drop_list = (f'<div class="dropped">dropped from {_esc(a_name)}\'s top {k}: '
-                     f'{_esc(", ".join(dropped))}</div>' if dropped else "")  # fmt: skip
+        drop_list = (
+            f'<div class="dropped">dropped from {_esc(a_name)}\'s top {k}: '
+            f"{_esc(', '.join(dropped))}</div>"
+            if dropped
+            else ""
+        )
         cells = [
             f'<td data-v="{_esc(r["id"])}">{_esc(r["id"])}</td>',
             f'<td data-v="{_esc(r.get("query"))}"><details><summary>{_esc(r.get("query"))}</summary>'
@@ -196,14 +228,23 @@ def render_diff(
         rows.append(_tr(r, cells, miss=not fb or fb > (k or 0), changed=changed))
     ma, mb = (a.get("metrics") or {}).get(decide), (b.get("metrics") or {}).get(decide)
     summary = f"{decide}: {a_name} {_num(ma)} → {b_name} {_num(mb)}"
-    return _page(f"rageval: {a_name} vs {b_name}", summary, head, rows, _all_slices(b),
-                 decide_col=5, toggle="changed only")  # fmt: skip
+    return _page(
+        f"rageval: {a_name} vs {b_name}",
+        summary,
+        head,
+        rows,
+        _all_slices(b),
+        decide_col=5,
+        toggle="changed only",
+    )
 
 
 def _tr(r, cells, *, miss: bool, changed: bool) -> str:
     slices = _esc(" ".join(_slices(r)))
-    return (f'<tr data-slices="{slices}" data-miss="{int(miss)}" data-changed="{int(changed)}">'
-            f'{"".join(cells)}</tr>')  # fmt: skip
+    return (
+        f'<tr data-slices="{slices}" data-miss="{int(miss)}" data-changed="{int(changed)}">'
+        f"{''.join(cells)}</tr>"
+    )
 
 
 def _all_slices(report) -> list[str]:
@@ -271,8 +312,16 @@ sortBy(parseInt(table.dataset.decide), 1); filter();
 """
 
 
-def _page(title: str, summary: str, head: list[str], rows: list[str], slices: list[str], *,
-          decide_col: int, toggle: str) -> str:  # fmt: skip
+def _page(
+    title: str,
+    summary: str,
+    head: list[str],
+    rows: list[str],
+    slices: list[str],
+    *,
+    decide_col: int,
+    toggle: str,
+) -> str:
     attr = "miss" if toggle.startswith("misses") else "changed"
     options = "".join(f'<option value="{_esc(s)}">{_esc(s)}</option>' for s in slices)
     ths = "".join(f"<th>{_esc(h)}</th>" for h in head)
@@ -298,9 +347,13 @@ def write_page(path: Path, report: Mapping[str, Any], chunks: Mapping[str, Any])
     return Path(path)
 
 
-def write_diff_page(path: Path, baseline: Mapping[str, Any], candidate_dir: Path,
-                    baseline_chunks: Mapping[str, Any] | None = None,
-                    names: tuple[str, str] = ("baseline", "candidate")) -> Path:  # fmt: skip
+def write_diff_page(
+    path: Path,
+    baseline: Mapping[str, Any],
+    candidate_dir: Path,
+    baseline_chunks: Mapping[str, Any] | None = None,
+    names: tuple[str, str] = ("baseline", "candidate"),
+) -> Path:
     """The gate's page: ``baseline`` (report.json contents, e.g. golden/baseline.json) against
     the run in ``candidate_dir``; written to ``path`` (e.g. beside gate.md)."""
     from rageval.report.per_query import read_chunks

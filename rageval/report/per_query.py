@@ -19,8 +19,17 @@ from rageval.formats.atomic import atomic_write_text
 from rageval.types import Chunk
 
 # Columns a person reads first; metric columns follow, content ids last.
-LEAD = ("id", "query", "source", "tags", "n_relevant", "first_relevant_rank", "expected_docs",
-        "retrieved_labels", "relevant_labels")  # fmt: skip
+LEAD = (
+    "id",
+    "query",
+    "source",
+    "tags",
+    "n_relevant",
+    "first_relevant_rank",
+    "expected_docs",
+    "retrieved_labels",
+    "relevant_labels",
+)
 TAIL = ("retrieved",)
 # quotes are long and nested: report.json and the per-query page hold them
 SKIP = ("evidence", "evidence_spans")
@@ -87,8 +96,10 @@ def add_readable_ids(report, golden, chunks: Sequence[Chunk], spans=None) -> Non
         row["relevant_labels"] = sorted(label_of.get(u, u) for u in relevant)
         row["expected_docs"] = list(dict.fromkeys(expected))
         row["evidence"] = [{"doc": e.doc, "quote": e.quote} for e in (q.evidence if q else ())]
-        row["evidence_spans"] = [{"doc": sp.doc, "start": int(sp.start), "end": int(sp.end)}
-                                 for sp in (spans or {}).get(row["id"], [])]  # fmt: skip
+        row["evidence_spans"] = [
+            {"doc": sp.doc, "start": int(sp.start), "end": int(sp.end)}
+            for sp in (spans or {}).get(row["id"], [])
+        ]
     shown = shown_chunk_ids(report.per_query, report.qrels)
     text_of = {c.id: c.text for c in chunks if c.id in shown}
     for r in report.chunks:

@@ -42,8 +42,9 @@ def load(run_dir: str | Path) -> dict:
     return data
 
 
-def write_report(run_dir: str | Path, other: str | Path | None = None,
-                 out: str | Path | None = None) -> Path:  # fmt: skip
+def write_report(
+    run_dir: str | Path, other: str | Path | None = None, out: str | Path | None = None
+) -> Path:
     """Write the page of ``run_dir`` (or of ``other`` against ``run_dir``); returns its path."""
     a_dir = Path(run_dir) if Path(run_dir).is_dir() else Path(run_dir).parent
     a = load(run_dir)
@@ -54,8 +55,9 @@ def write_report(run_dir: str | Path, other: str | Path | None = None,
         b_dir = Path(other) if Path(other).is_dir() else Path(other).parent
         b = load(other)
         if a.get("digests", {}).get("golden") != b.get("digests", {}).get("golden"):
-            warnings.warn("the two runs used different golden sets: queries are matched by id",
-                          stacklevel=2)  # fmt: skip
+            warnings.warn(
+                "the two runs used different golden sets: queries are matched by id", stacklevel=2
+            )
         shared = {r["id"] for r in a["per_query"]} & {r["id"] for r in b["per_query"]}
         if not shared:
             raise InputError(

@@ -30,8 +30,13 @@ class _Failed(Exception):
 class RetryingRetriever:
     """Wraps a retriever; ``index`` and ``close`` pass through, ``search`` retries (see module)."""
 
-    def __init__(self, inner, retries: int = 2, backoff: float = 0.5,
-                 sleep: Callable[[float], None] = time.sleep):  # fmt: skip
+    def __init__(
+        self,
+        inner,
+        retries: int = 2,
+        backoff: float = 0.5,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
         self.inner, self.retries, self.backoff, self._sleep = inner, retries, backoff, sleep
 
     def __getattr__(self, name: str):  # the backend's own attributes (index_name, mode, ...)
@@ -71,8 +76,9 @@ class RetryingRetriever:
             ) from failed[0][1]
         return results  # type: ignore[return-value]  (no failure: every slot is filled)
 
-    def _search(self, queries: list[str], offset: int, depth: int,
-                failed: list[tuple[int, Exception]]) -> list[RankedList | None]:  # fmt: skip
+    def _search(
+        self, queries: list[str], offset: int, depth: int, failed: list[tuple[int, Exception]]
+    ) -> list[RankedList | None]:
         """Results for ``queries`` (``offset`` into the call's queries), None where one failed."""
         if len(failed) >= MAX_NAMED:
             return [None] * len(queries)

@@ -21,13 +21,26 @@ from rageval.scoring.spec import FAMILIES, MetricSpec
 GROUPS = ("dataset", "embedding", "backend", "search", "rerank")
 CUTOFFS = "cutoffs"
 # Config keys that never change what a run measures, or are logged another way.
-DROP_TOP = {"mlflow", "gate", "hydra", "cache_dir", "latency_sample", "query_batch", "retries",
-            "retry_backoff", "sweep"}  # fmt: skip
+DROP_TOP = {
+    "mlflow",
+    "gate",
+    "hydra",
+    "cache_dir",
+    "latency_sample",
+    "query_batch",
+    "retries",
+    "retry_backoff",
+    "sweep",
+}
 DROP_ANY = {"_target_", "cache_dir", "batch_size", "device", "enabled"}
 # search.* keys that matter only to some modes
-MODE_KEYS = {"fusion": {"hybrid", "semantic"}, "rrf_k": {"hybrid", "semantic"},
-             "weights": {"hybrid", "semantic"}, "candidate_depth": {"hybrid", "semantic"},
-             "bm25": {"bm25", "hybrid"}}  # fmt: skip
+MODE_KEYS = {
+    "fusion": {"hybrid", "semantic"},
+    "rrf_k": {"hybrid", "semantic"},
+    "weights": {"hybrid", "semantic"},
+    "candidate_depth": {"hybrid", "semantic"},
+    "bm25": {"bm25", "hybrid"},
+}
 
 
 def metric_key(name: str, k: int | None = None) -> str:
@@ -175,8 +188,12 @@ def swept_keys(overrides_by_job: Sequence[Sequence[str]]) -> list[str]:
     return [k for k, values in seen.items() if len(values) > 1]
 
 
-def run_name(overrides: Sequence[str], job: int | None = None, keys: Sequence[str] | None = None,
-             config: Mapping[str, Any] | None = None) -> str:  # fmt: skip
+def run_name(
+    overrides: Sequence[str],
+    job: int | None = None,
+    keys: Sequence[str] | None = None,
+    config: Mapping[str, Any] | None = None,
+) -> str:
     """``chunk=512 search=bm25 #3``: the overrides (only ``keys`` when given, e.g. a sweep's swept
     keys), then the job number. A run without such overrides is named after its chunk and search
     mode."""
@@ -184,8 +201,11 @@ def run_name(overrides: Sequence[str], job: int | None = None, keys: Sequence[st
     if keys is not None:
         parts = [o for o in parts if o.split("=", 1)[0] in keys]
     else:  # paths and plumbing (cache_dir=..., hydra.run.dir=...) make no name
-        parts = [o for o in parts if o.split("=", 1)[0].split(".")[0] not in DROP_TOP
-                 and "/" not in o.split("=", 1)[1]]  # fmt: skip
+        parts = [
+            o
+            for o in parts
+            if o.split("=", 1)[0].split(".")[0] not in DROP_TOP and "/" not in o.split("=", 1)[1]
+        ]
     if not parts and config:
         mode = (config.get("search") or {}).get("mode", "?")
         parts = [f"chunk={config.get('chunk', '?')}", f"search={mode}"]

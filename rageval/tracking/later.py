@@ -38,8 +38,9 @@ def load_run(run_dir: str | Path):
         raise InputError(f"not a complete rageval report ({err})", path=str(path)) from None
 
 
-def log_folder(run_dir: str | Path, uri: str | None = None, experiment: str | None = None,
-               force: bool = False) -> tuple[str, str]:  # fmt: skip
+def log_folder(
+    run_dir: str | Path, uri: str | None = None, experiment: str | None = None, force: bool = False
+) -> tuple[str, str]:
     """Log ``run_dir`` to MLflow; returns (run id, tracking URI with credentials masked)."""
     from rageval.tracking.client import tracking_uri
     from rageval.tracking.log import log_run

@@ -16,8 +16,16 @@ from rageval.tracking.keys import run_name as default_run_name
 
 # Files of a run folder logged as artifacts, when present (report.json is logged from memory,
 # with the new run's id in it).
-ARTIFACTS = ("per_query.csv", "config.yaml", "metrics_at_k.png", "run.trec", "qrels.trec",
-             "chunk_labels.tsv", "chunks.jsonl", "report.html")  # fmt: skip
+ARTIFACTS = (
+    "per_query.csv",
+    "config.yaml",
+    "metrics_at_k.png",
+    "run.trec",
+    "qrels.trec",
+    "chunk_labels.tsv",
+    "chunks.jsonl",
+    "report.html",
+)
 DESCRIPTION_TAG = "mlflow.note.content"
 BATCH_PARAMS_TAGS = 100  # MLflow's limits per log_batch call
 BATCH_METRICS = 1000
@@ -28,8 +36,14 @@ def _chunks(items: list, n: int):
         yield items[i : i + n]
 
 
-def log_batched(client, run_id: str, *, metrics: Mapping[str, float] = {},
-                params: Mapping[str, str] = {}, tags: Mapping[str, str] = {}) -> None:  # fmt: skip
+def log_batched(
+    client,
+    run_id: str,
+    *,
+    metrics: Mapping[str, float] = {},
+    params: Mapping[str, str] = {},
+    tags: Mapping[str, str] = {},
+) -> None:
     """Metrics, params and tags in as few log_batch calls as MLflow's limits allow."""
     from mlflow.entities import Metric, Param, RunTag
 
@@ -38,8 +52,12 @@ def log_batched(client, run_id: str, *, metrics: Mapping[str, float] = {},
     ps = [Param(k, str(v)) for k, v in params.items()]
     ts = [RunTag(k, str(v)) for k, v in tags.items()]
     while ms or ps or ts:
-        client.log_batch(run_id, metrics=ms[:BATCH_METRICS], params=ps[:BATCH_PARAMS_TAGS],
-                         tags=ts[:BATCH_PARAMS_TAGS])  # fmt: skip
+        client.log_batch(
+            run_id,
+            metrics=ms[:BATCH_METRICS],
+            params=ps[:BATCH_PARAMS_TAGS],
+            tags=ts[:BATCH_PARAMS_TAGS],
+        )
         ms, ps, ts = ms[BATCH_METRICS:], ps[BATCH_PARAMS_TAGS:], ts[BATCH_PARAMS_TAGS:]
 
 
@@ -59,9 +77,12 @@ def dataset_inputs(report, config: Mapping[str, Any]) -> list:
     counts = report.counts or {}
     entries = [
         ("golden", ds.get("golden") or ds.get("path"), {"queries": counts.get("queries")}),
-        ("corpus", ds.get("corpus") or ds.get("path"),
-         {"documents": counts.get("documents"), "chunks": counts.get("chunks")}),
-    ]  # fmt: skip
+        (
+            "corpus",
+            ds.get("corpus") or ds.get("path"),
+            {"documents": counts.get("documents"), "chunks": counts.get("chunks")},
+        ),
+    ]
     out = []
     for role, source, profile in entries:
         digest = (report.digests or {}).get(role) or ""
@@ -129,8 +150,12 @@ def log_run(
     run = client.create_run(exp_id, tags=run_tags, run_name=name)
     run_id = run.info.run_id
     try:
-        log_batched(client, run_id, params=run_params(redact(dict(config)), choices),
-                    metrics=dict(metric_entries(report)))  # fmt: skip
+        log_batched(
+            client,
+            run_id,
+            params=run_params(redact(dict(config)), choices),
+            metrics=dict(metric_entries(report)),
+        )
         inputs = dataset_inputs(report, config)
         if inputs:
             client.log_inputs(run_id, datasets=inputs)

@@ -55,8 +55,12 @@ def best_run(
         parts.append(f"tags.`{CORPUS_TAG}` = {quote(corpus_digest)}")
     best, best_value, token = None, None, None
     while True:  # every qualifying run: the metric may sit in any section (headline/, cutoffs/)
-        page = client.search_runs([exp.experiment_id], filter_string=" and ".join(parts),
-                                  max_results=1000, page_token=token)  # fmt: skip
+        page = client.search_runs(
+            [exp.experiment_id],
+            filter_string=" and ".join(parts),
+            max_results=1000,
+            page_token=token,
+        )
         for r in page:
             if r.data.tags.get("rageval.sweep") == "parent":  # a copy of its best child's metrics
                 continue

@@ -20,5 +20,13 @@ from rageval.tracking.client import (
 from rageval.tracking.keys import metric_key
 from rageval.tracking.log import log_run
 
-__all__ = ["HTTP_DEFAULTS", "client_for", "ensure_experiment", "git_info", "log_run", "metric_key",
-           "mlflow_key", "tracking_uri"]  # fmt: skip
+__all__ = [
+    "HTTP_DEFAULTS",
+    "client_for",
+    "ensure_experiment",
+    "git_info",
+    "log_run",
+    "metric_key",
+    "mlflow_key",
+    "tracking_uri",
+]

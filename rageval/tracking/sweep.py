@@ -49,8 +49,12 @@ def summarise_sweep(
     best = next((r for r in rows if r.get("job") == best_job and r.get("status") == "ok"), None)
     best = best or _best(rows, compare_metric)
     failed = [r for r in rows if r.get("status") != "ok"]
-    tags = {"rageval.jobs": str(len(rows)), "rageval.jobs_failed": str(len(failed)),
-            "rageval.compare_metric": compare_metric, "rageval.swept": " ".join(keys)}  # fmt: skip
+    tags = {
+        "rageval.jobs": str(len(rows)),
+        "rageval.jobs_failed": str(len(failed)),
+        "rageval.compare_metric": compare_metric,
+        "rageval.swept": " ".join(keys),
+    }
     metrics: dict[str, float] = {}
     params: dict[str, str] = {}
     link = ""
@@ -86,8 +90,10 @@ def _description(rows, keys, best, metric, command, link, sweep_dir) -> str:
         shown = f" = {value:.4f}" if isinstance(value, int | float) else ""
         name = run_name(best.get("overrides") or [], best["job"], keys=keys)
         target = f"[{name}]({link})" if link else name
-        lines.append(f"\n**Best by {metric}**{shown}: {target}; its metrics and swept values are "
-                     "logged on this run.")  # fmt: skip
+        lines.append(
+            f"\n**Best by {metric}**{shown}: {target}; its metrics and swept values are "
+            "logged on this run."
+        )
     md = Path(sweep_dir) / "leaderboard.md"
     md = md if md.is_file() else Path(sweep_dir) / "comparison.md"
     if md.is_file():

@@ -89,17 +89,32 @@ def test_single_run_writes_report_and_logs_everything_to_mlflow(
     assert tags["mlflow.source.git.commit"] and tags["rageval.git_dirty"] in ("true", "false")
     assert f"MLflow run {run.info.run_id}" in printed and "mlflow ui --backend-store-uri" in printed
     assert printed.index("precision@5") < printed.index(f"MLflow run {run.info.run_id}")
-    assert {"report.json", "per_query.csv", "per_query.json", "config.yaml", "metrics_at_k.png",
-            "run.trec", "qrels.trec", "report.html", "chunk_labels.tsv",
-            "chunks.jsonl"} <= artifacts(c, run.info.run_id)  # fmt: skip
+    assert {
+        "report.json",
+        "per_query.csv",
+        "per_query.json",
+        "config.yaml",
+        "metrics_at_k.png",
+        "run.trec",
+        "qrels.trec",
+        "report.html",
+        "chunk_labels.tsv",
+        "chunks.jsonl",
+    } <= artifacts(c, run.info.run_id)
 
 
 def test_sweep_2x2_nests_four_runs_under_a_parent_with_the_leaderboard(
     mini, shared_cache, tmp_path, capsys
 ):
     sweep = tmp_path / "sweep"
-    code = run_app(["-m", *mini_args(mini, shared_cache, tmp_path, f"hydra.sweep.dir={sweep}"),
-                    "chunk=32,64", "search=vector,bm25"])  # fmt: skip
+    code = run_app(
+        [
+            "-m",
+            *mini_args(mini, shared_cache, tmp_path, f"hydra.sweep.dir={sweep}"),
+            "chunk=32,64",
+            "search=vector,bm25",
+        ]
+    )
     assert code == 0
     c = client(tmp_path)
     exp = c.get_experiment_by_name("rageval")
@@ -110,7 +125,11 @@ def test_sweep_2x2_nests_four_runs_under_a_parent_with_the_leaderboard(
     children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent]
     assert len(children) == 4
     assert {(r.data.params["chunk"], r.data.params["search"]) for r in children} == {
-        ("32", "vector"), ("32", "bm25"), ("64", "vector"), ("64", "bm25")}  # fmt: skip
+        ("32", "vector"),
+        ("32", "bm25"),
+        ("64", "vector"),
+        ("64", "bm25"),
+    }
     assert {"leaderboard.md", "leaderboard.csv"} <= artifacts(c, parent)
     md = (sweep / "leaderboard.md").read_text()
     assert (
@@ -135,8 +154,17 @@ def test_sweep_2x2_nests_four_runs_under_a_parent_with_the_leaderboard(
         assert r["mlflow_run_id"] == rep["mlflow_run_id"] and r["verdict"] in ("best", "tied", "")
         chunks = [json.loads(x) for x in (sweep / r["job"] / "chunks.jsonl").open()]
         assert len(chunks) == rep["counts"]["chunks"]
-        assert {"id", "doc_id", "ordinal", "start", "end", "span_start", "span_end", "tokens",
-                "label"} <= set(chunks[0])  # fmt: skip
+        assert {
+            "id",
+            "doc_id",
+            "ordinal",
+            "start",
+            "end",
+            "span_start",
+            "span_end",
+            "tokens",
+            "label",
+        } <= set(chunks[0])
         assert all(c["label"] == f"{c['doc_id']}:{c['ordinal']}" for c in chunks)
         # the text of every chunk a query retrieved rides along, for the per-query page
         shown = {u for q in rep["per_query"] for u in q["retrieved"]}
@@ -151,14 +179,27 @@ def test_sweep_2x2_nests_four_runs_under_a_parent_with_the_leaderboard(
 
 def run_cli(args, cwd, env_extra=None):
     env = {**os.environ, "HF_HUB_OFFLINE": "1", **(env_extra or {})}
-    return subprocess.run([sys.executable, "-m", "rageval", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "rageval", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def test_joblib_sweep_as_a_subprocess_from_another_directory(mini, shared_cache, tmp_path):
     # the parent's process creates the experiment and parent run before the workers start
-    args = mini_args(mini, shared_cache, tmp_path, f"hydra.sweep.dir={tmp_path / 'sw'}", "hydra/launcher=joblib",
-                     "hydra.launcher.n_jobs=2", "latency_sample=0")  # fmt: skip
+    args = mini_args(
+        mini,
+        shared_cache,
+        tmp_path,
+        f"hydra.sweep.dir={tmp_path / 'sw'}",
+        "hydra/launcher=joblib",
+        "hydra.launcher.n_jobs=2",
+        "latency_sample=0",
+    )
     proc = run_cli(["-m", *args, "chunk=32,64", "search=vector,bm25"], cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     c = client(tmp_path)
@@ -194,9 +235,18 @@ def test_a_secret_on_the_command_line_never_reaches_mlflow_or_the_console(
     secret = "sk-live-9f8e7d6c5b4a"
     env_secret = "env-secret-0a1b2c3d4e"
     out = tmp_path / "run"
-    proc = run_cli(mini_args(mini, shared_cache, tmp_path, f"+dataset.api_token={secret}",
-                             f"+mlflow.password={secret}", f"hydra.run.dir={out}"),
-                   cwd=tmp_path, env_extra={"AZURE_SEARCH_API_KEY": env_secret})  # fmt: skip
+    proc = run_cli(
+        mini_args(
+            mini,
+            shared_cache,
+            tmp_path,
+            f"+dataset.api_token={secret}",
+            f"+mlflow.password={secret}",
+            f"hydra.run.dir={out}",
+        ),
+        cwd=tmp_path,
+        env_extra={"AZURE_SEARCH_API_KEY": env_secret},
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert secret not in proc.stdout + proc.stderr
     rep = json.loads((out / "report.json").read_text())
@@ -213,7 +263,12 @@ def test_a_secret_on_the_command_line_never_reaches_mlflow_or_the_console(
 
 def test_rageval_run_is_the_hydra_app_and_chunk_is_a_plain_integer(tmp_path):
     rageval = os.path.join(os.path.dirname(sys.executable), "rageval")
-    proc = subprocess.run([rageval, "run", "chunk=512", "search=hybrid", "--cfg", "job"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    proc = subprocess.run(
+        [rageval, "run", "chunk=512", "search=hybrid", "--cfg", "job"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "chunk: 512" in proc.stdout and "mode: hybrid" in proc.stdout

@@ -14,9 +14,19 @@ KEY = "parity-test-key-0123456789"
 
 def run(mini, cache, tmp_path, name, *extra):
     out = tmp_path / name
-    code = run_app(["dataset=custom", f"dataset.corpus={mini / 'corpus'}", f"dataset.golden={mini / 'golden.jsonl'}",
-                    f"cache_dir={cache}", "mlflow.enabled=false", "latency_sample=0", "chunk=32",
-                    f"hydra.run.dir={out}", *extra])  # fmt: skip
+    code = run_app(
+        [
+            "dataset=custom",
+            f"dataset.corpus={mini / 'corpus'}",
+            f"dataset.golden={mini / 'golden.jsonl'}",
+            f"cache_dir={cache}",
+            "mlflow.enabled=false",
+            "latency_sample=0",
+            "chunk=32",
+            f"hydra.run.dir={out}",
+            *extra,
+        ]
+    )
     assert code == 0
     return json.loads((out / "report.json").read_text())
 
@@ -28,8 +38,16 @@ def test_faiss_qdrant_and_azure_agree_on_exact_vector_search(
     faiss = run(mini, shared_cache, tmp_path, "faiss", "backend=faiss", "search=vector")
     qdrant = run(mini, shared_cache, tmp_path, "qdrant", "backend=qdrant", "search=vector")
     with FakeAzureSearch(api_key=KEY) as fake:
-        azure = run(mini, shared_cache, tmp_path, "azure", "backend=azure", "search=vector",
-                    f"backend.endpoint={fake.endpoint}", "backend.run_key=parity")  # fmt: skip
+        azure = run(
+            mini,
+            shared_cache,
+            tmp_path,
+            "azure",
+            "backend=azure",
+            "search=vector",
+            f"backend.endpoint={fake.endpoint}",
+            "backend.run_key=parity",
+        )
         assert not fake.indexes  # the throwaway index was deleted at the end
     for other in (qdrant, azure):
         assert other["digests"] == faiss["digests"]

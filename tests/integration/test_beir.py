@@ -23,9 +23,12 @@ KS = (1, 3, 5, 10, 20)
 
 def app_args(cache: Path, out: Path, *extra: str) -> list[str]:
     return [
-        f"cache_dir={cache}", f"hydra.run.dir={out}", "latency_sample=0",
-        f"mlflow.tracking_uri=sqlite:///{out.parent / 'mlflow.db'}", *extra,
-    ]  # fmt: skip
+        f"cache_dir={cache}",
+        f"hydra.run.dir={out}",
+        "latency_sample=0",
+        f"mlflow.tracking_uri=sqlite:///{out.parent / 'mlflow.db'}",
+        *extra,
+    ]
 
 
 @pytest.fixture(scope="module")

@@ -68,7 +68,7 @@ def test_three_processes_filling_one_cache_match_a_single_process_bit_for_bit(tm
             env=env,
             stderr=subprocess.PIPE,
             text=True,
-        )  # fmt: skip
+        )
         for i, texts in enumerate(SUBSETS)
     ]
     deadline = time.monotonic() + 300

@@ -30,8 +30,15 @@ WORDS = [
 
 
 def mini_args(mini, cache, *extra) -> list[str]:
-    return ["dataset=custom", f"dataset.corpus={mini / 'corpus'}", f"dataset.golden={mini / 'golden.jsonl'}",
-            f"cache_dir={cache}", "mlflow.enabled=false", "latency_sample=0", *extra]  # fmt: skip
+    return [
+        "dataset=custom",
+        f"dataset.corpus={mini / 'corpus'}",
+        f"dataset.golden={mini / 'golden.jsonl'}",
+        f"cache_dir={cache}",
+        "mlflow.enabled=false",
+        "latency_sample=0",
+        *extra,
+    ]
 
 
 def outcome(run_dir: Path) -> dict:
@@ -62,8 +69,14 @@ def synthetic(tmp_path: Path) -> tuple[Path, Path]:
     for i in range(60):
         words = [rng.choice(WORDS) for _ in range(10 + 210 * i // 59)]
         (corpus / f"doc{i:02}.md").write_text(" ".join(words) + "\n")
-    lines = [{"id": f"q{i}", "query": " ".join(rng.sample(WORDS, 4)), "relevant_docs": [f"doc{7 * i:02}"]}
-             for i in range(8)]  # fmt: skip
+    lines = [
+        {
+            "id": f"q{i}",
+            "query": " ".join(rng.sample(WORDS, 4)),
+            "relevant_docs": [f"doc{7 * i:02}"],
+        }
+        for i in range(8)
+    ]
     golden.write_text("".join(json.dumps(line) + "\n" for line in lines))
     return corpus, golden
 
@@ -71,8 +84,14 @@ def synthetic(tmp_path: Path) -> tuple[Path, Path]:
 def sweep(data, tmp_path: Path, name: str, *values: str) -> dict[tuple[str, ...], dict]:
     """Run a sweep with its own, empty cache; each job's outcome keyed by its swept values."""
     out, (corpus, golden) = tmp_path / name, data
-    args = ["dataset=custom", f"dataset.corpus={corpus}", f"dataset.golden={golden}",
-            f"cache_dir={tmp_path / f'cache-{name}'}", "mlflow.enabled=false", "latency_sample=0"]  # fmt: skip
+    args = [
+        "dataset=custom",
+        f"dataset.corpus={corpus}",
+        f"dataset.golden={golden}",
+        f"cache_dir={tmp_path / f'cache-{name}'}",
+        "mlflow.enabled=false",
+        "latency_sample=0",
+    ]
     assert run_app(["-m", *args, f"hydra.sweep.dir={out}", *values]) == 0
     jobs = {}
     for job in sorted(p for p in out.iterdir() if p.is_dir()):

@@ -48,9 +48,12 @@ def _tiny_static(source, target):
 def _fresh(cache, backend, quantize, batch_size=4):
     # a new cache folder for vectors, the shared one for exports: every call runs the model
     enc = SentenceTransformerEncoder(
-        cache_dir=str(cache), backend=backend, quantize=quantize, batch_size=batch_size,
+        cache_dir=str(cache),
+        backend=backend,
+        quantize=quantize,
+        batch_size=batch_size,
         progress=False,
-    )  # fmt: skip
+    )
     enc.cache.dir = (
         cache / "vectors" / f"{backend}-{quantize}-{np.random.default_rng().integers(1 << 62)}"
     )
@@ -59,9 +62,15 @@ def _fresh(cache, backend, quantize, batch_size=4):
 
 @pytest.mark.parametrize(
     ("backend", "quantize"),
-    [("torch", "none"), ("onnx", "none"), ("onnx", "int8"), ("openvino", "none"),
-     ("openvino", "int8"), ("static", "none")],
-)  # fmt: skip
+    [
+        ("torch", "none"),
+        ("onnx", "none"),
+        ("onnx", "int8"),
+        ("openvino", "none"),
+        ("openvino", "int8"),
+        ("static", "none"),
+    ],
+)
 def test_a_text_gets_the_same_vector_whatever_batch_it_arrives_in(
     cache, monkeypatch, backend, quantize
 ):

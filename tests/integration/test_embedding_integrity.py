@@ -22,8 +22,13 @@ def test_nan_segment_no_longer_gives_a_silent_zero_report(mini, model_dir, tmp_p
     from rageval.pipeline import RunSpec, evaluate
     from rageval.retrieval.local.dense import FaissRetriever
 
-    spec = RunSpec(corpus=str(mini / "corpus"), golden=str(mini / "golden.jsonl"),
-                   tokenizer_dir=model_dir, chunking=ChunkingSpec(64), latency_sample=0)  # fmt: skip
+    spec = RunSpec(
+        corpus=str(mini / "corpus"),
+        golden=str(mini / "golden.jsonl"),
+        tokenizer_dir=model_dir,
+        chunking=ChunkingSpec(64),
+        latency_sample=0,
+    )
 
     def run():
         enc = SentenceTransformerEncoder(cache_dir=str(tmp_path), progress=False)

@@ -31,12 +31,22 @@ from rageval.gate.baseline import load_report, write_baseline
 from rageval.tracking import runs as tracking
 
 pytestmark = pytest.mark.integration
-PAYMENTS = ["Which regions is the payments service deployed to?", "When does the error alert fire for payments?"]  # fmt: skip
+PAYMENTS = [
+    "Which regions is the payments service deployed to?",
+    "When does the error alert fire for payments?",
+]
 
 
 def mini_args(mini, cache, *extra) -> list[str]:
-    return ["dataset=custom", f"dataset.corpus={mini / 'corpus'}", f"dataset.golden={mini / 'golden.jsonl'}",
-            f"cache_dir={cache}", "latency_sample=0", "retry_backoff=0", *extra]  # fmt: skip
+    return [
+        "dataset=custom",
+        f"dataset.corpus={mini / 'corpus'}",
+        f"dataset.golden={mini / 'golden.jsonl'}",
+        f"cache_dir={cache}",
+        "latency_sample=0",
+        "retry_backoff=0",
+        *extra,
+    ]
 
 
 def store_runs(db: Path) -> list:
@@ -105,8 +115,18 @@ def test_a_sweep_runs_every_job_while_mlflow_is_down(mini, shared_cache, tmp_pat
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")  # the timing is tested above
     sweep = tmp_path / "sweep"
     with pytest.warns(UserWarning) as caught:
-        code = run_app(["-m", *mini_args(mini, shared_cache, "mlflow.tracking_uri=http://127.0.0.1:9",
-                                         f"hydra.sweep.dir={sweep}"), "chunk=32,64"])  # fmt: skip
+        code = run_app(
+            [
+                "-m",
+                *mini_args(
+                    mini,
+                    shared_cache,
+                    "mlflow.tracking_uri=http://127.0.0.1:9",
+                    f"hydra.sweep.dir={sweep}",
+                ),
+                "chunk=32,64",
+            ]
+        )
     messages = [str(w.message) for w in caught]
     assert code == 0 and len(list(sweep.glob("*/report.json"))) == 2
     assert any("failed starting the sweep's parent run" in m for m in messages)
@@ -150,10 +170,19 @@ def test_azure_failing_and_timing_out_on_some_queries_fails_the_run_naming_them(
         fake.fail(503, times=None, search_contains="payments", retry_after=None)  # down for these
         fake.fail(503, times=None, search_contains="password", retry_after=None, delay=3.0)  # hangs
         fake.fail(429, times=2, search_contains="contractors", retry_after="0")  # recovers
-        args = mini_args(mini, shared_cache, "backend=azure", f"backend.endpoint={fake.endpoint}", "search=bm25",
-                         "backend.api_key_env=RAGEVAL_FAULTS_AZURE_KEY", "backend.max_retries=2",
-                         "backend.retry_backoff=0.01", "backend.timeout=0.5",
-                         f"mlflow.tracking_uri=sqlite:///{db}", f"hydra.run.dir={out}")  # fmt: skip
+        args = mini_args(
+            mini,
+            shared_cache,
+            "backend=azure",
+            f"backend.endpoint={fake.endpoint}",
+            "search=bm25",
+            "backend.api_key_env=RAGEVAL_FAULTS_AZURE_KEY",
+            "backend.max_retries=2",
+            "backend.retry_backoff=0.01",
+            "backend.timeout=0.5",
+            f"mlflow.tracking_uri=sqlite:///{db}",
+            f"hydra.run.dir={out}",
+        )
         with pytest.raises(SystemExit) as exit_:
             run_app(args)
         # a timed-out request is recorded when the stand-in answers it, after its delay
@@ -176,7 +205,9 @@ def flaky_job(mini, cache, out, db=None, **behaviour):
     for k, v in {"transient": 0, "fail_on": "", "nan_on": "", "calls": [], **behaviour}.items():
         setattr(FlakyRetriever, k, v)
     mlflow = [f"mlflow.tracking_uri=sqlite:///{db}"] if db else ["mlflow.enabled=false"]
-    cfg = compose(mini_args(mini, cache, "backend._target_=fakes.plugin_retrievers.FlakyRetriever", *mlflow))
+    cfg = compose(
+        mini_args(mini, cache, "backend._target_=fakes.plugin_retrievers.FlakyRetriever", *mlflow)
+    )
     return run_job(cfg, out, quiet=True)
 
 
@@ -239,7 +270,10 @@ def kill_mid_write(script: str, *args: str) -> None:
         proc.kill()
 
 
-TEXTS = [f"note {i}: {' '.join(['payments', 'leave', 'vault', 'region'][: 1 + i % 4])} {'x' * (i % 7)}" for i in range(48)]  # fmt: skip
+TEXTS = [
+    f"note {i}: {' '.join(['payments', 'leave', 'vault', 'region'][: 1 + i % 4])} {'x' * (i % 7)}"
+    for i in range(48)
+]
 
 
 def test_killed_mid_embedding_the_cache_stays_readable_and_the_next_run_completes(tmp_path):

@@ -23,9 +23,16 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def bm25_args(mini, tmp_path, *extra) -> list[str]:
     """A run that needs no embedding model: BM25 over the mini corpus, MLflow off."""
-    return ["dataset=custom", f"dataset.corpus={mini / 'corpus'}", f"dataset.golden={mini / 'golden.jsonl'}",
-            f"cache_dir={tmp_path / 'cache'}", "search=bm25", "latency_sample=0", "mlflow.enabled=false",
-            *extra]  # fmt: skip
+    return [
+        "dataset=custom",
+        f"dataset.corpus={mini / 'corpus'}",
+        f"dataset.golden={mini / 'golden.jsonl'}",
+        f"cache_dir={tmp_path / 'cache'}",
+        "search=bm25",
+        "latency_sample=0",
+        "mlflow.enabled=false",
+        *extra,
+    ]
 
 
 def test_six_concurrent_golden_adds_keep_all_six_entries(mini, tmp_path):
@@ -33,11 +40,28 @@ def test_six_concurrent_golden_adds_keep_all_six_entries(mini, tmp_path):
     quote = "Open a ticket in Helm"
     procs = [
         subprocess.Popen(
-            [sys.executable, "-m", "rageval", "golden", "add", str(golden), "--corpus",
-             str(mini / "corpus"), "--query", f"laptop password question number {i}",
-             "--evidence", "faq", quote, "--id", f"c{i}"],
-            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "rageval",
+                "golden",
+                "add",
+                str(golden),
+                "--corpus",
+                str(mini / "corpus"),
+                "--query",
+                f"laptop password question number {i}",
+                "--evidence",
+                "faq",
+                quote,
+                "--id",
+                f"c{i}",
+            ],
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for i in range(6)
     ]
     results = [p.communicate(timeout=120) + (p.returncode,) for p in procs]
@@ -51,7 +75,9 @@ def test_a_failed_rerun_in_a_reused_folder_leaves_no_stale_report(mini, tmp_path
     assert run_app(bm25_args(mini, tmp_path, f"hydra.run.dir={out}")) == 0
     assert (out / "report.json").is_file() and not (out / MARKER).exists()
     with pytest.raises(SystemExit) as exit_:
-        run_app(bm25_args(mini, tmp_path, f"hydra.run.dir={out}", f"dataset.corpus={tmp_path / 'none'}"))
+        run_app(
+            bm25_args(mini, tmp_path, f"hydra.run.dir={out}", f"dataset.corpus={tmp_path / 'none'}")
+        )
     assert exit_.value.code == 2
     assert not (out / "report.json").exists()
     assert "corpus not found" in json.loads((out / "error.json").read_text())["error"]
@@ -62,7 +88,9 @@ def test_a_failed_rerun_in_a_reused_folder_leaves_no_stale_report(mini, tmp_path
     assert (out / "report.json").is_file() and not (out / "error.json").exists()
 
 
-def test_a_write_that_fails_mid_run_leaves_the_folder_marked_incomplete(mini, tmp_path, monkeypatch):
+def test_a_write_that_fails_mid_run_leaves_the_folder_marked_incomplete(
+    mini, tmp_path, monkeypatch
+):
     import rageval.formats.trec as trec
 
     out = tmp_path / "run"
@@ -88,8 +116,17 @@ def test_a_write_that_fails_mid_run_leaves_the_folder_marked_incomplete(mini, tm
 )
 def test_config_values_of_the_wrong_shape_are_one_line(mini, tmp_path, override, code, message):
     out = tmp_path / "run"
-    proc = subprocess.run([sys.executable, "-m", "rageval", *bm25_args(mini, tmp_path, override,
-                           f"hydra.run.dir={out}")], cwd=tmp_path, capture_output=True, text=True)  # fmt: skip
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rageval",
+            *bm25_args(mini, tmp_path, override, f"hydra.run.dir={out}"),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == code, proc.stderr
     assert message in proc.stderr and "Traceback" not in proc.stderr
     assert message in json.loads((out / "error.json").read_text())["error"]
@@ -98,16 +135,25 @@ def test_config_values_of_the_wrong_shape_are_one_line(mini, tmp_path, override,
 def test_an_unwritable_run_folder_is_one_line(mini, tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("a file where a folder should be")
-    proc = subprocess.run([sys.executable, "-m", "rageval", *bm25_args(mini, tmp_path,
-                           f"hydra.run.dir={blocker / 'run'}")], cwd=tmp_path, capture_output=True,
-                          text=True)  # fmt: skip
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rageval",
+            *bm25_args(mini, tmp_path, f"hydra.run.dir={blocker / 'run'}"),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr and str(blocker) in proc.stderr
 
 
 @pytest.mark.parametrize("err", [errno.ENOSPC, errno.EROFS])
-def test_a_full_disk_or_read_only_cache_after_embedding_is_one_line(mini, tmp_path, monkeypatch,
-                                                                    capsys, err):  # fmt: skip
+def test_a_full_disk_or_read_only_cache_after_embedding_is_one_line(
+    mini, tmp_path, monkeypatch, capsys, err
+):
     import rageval.embedding.cache as cache
 
     def fail(path, data):

@@ -33,9 +33,21 @@ def store(tmp_path_factory, mini, shared_cache):
         ("toy", 64, toy),
     ):
         out = d / f"run{name}"
-        assert run_app(["dataset=custom", f"dataset.corpus={mini / 'corpus'}", f"dataset.golden={golden}",
-                        f"cache_dir={shared_cache}", f"mlflow.tracking_uri={uri}", f"chunk={chunk}",
-                        "latency_sample=0", f"hydra.run.dir={out}"]) == 0  # fmt: skip
+        assert (
+            run_app(
+                [
+                    "dataset=custom",
+                    f"dataset.corpus={mini / 'corpus'}",
+                    f"dataset.golden={golden}",
+                    f"cache_dir={shared_cache}",
+                    f"mlflow.tracking_uri={uri}",
+                    f"chunk={chunk}",
+                    "latency_sample=0",
+                    f"hydra.run.dir={out}",
+                ]
+            )
+            == 0
+        )
         reports[name] = json.loads((out / "report.json").read_text())
     return {"dir": d, "uri": uri, "reports": reports, "golden": mini / "golden.jsonl"}
 
@@ -53,13 +65,18 @@ def tagged(uri, run_id):
 
 def test_promote_by_run_id_writes_the_report_and_moves_the_mlflow_tag(store, tmp_path):
     r64, r32 = store["reports"][64], store["reports"][32]
-    done = promote(r64["mlflow_run_id"], str(tmp_path / "baseline.json"), uri=store["uri"],
-                   golden=str(store["golden"]))  # fmt: skip
+    done = promote(
+        r64["mlflow_run_id"],
+        str(tmp_path / "baseline.json"),
+        uri=store["uri"],
+        golden=str(store["golden"]),
+    )
     path, run_id = done.path, done.run_id
     base = load_baseline(path)
     assert run_id == r64["mlflow_run_id"] and base["promoted_from"]["run_id"] == run_id
     assert {k: base[k] for k in ("metrics", "digests", "config", "choices")} == {
-        k: r64[k] for k in ("metrics", "digests", "config", "choices")}  # fmt: skip
+        k: r64[k] for k in ("metrics", "digests", "config", "choices")
+    }
     assert [r["ndcg@5"] for r in base["per_query"]] == [r["ndcg@5"] for r in r64["per_query"]]
     assert f"promoted run {run_id}" in done.summary() and "chunk=64" in done.summary()
     assert tagged(store["uri"], r64["mlflow_run_id"]) == "true"
@@ -125,8 +142,11 @@ def test_promote_refuses_a_run_from_another_golden_set_unless_forced(store, tmp_
 
 @pytest.fixture
 def baseline(store, tmp_path):
-    done = promote(str(store["dir"] / "run64" / "report.json"), str(tmp_path / "baseline.json"),
-                   golden=str(store["golden"]))  # fmt: skip
+    done = promote(
+        str(store["dir"] / "run64" / "report.json"),
+        str(tmp_path / "baseline.json"),
+        golden=str(store["golden"]),
+    )
     return done.path
 
 
@@ -144,9 +164,24 @@ def test_a_fresh_baseline_passes_in_process_and_with_the_helper(baseline, tmp_pa
 
 def check_cli(baseline, tmp_path, *overrides):
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    return subprocess.run([sys.executable, "-m", "rageval", "check", "--baseline", str(baseline),
-                           "--out", str(tmp_path / "cli"), *overrides], capture_output=True, text=True,
-                          env=env, cwd=tmp_path, timeout=600)  # fmt: skip
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rageval",
+            "check",
+            "--baseline",
+            str(baseline),
+            "--out",
+            str(tmp_path / "cli"),
+            *overrides,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=600,
+    )
 
 
 def test_raised_baseline_numbers_fail_with_exit_1_naming_the_metric(baseline, tmp_path):
@@ -204,8 +239,11 @@ def test_queries_from_another_model_are_refused_or_collapse_the_metrics(
 
 def test_a_baseline_promoted_from_a_check_report_rebuilds_its_own_config(store, tmp_path):
     """A check at chunk=32 writes a report; promoted, the next check re-runs chunk 32, not 64."""
-    first = promote(str(store["dir"] / "run64" / "report.json"), str(tmp_path / "b.json"),
-                    golden=str(store["golden"]))  # fmt: skip
+    first = promote(
+        str(store["dir"] / "run64" / "report.json"),
+        str(tmp_path / "b.json"),
+        golden=str(store["golden"]),
+    )
     _, out = run_check(first.path, ["chunk=32"], out=tmp_path / "check32", quiet=True)
     promote(str(out / "report.json"), str(tmp_path / "b.json"))
     assert load_baseline(tmp_path / "b.json")["config"]["chunk"] == 32

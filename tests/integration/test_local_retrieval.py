@@ -102,8 +102,14 @@ print(json.dumps({{"encoded": e.texts_encoded, "loaded": e.model_loaded,
                   "st": "sentence_transformers" in sys.modules, "torch": "torch" in sys.modules,
                   "shape": list(v.shape)}}))
 """
-    out = subprocess.run([sys.executable, "-c", code], input=json.dumps(texts), capture_output=True,
-                         text=True, check=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        input=json.dumps(texts),
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got == {
         "encoded": 0,

@@ -54,11 +54,24 @@ def mlflow_server(tmp_path):
     for attempt in range(3):
         port = free_port()
         proc = subprocess.Popen(
-            [str(mlflow_bin), "server", "--host", "127.0.0.1", "--port", str(port),
-             "--backend-store-uri", f"sqlite:///{tmp_path / f'server{attempt}.db'}",
-             "--artifacts-destination", str(tmp_path / "artifacts"), "--workers", "1"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-        )  # fmt: skip
+            [
+                str(mlflow_bin),
+                "server",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--backend-store-uri",
+                f"sqlite:///{tmp_path / f'server{attempt}.db'}",
+                "--artifacts-destination",
+                str(tmp_path / "artifacts"),
+                "--workers",
+                "1",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         url = f"http://127.0.0.1:{port}"
         try:
             if healthy(url, proc, 240):
@@ -76,8 +89,11 @@ def mlflow_server(tmp_path):
 
 
 def rest(url, path, body):
-    req = urllib.request.Request(f"{url}/api/2.0/mlflow/{path}", data=json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json"})  # fmt: skip
+    req = urllib.request.Request(
+        f"{url}/api/2.0/mlflow/{path}",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
     with urllib.request.urlopen(req, timeout=30) as r:
         return json.loads(r.read())
 
@@ -85,11 +101,21 @@ def rest(url, path, body):
 def test_runs_logged_to_a_real_tracking_server_read_back_over_rest(
     mlflow_server, mini, shared_cache, tmp_path
 ):
-    code = run_app([
-        "-m", "dataset=custom", f"dataset.corpus={mini / 'corpus'}", f"dataset.golden={mini / 'golden.jsonl'}",
-        f"cache_dir={shared_cache}", f"mlflow.tracking_uri={mlflow_server}", "mlflow.experiment=server-test",
-        f"hydra.sweep.dir={tmp_path / 'sweep'}", "latency_sample=0", "chunk=32,64", "search=vector",
-    ])  # fmt: skip
+    code = run_app(
+        [
+            "-m",
+            "dataset=custom",
+            f"dataset.corpus={mini / 'corpus'}",
+            f"dataset.golden={mini / 'golden.jsonl'}",
+            f"cache_dir={shared_cache}",
+            f"mlflow.tracking_uri={mlflow_server}",
+            "mlflow.experiment=server-test",
+            f"hydra.sweep.dir={tmp_path / 'sweep'}",
+            "latency_sample=0",
+            "chunk=32,64",
+            "search=vector",
+        ]
+    )
     assert code == 0
     with urllib.request.urlopen(
         f"{mlflow_server}/api/2.0/mlflow/experiments/get-by-name?experiment_name=server-test",

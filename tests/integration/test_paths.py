@@ -54,8 +54,16 @@ def test_paths_are_used_as_written_and_nothing_is_written_outside_the_allowed_pl
     layout, monkeypatch
 ):
     # the baseline's two files; matplotlib's own font cache (written once per home, by matplotlib)
-    work, written = layout / "work", {"runs", "cache", "baseline/baseline.json",
-                                      "baseline/baseline.per_query.csv", "home/.cache/matplotlib"}  # fmt: skip
+    work, written = (
+        layout / "work",
+        {
+            "runs",
+            "cache",
+            "baseline/baseline.json",
+            "baseline/baseline.per_query.csv",
+            "home/.cache/matplotlib",
+        },
+    )
     corpus, golden = "../links/corpus", "../data/sub/../golden.jsonl"
     before = snapshot(layout)
     env = {
@@ -65,17 +73,39 @@ def test_paths_are_used_as_written_and_nothing_is_written_outside_the_allowed_pl
         "HF_HUB_OFFLINE": "1",
     }
     proc = subprocess.run(
-        [sys.executable, "-m", "rageval", "dataset=custom", f"dataset.corpus={corpus}",
-         f"dataset.golden={golden}", "cache_dir=../cache", "hydra.run.dir=../runs/r1",
-         "mlflow.enabled=false", "latency_sample=2"],
-        cwd=work, env=env, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "rageval",
+            "dataset=custom",
+            f"dataset.corpus={corpus}",
+            f"dataset.golden={golden}",
+            "cache_dir=../cache",
+            "hydra.run.dir=../runs/r1",
+            "mlflow.enabled=false",
+            "latency_sample=2",
+        ],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     monkeypatch.chdir(work)
     assert (
-        main(["promote", "../runs/r1/report.json", "--baseline", "../baseline/baseline.json",
-              "--golden", golden]) == 0
-    )  # fmt: skip  (the project gates on this golden set, not the configured demo's)
+        main(
+            [
+                "promote",
+                "../runs/r1/report.json",
+                "--baseline",
+                "../baseline/baseline.json",
+                "--golden",
+                golden,
+            ]
+        )
+        == 0
+    )  # the project gates on this golden set, not the configured demo's
 
     after = snapshot(layout)
     changed = {p for p in after.keys() | before.keys() if after.get(p) != before.get(p)}
@@ -101,7 +131,15 @@ def test_a_missing_path_is_reported_as_written(layout, shared_cache, monkeypatch
     monkeypatch.chdir(layout / "work")
     golden = "../data/missing/../golden.jsonl"  # "missing" does not exist, so neither does this
     with pytest.raises(SystemExit) as exit_:
-        run_app(["dataset=custom", "dataset.corpus=../links/corpus", f"dataset.golden={golden}",
-                 f"cache_dir={shared_cache}", "mlflow.enabled=false", "hydra.run.dir=../runs/r2"])  # fmt: skip
+        run_app(
+            [
+                "dataset=custom",
+                "dataset.corpus=../links/corpus",
+                f"dataset.golden={golden}",
+                f"cache_dir={shared_cache}",
+                "mlflow.enabled=false",
+                "hydra.run.dir=../runs/r2",
+            ]
+        )
     assert exit_.value.code == 2
     assert f"rageval: error: {golden}: golden set not found" in capsys.readouterr().err

@@ -27,15 +27,20 @@ def browser():
     d = webdriver.Chrome(service=Service(executable_path=driver), options=opts)
     # offline: any request leaving the file would fail and show in the performance entries
     d.execute_cdp_cmd("Network.enable", {})
-    d.execute_cdp_cmd("Network.emulateNetworkConditions", {"offline": True, "latency": 0,
-                      "downloadThroughput": -1, "uploadThroughput": -1})  # fmt: skip
+    d.execute_cdp_cmd(
+        "Network.emulateNetworkConditions",
+        {"offline": True, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1},
+    )
     yield d
     d.quit()
 
 
 def ids_shown(d):
-    return [r.find_element("css selector", "td").text for r in d.find_elements("css selector", "#q tbody tr")
-            if r.is_displayed()]  # fmt: skip
+    return [
+        r.find_element("css selector", "td").text
+        for r in d.find_elements("css selector", "#q tbody tr")
+        if r.is_displayed()
+    ]
 
 
 def test_one_run_page_sorts_filters_and_highlights_offline(browser, tmp_path):

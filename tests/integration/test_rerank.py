@@ -18,8 +18,14 @@ def tiny_cross_encoder(tmp_path_factory, model_dir):
     torch.manual_seed(0)
     path = tmp_path_factory.mktemp("tiny-ce")
     tok = AutoTokenizer.from_pretrained(model_dir)
-    cfg = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2,
-                     num_attention_heads=2, intermediate_size=64, num_labels=1)  # fmt: skip
+    cfg = BertConfig(
+        vocab_size=tok.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        num_labels=1,
+    )
     BertForSequenceClassification(cfg).save_pretrained(path)
     tok.save_pretrained(path)
     return str(path)

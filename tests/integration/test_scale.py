@@ -35,8 +35,9 @@ def test_building_from_a_memory_mapped_store_holds_the_vectors_about_once(tmp_pa
     # (adding 30 batches to an unreserved flat index peaks near twice the data)
     path = tmp_path / "x.npy"
     np.save(path, unit(100_000, 128))
-    out = subprocess.run([sys.executable, "-c", PEAK, str(path)], capture_output=True, text=True,
-                         check=True)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", PEAK, str(path)], capture_output=True, text=True, check=True
+    )
     assert float(out.stdout.strip()) < 1.45
 
 

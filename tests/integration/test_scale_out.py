@@ -18,16 +18,31 @@ RAY_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
 
 
 def sweep_args(corpus, golden, cache, uri, *extra):
-    return ["-m", "dataset=custom", f"dataset.corpus={corpus}", f"dataset.golden={golden}",
-            f"cache_dir={cache}", f"mlflow.tracking_uri={uri}", "latency_sample=0", *extra]  # fmt: skip
+    return [
+        "-m",
+        "dataset=custom",
+        f"dataset.corpus={corpus}",
+        f"dataset.golden={golden}",
+        f"cache_dir={cache}",
+        f"mlflow.tracking_uri={uri}",
+        "latency_sample=0",
+        *extra,
+    ]
 
 
 def run_group(args, cwd, env_extra=None, timeout=300) -> subprocess.CompletedProcess:
     """``args`` in its own process group, which is killed whole at the end (Ray's leftovers too)."""
     path = os.pathsep.join(filter(None, [str(SUPPORT), os.environ.get("PYTHONPATH")]))
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": path, **(env_extra or {})}
-    proc = subprocess.Popen(args, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)  # fmt: skip
+    proc = subprocess.Popen(
+        args,
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         out, err = proc.communicate(timeout=timeout)
     finally:
@@ -65,8 +80,18 @@ def loopback_sweep(args, cwd, ray_head=False) -> dict:
         pytest.skip(
             "needs `unshare --net` (root) to keep Ray's traffic on a loopback-only namespace"
         )
-    cmd = ["unshare", "--net", "--", sys.executable, str(SUPPORT / "loopback_sweep.py"), "--cwd", str(cwd),
-           *(["--ray-head"] if ray_head else []), "--", *args]  # fmt: skip
+    cmd = [
+        "unshare",
+        "--net",
+        "--",
+        sys.executable,
+        str(SUPPORT / "loopback_sweep.py"),
+        "--cwd",
+        str(cwd),
+        *(["--ray-head"] if ray_head else []),
+        "--",
+        *args,
+    ]
     proc = run_group(cmd, cwd, RAY_ENV, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -85,17 +110,30 @@ def test_a_2x2_sweep_on_a_local_ray_cluster_logs_every_run_under_the_parent(
     mini, shared_cache, tmp_path
 ):
     sweep = tmp_path / "sweep"
-    args = sweep_args(mini / "corpus", mini / "golden.jsonl", shared_cache, "{MLFLOW}",
-                      "mlflow.experiment=ray-local", f"hydra.sweep.dir={sweep}", "hydra/launcher=ray",
-                      "hydra.launcher.ray.init.address=local", "+hydra.launcher.ray.init.num_cpus=2",
-                      "+hydra.launcher.ray.init.include_dashboard=false",
-                      "chunk=32,64", "search=vector,bm25")  # fmt: skip
+    args = sweep_args(
+        mini / "corpus",
+        mini / "golden.jsonl",
+        shared_cache,
+        "{MLFLOW}",
+        "mlflow.experiment=ray-local",
+        f"hydra.sweep.dir={sweep}",
+        "hydra/launcher=ray",
+        "hydra.launcher.ray.init.address=local",
+        "+hydra.launcher.ray.init.num_cpus=2",
+        "+hydra.launcher.ray.init.include_dashboard=false",
+        "chunk=32,64",
+        "search=vector,bm25",
+    )
     res = loopback_sweep(args, tmp_path)
     assert res["returncode"] == 0, res["stderr"][-3000:]
     assert "Sweep of 4 jobs (0 failed)" in res["stdout"]
     parent, children = parent_and_children(res["runs"], "ray-local")
     assert {(r["params"]["chunk"], r["params"]["search"]) for r in children} == {
-        ("32", "vector"), ("32", "bm25"), ("64", "vector"), ("64", "bm25")}  # fmt: skip
+        ("32", "vector"),
+        ("32", "bm25"),
+        ("64", "vector"),
+        ("64", "bm25"),
+    }
     assert all(r["status"] == "FINISHED" for r in [parent, *children])
     assert {r["tags"]["rageval.sweep_id"] for r in children} == {str(sweep)}
     assert "leaderboard.md" in parent["artifacts"]
@@ -109,9 +147,16 @@ def test_a_sweep_on_a_running_ray_cluster_from_another_folder(mini, shared_cache
     # the launch folder.
     launch = tmp_path / "launch"
     shutil.copytree(mini, launch / "mini")
-    args = sweep_args("mini/corpus", "mini/golden.jsonl", shared_cache, "{MLFLOW}",
-                      "mlflow.experiment=ray-cluster", "hydra/launcher=ray_cluster",
-                      "chunk=48", "search=vector,bm25")  # fmt: skip
+    args = sweep_args(
+        "mini/corpus",
+        "mini/golden.jsonl",
+        shared_cache,
+        "{MLFLOW}",
+        "mlflow.experiment=ray-cluster",
+        "hydra/launcher=ray_cluster",
+        "chunk=48",
+        "search=vector,bm25",
+    )
     res = loopback_sweep(args, launch, ray_head=True)
     assert res["returncode"] == 0, res["stderr"][-3000:]
     assert "Sweep of 2 jobs (0 failed)" in res["stdout"]
@@ -123,9 +168,18 @@ def test_a_sweep_on_a_running_ray_cluster_from_another_folder(mini, shared_cache
 
 def joblib_sweep(mini, cache, tmp_path, how: str) -> tuple[subprocess.CompletedProcess, Path, str]:
     sweep, uri = tmp_path / "sweep", f"sqlite:///{tmp_path / 'mlflow.db'}"
-    args = sweep_args(mini / "corpus", mini / "golden.jsonl", cache, uri, f"hydra.sweep.dir={sweep}",
-                      f"hydra.searchpath=[file://{SUPPORT / 'conf'}]", "hydra/launcher=joblib",
-                      "hydra.launcher.n_jobs=2", "chunk=48", "backend=faiss,crash")  # fmt: skip
+    args = sweep_args(
+        mini / "corpus",
+        mini / "golden.jsonl",
+        cache,
+        uri,
+        f"hydra.sweep.dir={sweep}",
+        f"hydra.searchpath=[file://{SUPPORT / 'conf'}]",
+        "hydra/launcher=joblib",
+        "hydra.launcher.n_jobs=2",
+        "chunk=48",
+        "backend=faiss,crash",
+    )
     env = {"RAGEVAL_TEST_CRASH": how}
     return run_group([sys.executable, "-m", "rageval", *args], tmp_path, env), sweep, uri
 

@@ -16,16 +16,32 @@ from rageval.cli.main import main
 from rageval.errors import ConfigError
 from rageval.tracking import runs as tracking
 
-TOKEN, PASSWORD, SIG, ENV_KEY, URL_PW = "sk-cfg-7a6b5c4d", "pw-nested-1f2e3d", "sig-9z8y7x6w", "env-5e4d3c2b1a", "url-pw-0q9w8e"  # fmt: skip
+TOKEN, PASSWORD, SIG, ENV_KEY, URL_PW = (
+    "sk-cfg-7a6b5c4d",
+    "pw-nested-1f2e3d",
+    "sig-9z8y7x6w",
+    "env-5e4d3c2b1a",
+    "url-pw-0q9w8e",
+)
 ENDPOINT = f"https://search.example.com/indexes?api-version=2024&api-key={SIG}"
 ALL = (TOKEN, PASSWORD, SIG, ENV_KEY, URL_PW)
 
 
 def app_args(mini, cache, out, *extra) -> list[str]:
-    return ["dataset=custom", f"dataset.corpus={mini / 'corpus'}", f"dataset.golden={mini / 'golden.jsonl'}",
-            f"cache_dir={cache}", "latency_sample=0", "retries=0", f"hydra.run.dir={out}",
-            "backend._target_=fakes.leaky.LeakyRetriever", f"+backend.api_token={TOKEN}",
-            f"+backend.endpoint='{ENDPOINT}'", f"+backend.credentials={{user:bob,pass:{PASSWORD}}}", *extra]  # fmt: skip
+    return [
+        "dataset=custom",
+        f"dataset.corpus={mini / 'corpus'}",
+        f"dataset.golden={mini / 'golden.jsonl'}",
+        f"cache_dir={cache}",
+        "latency_sample=0",
+        "retries=0",
+        f"hydra.run.dir={out}",
+        "backend._target_=fakes.leaky.LeakyRetriever",
+        f"+backend.api_token={TOKEN}",
+        f"+backend.endpoint='{ENDPOINT}'",
+        f"+backend.credentials={{user:bob,pass:{PASSWORD}}}",
+        *extra,
+    ]
 
 
 def text_of(*roots: Path) -> str:
@@ -107,4 +123,9 @@ def test_no_secret_in_configuration_errors(mini, tmp_path, capsys, env):
     baseline.write_text(json.dumps({"metrics": {}, "per_query": [], "digests": {}, "k": 5}))
     assert main(["check", f"backend.api_key={PASSWORD}", "--baseline", str(baseline)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("rageval: error: ") and "backend.api_key" in err and PASSWORD not in err and "***" in err
+    assert (
+        err.startswith("rageval: error: ")
+        and "backend.api_key" in err
+        and PASSWORD not in err
+        and "***" in err
+    )

@@ -21,31 +21,76 @@ SUPPORT = TESTS / "support"
 # shape -> (override or environment variable, the secret values, a non-secret part that must stay)
 SHAPES = {
     "secret key": ("+extra.api_key=sk-live-KEY0a1b2c", ["sk-live-KEY0a1b2c"], None),
-    "swept secret key": ("+extra.auth_token=tok-SWEEP-aaaa1,tok-SWEEP-bbbb2",
-                         ["tok-SWEEP-aaaa1", "tok-SWEEP-bbbb2"], None),
-    "dict value": ("+extra.creds={user: bobuser, password: pw-DICT-77x}", ["pw-DICT-77x"], "bobuser"),
-    "list value": ("+extra.hooks=[{name: slack, token: xoxb-LIST-5566}]", ["xoxb-LIST-5566"], "slack"),
-    "url userinfo token": ("+extra.repo='https://ghp-TOKEN-9988@github.com/acme/docs.git'",
-                           ["ghp-TOKEN-9988"], "github.com/acme/docs.git"),
-    "url user:password": ("+extra.db='postgres://admin:pg-PASS-4433@db.internal:5432/x'",
-                          ["pg-PASS-4433"], "db.internal"),
-    "signed url (AWS)": ("+extra.dump='https://b.s3.amazonaws.com/k?X-Amz-Credential=AKIA-CRED-11&X-Amz-Signature=amz-SIG-2233&X-Amz-Date=20240101'",
-                         ["AKIA-CRED-11", "amz-SIG-2233"], "X-Amz-Date=20240101"),
-    "signed url (Azure SAS)": ("+extra.blob='https://a.blob.core.windows.net/c?sv=2024&sig=sas-SIG-6655'",
-                               ["sas-SIG-6655"], "sv=2024"),
-    "fragment token": ("+extra.cb='https://app.example.com/cb#access_token=frag-TOK-3344&state=ok'",
-                       ["frag-TOK-3344"], "state=ok"),
+    "swept secret key": (
+        "+extra.auth_token=tok-SWEEP-aaaa1,tok-SWEEP-bbbb2",
+        ["tok-SWEEP-aaaa1", "tok-SWEEP-bbbb2"],
+        None,
+    ),
+    "dict value": (
+        "+extra.creds={user: bobuser, password: pw-DICT-77x}",
+        ["pw-DICT-77x"],
+        "bobuser",
+    ),
+    "list value": (
+        "+extra.hooks=[{name: slack, token: xoxb-LIST-5566}]",
+        ["xoxb-LIST-5566"],
+        "slack",
+    ),
+    "url userinfo token": (
+        "+extra.repo='https://ghp-TOKEN-9988@github.com/acme/docs.git'",
+        ["ghp-TOKEN-9988"],
+        "github.com/acme/docs.git",
+    ),
+    "url user:password": (
+        "+extra.db='postgres://admin:pg-PASS-4433@db.internal:5432/x'",
+        ["pg-PASS-4433"],
+        "db.internal",
+    ),
+    "signed url (AWS)": (
+        "+extra.dump='https://b.s3.amazonaws.com/k?X-Amz-Credential=AKIA-CRED-11&X-Amz-Signature=amz-SIG-2233&X-Amz-Date=20240101'",
+        ["AKIA-CRED-11", "amz-SIG-2233"],
+        "X-Amz-Date=20240101",
+    ),
+    "signed url (Azure SAS)": (
+        "+extra.blob='https://a.blob.core.windows.net/c?sv=2024&sig=sas-SIG-6655'",
+        ["sas-SIG-6655"],
+        "sv=2024",
+    ),
+    "fragment token": (
+        "+extra.cb='https://app.example.com/cb#access_token=frag-TOK-3344&state=ok'",
+        ["frag-TOK-3344"],
+        "state=ok",
+    ),
     "environment": ("env:SEARCH_SERVICE_API_KEY=env-KEY-00998877", ["env-KEY-00998877"], None),
-}  # fmt: skip
-OUTPUTS = ["console", "config.yaml", "report.json", "multirun.yaml", "mlflow params",
-           "mlflow tags", "mlflow artifacts", "error.json", "crash console"]  # fmt: skip
+}
+OUTPUTS = [
+    "console",
+    "config.yaml",
+    "report.json",
+    "multirun.yaml",
+    "mlflow params",
+    "mlflow tags",
+    "mlflow artifacts",
+    "error.json",
+    "crash console",
+]
 
 
 def _args_env(tmp_path: Path, *extra: str) -> tuple[list[str], dict]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(SUPPORT)]), "HF_HUB_OFFLINE": "1"}
-    args = ["dataset=custom", f"dataset.corpus={SUPPORT / 'data/mini/corpus'}",
-            f"dataset.golden={SUPPORT / 'data/mini/golden.jsonl'}", f"cache_dir={tmp_path / 'cache'}",
-            "search=bm25", "latency_sample=0", f"mlflow.tracking_uri=sqlite:///{tmp_path / 'm.db'}"]  # fmt: skip
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), str(SUPPORT)]),
+        "HF_HUB_OFFLINE": "1",
+    }
+    args = [
+        "dataset=custom",
+        f"dataset.corpus={SUPPORT / 'data/mini/corpus'}",
+        f"dataset.golden={SUPPORT / 'data/mini/golden.jsonl'}",
+        f"cache_dir={tmp_path / 'cache'}",
+        "search=bm25",
+        "latency_sample=0",
+        f"mlflow.tracking_uri=sqlite:///{tmp_path / 'm.db'}",
+    ]
     for override, _, _ in SHAPES.values():
         if override.startswith("env:"):
             name, _, value = override[4:].partition("=")
@@ -60,8 +105,14 @@ def _args_env(tmp_path: Path, *extra: str) -> tuple[list[str], dict]:
 
 def _run(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
     args, env = _args_env(tmp_path, *extra)
-    return subprocess.run([sys.executable, "-m", "rageval", *args], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "rageval", *args],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def _files(folder: Path, name: str) -> str:
@@ -74,11 +125,19 @@ def outputs(tmp_path_factory) -> dict[str, str]:
     sweep = tmp / "sweep"
     proc = _run(tmp, "-m", "chunk=40,56", f"hydra.sweep.dir={sweep}")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    failed = _run(tmp, f"dataset.golden={tmp / 'missing.jsonl'}", "mlflow.enabled=false",
-                  f"hydra.run.dir={tmp / 'failed'}")  # fmt: skip
+    failed = _run(
+        tmp,
+        f"dataset.golden={tmp / 'missing.jsonl'}",
+        "mlflow.enabled=false",
+        f"hydra.run.dir={tmp / 'failed'}",
+    )
     assert failed.returncode == 2, failed.stderr[-3000:]
-    crashed = _run(tmp, "backend._target_=fakes.crashing.CrashingRetriever",
-                   "mlflow.enabled=false", f"hydra.run.dir={tmp / 'crashed'}")  # fmt: skip
+    crashed = _run(
+        tmp,
+        "backend._target_=fakes.crashing.CrashingRetriever",
+        "mlflow.enabled=false",
+        f"hydra.run.dir={tmp / 'crashed'}",
+    )
     assert crashed.returncode != 0 and "boom" in crashed.stderr, crashed.stderr[-3000:]
 
     from mlflow.tracking import MlflowClient

@@ -15,17 +15,40 @@ def test_a_sweep_reads_in_mlflow_like_its_comparison(
 
     repo = tmp_path / "project"  # the user's project: a git checkout, where the sweep starts
     repo.mkdir()
-    for cmd in (["init", "-q"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
-                                 "--allow-empty", "-m", "init"]):  # fmt: skip
+    for cmd in (
+        ["init", "-q"],
+        [
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "init",
+        ],
+    ):
         subprocess.run(["git", *cmd], cwd=repo, check=True)
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True,
-                            text=True).stdout.strip()  # fmt: skip
+    commit = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True
+    ).stdout.strip()
     monkeypatch.chdir(repo)
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    code = run_app(["-m", "dataset=custom", f"dataset.corpus={mini / 'corpus'}",
-                    f"dataset.golden={mini / 'golden.jsonl'}", f"cache_dir={shared_cache}",
-                    f"mlflow.tracking_uri={uri}", "latency_sample=0", "search=bm25",
-                    f"hydra.sweep.dir={tmp_path / 'sweep'}", "chunk=32,64,128"])  # fmt: skip
+    code = run_app(
+        [
+            "-m",
+            "dataset=custom",
+            f"dataset.corpus={mini / 'corpus'}",
+            f"dataset.golden={mini / 'golden.jsonl'}",
+            f"cache_dir={shared_cache}",
+            f"mlflow.tracking_uri={uri}",
+            "latency_sample=0",
+            "search=bm25",
+            f"hydra.sweep.dir={tmp_path / 'sweep'}",
+            "chunk=32,64,128",
+        ]
+    )
     assert code == 0
     out = capsys.readouterr().out
     c = MlflowClient(uri)

@@ -46,10 +46,24 @@ def stop(proc: subprocess.Popen) -> None:
 def start_mlflow(workdir: Path) -> tuple[subprocess.Popen, str]:
     port = free_port()
     proc = subprocess.Popen(
-        [str(BIN / "mlflow"), "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
-         "--backend-store-uri", f"sqlite:///{workdir / 'server.db'}", "--artifacts-destination", str(workdir / "artifacts")],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )  # fmt: skip
+        [
+            str(BIN / "mlflow"),
+            "server",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            "1",
+            "--backend-store-uri",
+            f"sqlite:///{workdir / 'server.db'}",
+            "--artifacts-destination",
+            str(workdir / "artifacts"),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + 90
     while True:
@@ -70,9 +84,16 @@ def dump_runs(url: str) -> list[dict]:
     out = []
     for exp in c.search_experiments():
         for r in c.search_runs([exp.experiment_id]):
-            out.append({"experiment": exp.name, "run_id": r.info.run_id, "status": r.info.status,
-                        "tags": r.data.tags, "params": r.data.params,
-                        "artifacts": [a.path for a in c.list_artifacts(r.info.run_id)]})  # fmt: skip
+            out.append(
+                {
+                    "experiment": exp.name,
+                    "run_id": r.info.run_id,
+                    "status": r.info.status,
+                    "tags": r.data.tags,
+                    "params": r.data.params,
+                    "artifacts": [a.path for a in c.list_artifacts(r.info.run_id)],
+                }
+            )
     return out
 
 
@@ -100,15 +121,36 @@ def main() -> None:
         if a.ray_head:
             port = free_port()
             (workdir / "head").mkdir(exist_ok=True)
-            head = subprocess.Popen([str(BIN / "ray"), "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}",
-                                     "--num-cpus=2", "--include-dashboard=false", "--disable-usage-stats", "--block"],
-                                    cwd=workdir / "head", env=env, start_new_session=True,
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+            head = subprocess.Popen(
+                [
+                    str(BIN / "ray"),
+                    "start",
+                    "--head",
+                    "--node-ip-address=127.0.0.1",
+                    f"--port={port}",
+                    "--num-cpus=2",
+                    "--include-dashboard=false",
+                    "--disable-usage-stats",
+                    "--block",
+                ],
+                cwd=workdir / "head",
+                env=env,
+                start_new_session=True,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
             env["RAY_ADDRESS"] = f"127.0.0.1:{port}"
             time.sleep(8)
         args = [arg.replace("{MLFLOW}", url) for arg in a.args if arg != "--"]
-        sweep = subprocess.Popen([sys.executable, "-m", "rageval", *args], cwd=cwd, env=env, text=True,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)  # fmt: skip
+        sweep = subprocess.Popen(
+            [sys.executable, "-m", "rageval", *args],
+            cwd=cwd,
+            env=env,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
         try:
             out, err = sweep.communicate(timeout=600)
         finally:

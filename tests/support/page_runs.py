@@ -9,8 +9,15 @@ QUOTE = "contractors get ten days of parental leave"
 
 
 def chunk(cid, doc, ordinal, text, start=0):
-    return {"id": cid, "label": f"{doc}:{ordinal}", "doc_id": doc, "ordinal": ordinal,
-            "start": start, "end": start + len(text), "text": text}  # fmt: skip
+    return {
+        "id": cid,
+        "label": f"{doc}:{ordinal}",
+        "doc_id": doc,
+        "ordinal": ordinal,
+        "start": start,
+        "end": start + len(text),
+        "text": text,
+    }
 
 
 CHUNKS = {
@@ -24,31 +31,84 @@ CHUNKS = {
 def row(qid, query, retrieved, ndcg, first, source="ticket", tags=("hr",), evidence=True):
     labels = [CHUNKS[c]["label"] for c in retrieved]
     return {
-        "id": qid, "query": query, "source": source, "tags": list(tags),
-        "first_relevant_rank": first, "retrieved": retrieved, "retrieved_labels": labels,
+        "id": qid,
+        "query": query,
+        "source": source,
+        "tags": list(tags),
+        "first_relevant_rank": first,
+        "retrieved": retrieved,
+        "retrieved_labels": labels,
         "relevant_labels": ["hr-leave:1"] if evidence else ["runbook:0"],
         "expected_docs": ["hr-leave"] if evidence else ["runbook"],
         "evidence": [{"doc": "hr-leave", "quote": QUOTE}] if evidence else [],
-        "evidence_spans": [{"doc": "hr-leave", "start": 46, "end": 46 + len(QUOTE)}] if evidence else [],
-        "ndcg@3": ndcg, "recall@3": 1.0 if first and first <= 3 else 0.0,
-    }  # fmt: skip
+        "evidence_spans": [{"doc": "hr-leave", "start": 46, "end": 46 + len(QUOTE)}]
+        if evidence
+        else [],
+        "ndcg@3": ndcg,
+        "recall@3": 1.0 if first and first <= 3 else 0.0,
+    }
 
 
 def report(rows):
-    return {"k": 3, "level": "chunk", "overrides": ["chunk=64"], "per_query": rows,
-            "metrics": {"ndcg@3": sum(r["ndcg@3"] for r in rows) / len(rows), "recall@3": 0.5}}  # fmt: skip
+    return {
+        "k": 3,
+        "level": "chunk",
+        "overrides": ["chunk=64"],
+        "per_query": rows,
+        "metrics": {"ndcg@3": sum(r["ndcg@3"] for r in rows) / len(rows), "recall@3": 0.5},
+    }
 
 
-RUN_A = report([
-    row("q1", "How much leave do contractors get?", ["c1", "c2", "c3"], 0.63, 2),
-    row("q2", "Which regions run payments?", ["c4", "c3", "c1"], 1.0, 1, "synthetic", ("ops",), False),
-    row("q3", "Is the office in Leeds?", ["c3", "c1", "c4"], 0.0, 0, "adversarial", ("hr",), False),
-])  # fmt: skip
-RUN_B = report([
-    row("q1", "How much leave do contractors get?", ["c2", "c1", "c4"], 1.0, 1),
-    row("q2", "Which regions run payments?", ["c3", "c4", "c1"], 0.63, 2, "synthetic", ("ops",), False),
-    row("q3", "Is the office in Leeds?", ["c3", "c1", "c4"], 0.0, 0, "adversarial", ("hr",), False),
-])  # fmt: skip
+RUN_A = report(
+    [
+        row("q1", "How much leave do contractors get?", ["c1", "c2", "c3"], 0.63, 2),
+        row(
+            "q2",
+            "Which regions run payments?",
+            ["c4", "c3", "c1"],
+            1.0,
+            1,
+            "synthetic",
+            ("ops",),
+            False,
+        ),
+        row(
+            "q3",
+            "Is the office in Leeds?",
+            ["c3", "c1", "c4"],
+            0.0,
+            0,
+            "adversarial",
+            ("hr",),
+            False,
+        ),
+    ]
+)
+RUN_B = report(
+    [
+        row("q1", "How much leave do contractors get?", ["c2", "c1", "c4"], 1.0, 1),
+        row(
+            "q2",
+            "Which regions run payments?",
+            ["c3", "c4", "c1"],
+            0.63,
+            2,
+            "synthetic",
+            ("ops",),
+            False,
+        ),
+        row(
+            "q3",
+            "Is the office in Leeds?",
+            ["c3", "c1", "c4"],
+            0.0,
+            0,
+            "adversarial",
+            ("hr",),
+            False,
+        ),
+    ]
+)
 
 
 def run_folder(path, report_dict):

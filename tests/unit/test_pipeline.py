@@ -62,9 +62,16 @@ def data(tmp_path):
 
 def run(data, model_dir, chunk=4, level="auto", ks=(1, 2, 3)):
     spec = RunSpec(
-        corpus=data[0], golden=data[1], tokenizer_dir=model_dir, chunking=ChunkingSpec(chunk),
-        k=2, ks=ks, level=level, latency_sample=0, budgets=(),
-    )  # fmt: skip
+        corpus=data[0],
+        golden=data[1],
+        tokenizer_dir=model_dir,
+        chunking=ChunkingSpec(chunk),
+        k=2,
+        ks=ks,
+        level=level,
+        latency_sample=0,
+        budgets=(),
+    )
     retriever = OverlapRetriever()
     return evaluate(spec, retriever, None), retriever
 
@@ -114,8 +121,13 @@ def test_level_chunk_spreads_document_labels_over_their_chunks(data, model_dir, 
 def test_level_doc_can_be_forced_for_chunk_labels_and_evidence(mini, model_dir):
     from rageval.inputs.corpus import load_corpus
 
-    spec = dict(corpus=str(mini / "corpus"), golden=str(mini / "golden.jsonl"),
-                tokenizer_dir=model_dir, chunking=ChunkingSpec(32), latency_sample=0)  # fmt: skip
+    spec = dict(
+        corpus=str(mini / "corpus"),
+        golden=str(mini / "golden.jsonl"),
+        tokenizer_dir=model_dir,
+        chunking=ChunkingSpec(32),
+        latency_sample=0,
+    )
     report = evaluate(RunSpec(**spec, level="doc"), OverlapRetriever(), None)
     assert report.level == "doc"
     docs = {d.id for d in load_corpus(mini / "corpus")}
@@ -174,9 +186,14 @@ def test_a_golden_set_is_searched_in_batches_with_the_same_result(mini, model_di
 
     reports = {}
     for batch in (3, 10_000):
-        spec = RunSpec(corpus=str(mini / "corpus"), golden=str(mini / "golden.jsonl"),
-                       tokenizer_dir=model_dir, chunking=ChunkingSpec(48, 8), latency_sample=0,
-                       query_batch=batch)  # fmt: skip
+        spec = RunSpec(
+            corpus=str(mini / "corpus"),
+            golden=str(mini / "golden.jsonl"),
+            tokenizer_dir=model_dir,
+            chunking=ChunkingSpec(48, 8),
+            latency_sample=0,
+            query_batch=batch,
+        )
         r = CountingBM25(str(tmp_path))
         reports[batch] = (evaluate(spec, r, None), r.calls)
     (small, calls), (big, one) = reports[3], reports[10_000]

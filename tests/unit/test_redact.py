@@ -7,15 +7,28 @@ import logging
 
 from rageval.redact import ScrubbingFilter, override_secrets, redact, redact_override, secret_values
 
-TOKEN, PASSWORD, SIG, ENV_KEY, URL_PW = "sk-cfg-7a6b5c4d", "pw-nested-1f2e3d", "sig-9z8y7x6w", "env-5e4d3c2b1a", "url-pw-0q9w8e"  # fmt: skip
+TOKEN, PASSWORD, SIG, ENV_KEY, URL_PW = (
+    "sk-cfg-7a6b5c4d",
+    "pw-nested-1f2e3d",
+    "sig-9z8y7x6w",
+    "env-5e4d3c2b1a",
+    "url-pw-0q9w8e",
+)
 ENDPOINT = f"https://search.example.com/indexes?api-version=2024&api-key={SIG}"
 ALL = (TOKEN, PASSWORD, SIG, ENV_KEY, URL_PW)
 
 
 def test_redaction_rules():
-    config = {"backend": {"api_token": TOKEN, "api_key_env": "MY_KEY", "endpoint": ENDPOINT,
-                          "credentials": {"user": "bob", "pass": PASSWORD}, "timeout": 60},
-              "mlflow": {"tracking_uri": f"https://bob:{URL_PW}@mlflow.example.com/?sv=2024&sig={SIG}"}}  # fmt: skip
+    config = {
+        "backend": {
+            "api_token": TOKEN,
+            "api_key_env": "MY_KEY",
+            "endpoint": ENDPOINT,
+            "credentials": {"user": "bob", "pass": PASSWORD},
+            "timeout": 60,
+        },
+        "mlflow": {"tracking_uri": f"https://bob:{URL_PW}@mlflow.example.com/?sv=2024&sig={SIG}"},
+    }
     red = redact(config)
     assert red["backend"]["api_token"] == "***" and red["backend"]["api_key_env"] == "MY_KEY"
     assert red["backend"]["credentials"] == {"user": "***", "pass": "***"}  # all below a secret key
@@ -30,7 +43,11 @@ def test_redaction_rules():
     assert not any(s in json.dumps(red) for s in ALL)
     overrides = [f"+backend.credentials.pass={PASSWORD}", f"backend.api_key={TOKEN}", "chunk=256"]
     assert override_secrets(overrides) == {PASSWORD, TOKEN}
-    assert [redact_override(o) for o in overrides] == ["+backend.credentials.pass=***", "backend.api_key=***", "chunk=256"]  # fmt: skip
+    assert [redact_override(o) for o in overrides] == [
+        "+backend.credentials.pass=***",
+        "backend.api_key=***",
+        "chunk=256",
+    ]
     record = logging.LogRecord(
         "x", logging.WARNING, __file__, 1, "GET %s with %s", (ENDPOINT, TOKEN), None
     )

@@ -14,7 +14,10 @@ from rageval.redact import mask_url, override_secrets, redact_override
         ("https://TOKEN1234@github.com/a", "https://***@github.com/a"),
         ("https://user:pa55word@h/x", "https://user:***@h/x"),
         ("https://user%40corp:p%3Ass@h/x", "https://user%40corp:***@h/x"),
-        ("https://h/x?X-Amz-Signature=abc123&X-Amz-Date=1", "https://h/x?X-Amz-Signature=***&X-Amz-Date=1"),
+        (
+            "https://h/x?X-Amz-Signature=abc123&X-Amz-Date=1",
+            "https://h/x?X-Amz-Signature=***&X-Amz-Date=1",
+        ),
         ("https://h/x?X-Goog-Signature=abc123", "https://h/x?X-Goog-Signature=***"),
         ("https://h/x?sv=1&sig=abc123", "https://h/x?sv=1&sig=***"),
         ("https://h/cb#access_token=abc123&state=s", "https://h/cb#access_token=***&state=s"),

@@ -123,8 +123,12 @@ def test_unresolvable_labels_name_file_line_and_query(mini, tokenizer, tmp_path,
     docs = load_corpus(mini / "corpus")
     chunks = chunk_documents(docs, ChunkingSpec(64), tokenizer)
     p = tmp_path / "g.jsonl"
-    p.write_text(json.dumps({"id": "ok", "query": "x", "relevant_docs": ["faq"]}) + "\n"
-                 + json.dumps({"id": "bad", "query": "x", **entry}) + "\n")  # fmt: skip
+    p.write_text(
+        json.dumps({"id": "ok", "query": "x", "relevant_docs": ["faq"]})
+        + "\n"
+        + json.dumps({"id": "bad", "query": "x", **entry})
+        + "\n"
+    )
     with pytest.raises(InputError) as err:
         resolve(load_golden(p), {d.id: d for d in docs}, chunks)
     assert f"{p}:2: query 'bad': " in str(err.value)
@@ -176,5 +180,9 @@ def test_occurrence_or_start_picks_which_match_of_a_repeated_quote(tmp_path):
     (warning,) = duplicate_quotes(golden, doc)
     assert warning.startswith(f"{golden.path}:1: query 'q', evidence[0]: the quote occurs 2 times")
     assert f'"start": {second}' in warning
-    assert duplicate_quotes(_golden(tmp_path, [{"doc": "d", "quote": "restart the service",
-                                                "occurrence": 1}]), doc) == []  # fmt: skip
+    assert (
+        duplicate_quotes(
+            _golden(tmp_path, [{"doc": "d", "quote": "restart the service", "occurrence": 1}]), doc
+        )
+        == []
+    )

@@ -25,8 +25,14 @@ class VectorLike(BM25Retriever):
 
 
 def _spec(mini, model_dir, **kw):
-    return RunSpec(str(mini / "corpus"), str(mini / "golden.jsonl"), model_dir,
-                   ChunkingSpec(32, 8), latency_sample=0, **kw)  # fmt: skip
+    return RunSpec(
+        str(mini / "corpus"),
+        str(mini / "golden.jsonl"),
+        model_dir,
+        ChunkingSpec(32, 8),
+        latency_sample=0,
+        **kw,
+    )
 
 
 def test_embeds_looks_through_retry_and_rerank_wrappers():
@@ -53,9 +59,17 @@ def test_bm25_runs_do_not_warn_about_max_seq_length(mini, model_dir):
 def test_a_run_reports_budget_span_and_token_metrics_and_its_chunks(mini, model_dir, tmp_path):
     report = evaluate(_spec(mini, model_dir, budgets=(64, 128)), BM25Retriever(), None)
     m = report.metrics
-    for name in ("evidence_recall@64t", "evidence_precision@128t", "evidence_iou@64t",
-                 "recall@128t", "quote_recall@5", "quote_ndcg@5", "evidence_precision@5",
-                 "evidence_precision_max", "tokens@5"):  # fmt: skip
+    for name in (
+        "evidence_recall@64t",
+        "evidence_precision@128t",
+        "evidence_iou@64t",
+        "recall@128t",
+        "quote_recall@5",
+        "quote_ndcg@5",
+        "evidence_precision@5",
+        "evidence_precision_max",
+        "tokens@5",
+    ):
         assert name in m and m[name] == m[name], name  # present and not NaN
     assert m["evidence_recall@64t"] <= m["evidence_recall@128t"]
     # CIs: every k for the ranking metrics, the headline k and every budget for the others
@@ -78,8 +92,18 @@ def test_a_run_reports_budget_span_and_token_metrics_and_its_chunks(mini, model_
     from rageval.types import Chunk
 
     docs = {d.id: d for d in load_corpus(mini / "corpus")}
-    objs = [Chunk(c["id"], c["doc_id"], c["ordinal"], docs[c["doc_id"]].text[c["start"]:c["end"]],
-                  c["start"], c["end"], c["tokens"]) for c in chunks]  # fmt: skip
+    objs = [
+        Chunk(
+            c["id"],
+            c["doc_id"],
+            c["ordinal"],
+            docs[c["doc_id"]].text[c["start"] : c["end"]],
+            c["start"],
+            c["end"],
+            c["tokens"],
+        )
+        for c in chunks
+    ]
     golden = load_golden(mini / "golden.jsonl")
     res = resolve(golden, docs, objs)
     qids = [q.id for q in golden.queries]

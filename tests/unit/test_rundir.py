@@ -35,8 +35,20 @@ def test_cli_commands_turn_a_full_disk_into_one_line(mini, tmp_path, monkeypatch
 
     monkeypatch.setattr(edit, "atomic_write_text", full)
     golden = tmp_path / "g.jsonl"
-    code = main(["golden", "add", str(golden), "--corpus", str(mini / "corpus"), "--query",
-                 "How do I reset my laptop password?", "--evidence", "faq", "Open a ticket in Helm"])  # fmt: skip
+    code = main(
+        [
+            "golden",
+            "add",
+            str(golden),
+            "--corpus",
+            str(mini / "corpus"),
+            "--query",
+            "How do I reset my laptop password?",
+            "--evidence",
+            "faq",
+            "Open a ticket in Helm",
+        ]
+    )
     assert code == 1
     assert capsys.readouterr().err.strip() == (
         f"rageval: error: cannot write {golden}: No space left on device; nothing half-written "

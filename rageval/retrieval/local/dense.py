@@ -190,5 +190,7 @@ def _save_index(faiss, index, path: Path) -> None:
     except (OSError, RuntimeError) as err:  # faiss reports a failed write as RuntimeError
         tmp.unlink(missing_ok=True)
         reason = str(err).strip().splitlines()[-1][:200]
-        warnings.warn(f"could not cache the FAISS index at {path} ({reason}); the next run "
-                      "builds it again", stacklevel=2)  # fmt: skip
+        warnings.warn(
+            f"could not cache the FAISS index at {path} ({reason}); the next run builds it again",
+            stacklevel=2,
+        )

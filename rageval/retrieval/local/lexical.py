@@ -33,8 +33,14 @@ class BM25Retriever:
         lower: bool = True,
         cache_dir: str | None = None,
     ):
-        self.params = {"k1": k1, "b": b, "method": method, "stopwords": stopwords,
-                       "stemmer": stemmer, "lower": lower}  # fmt: skip
+        self.params = {
+            "k1": k1,
+            "b": b,
+            "method": method,
+            "stopwords": stopwords,
+            "stemmer": stemmer,
+            "lower": lower,
+        }
         self.cache_dir = Path(cache_dir) if cache_dir else None
         self.ids: list[str] = []
         self._bm25 = None

@@ -31,7 +31,9 @@ class FlakyRetriever:
         out = []
         for q in queries:
             words = set(q.lower().split())
-            pairs = [(cid, float("nan") if self.nan_on and self.nan_on in q else float(len(words & w)))
-                     for cid, w in self.chunks]  # fmt: skip
+            pairs = [
+                (cid, float("nan") if self.nan_on and self.nan_on in q else float(len(words & w)))
+                for cid, w in self.chunks
+            ]
             out.append(ranked(pairs, depth))
         return out

@@ -12,8 +12,14 @@ from rageval.app import sweep
 from rageval.app.callbacks import OUTCOME_ENV, SweepCallback, read_outcome
 from rageval.app.config import compose
 
-METRICS = {"precision@5": 0.4, "recall@5": 0.8, "hit_rate@5": 1.0, "mrr@5": 0.7, "ndcg@5": 0.6,
-           "map@5": 0.5}  # fmt: skip
+METRICS = {
+    "precision@5": 0.4,
+    "recall@5": 0.8,
+    "hit_rate@5": 1.0,
+    "mrr@5": 0.7,
+    "ndcg@5": 0.6,
+    "map@5": 0.5,
+}
 
 
 def sweep_config(tmp_path):

@@ -19,16 +19,17 @@ from rageval.retrieval.retry import RetryingRetriever
 
 LOCAL = {"vector": FaissRetriever, "bm25": BM25Retriever, "hybrid": HybridRetriever}
 
-OPTIONS = sorted(
-    (group, f.stem) for group in GROUPS for f in (CONF_DIR / group).glob("*.yaml")
-)
+OPTIONS = sorted((group, f.stem) for group in GROUPS for f in (CONF_DIR / group).glob("*.yaml"))
 
 
 def required(group: str, option: str, mini: Path, tmp_path: Path) -> list[str]:
     """The overrides an option cannot run without (data paths, an endpoint, a model folder)."""
     azure = ["backend=azure", "backend.endpoint=https://rageval-test.invalid"]
     return {
-        ("dataset", "custom"): [f"dataset.corpus={mini / 'corpus'}", f"dataset.golden={mini / 'golden.jsonl'}"],
+        ("dataset", "custom"): [
+            f"dataset.corpus={mini / 'corpus'}",
+            f"dataset.golden={mini / 'golden.jsonl'}",
+        ],
         ("dataset", "beir"): [f"dataset.path={make_beir(tmp_path / 'beir')}"],
         ("backend", "azure"): azure,
         # Azure's semantic ranker exists only on Azure AI Search
@@ -133,8 +134,15 @@ def test_the_custom_dataset_points_at_a_doc_that_exists():
 
 def test_keys_added_to_the_dataset_node_are_kept_in_the_config_not_passed_on(mini, tmp_path):
     # as before the dataset group had a _target_: extra keys (a description, an owner) are fine
-    cfg = compose([f"cache_dir={tmp_path}", "dataset=custom", "+dataset.owner=search-team",
-                   f"dataset.corpus={mini / 'corpus'}", f"dataset.golden={mini / 'golden.jsonl'}"])  # fmt: skip
+    cfg = compose(
+        [
+            f"cache_dir={tmp_path}",
+            "dataset=custom",
+            "+dataset.owner=search-team",
+            f"dataset.corpus={mini / 'corpus'}",
+            f"dataset.golden={mini / 'golden.jsonl'}",
+        ]
+    )
     parts = build(cfg)
     assert parts.spec.golden == str(mini / "golden.jsonl") and cfg.dataset.owner == "search-team"
 

@@ -59,8 +59,13 @@ def test_tolerance_override_composes():
     [(["chunks=256"], "did you mean chunk"), (["search=vectr"], "did you mean vector")],
 )
 def test_the_app_exits_2_with_one_line(tmp_path, argv, message):
-    proc = subprocess.run([sys.executable, "-m", "rageval", *argv], capture_output=True, text=True,
-                          cwd=tmp_path, timeout=120)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "rageval", *argv],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert (
@@ -90,8 +95,15 @@ def test_the_gate_rerun_explains_override_mistakes_in_one_line(override, message
 def test_the_gate_rerun_replays_the_baseline_config_under_the_overrides():
     from rageval.app.gate_run import compose_from_baseline
 
-    baseline = {"choices": {"search": "hybrid"},
-                "config": {"chunk": 64, "cache_dir": "/elsewhere", "search": {"rrf_k": 10}, "mlflow": {"enabled": True}}}  # fmt: skip
+    baseline = {
+        "choices": {"search": "hybrid"},
+        "config": {
+            "chunk": 64,
+            "cache_dir": "/elsewhere",
+            "search": {"rrf_k": 10},
+            "mlflow": {"enabled": True},
+        },
+    }
     cfg = compose_from_baseline(baseline, ["chunk_overlap=8", "gate.tolerances.ndcg@5=0.1"])
     assert (cfg.chunk, cfg.chunk_overlap, cfg.search.mode, cfg.search.rrf_k) == (
         64,

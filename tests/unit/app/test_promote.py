@@ -15,8 +15,14 @@ from rageval.inputs.golden import load_golden
 @pytest.fixture
 def report(tmp_path, mini):
     digest = load_golden(str(mini / "golden.jsonl")).digest
-    data = {"metrics": {"ndcg@5": 0.5}, "per_query": [{"id": "q1", "query": "x", "ndcg@5": 0.5}],
-            "digests": {"golden": digest}, "k": 5, "config": {"chunk": 64}, "choices": {"search": "vector"}}  # fmt: skip
+    data = {
+        "metrics": {"ndcg@5": 0.5},
+        "per_query": [{"id": "q1", "query": "x", "ndcg@5": 0.5}],
+        "digests": {"golden": digest},
+        "k": 5,
+        "config": {"chunk": 64},
+        "choices": {"search": "vector"},
+    }
     path = tmp_path / "report.json"
     path.write_text(json.dumps(data))
     return path

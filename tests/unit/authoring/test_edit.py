@@ -33,10 +33,27 @@ def lines(path):
 
 def test_add_appends_one_checked_entry_and_leaves_every_other_line_alone(work, capsys):
     before = work.read_bytes()
-    code = main(["golden", "add", str(work), "--query", "  How long is  carry-over valid? ",
-                 "--evidence", "policies/leave", "anything beyond that expires on 31 march",
-                 "--evidence", "faq", "Who approves travel?", "--grade", "2",
-                 "--tag", "hr", "--tag", "leave"])  # fmt: skip
+    code = main(
+        [
+            "golden",
+            "add",
+            str(work),
+            "--query",
+            "  How long is  carry-over valid? ",
+            "--evidence",
+            "policies/leave",
+            "anything beyond that expires on 31 march",
+            "--evidence",
+            "faq",
+            "Who approves travel?",
+            "--grade",
+            "2",
+            "--tag",
+            "hr",
+            "--tag",
+            "leave",
+        ]
+    )
     assert code == 0, capsys.readouterr().err
     assert work.read_bytes().startswith(before)
     new = json.loads(lines(work)[-1])
@@ -55,26 +72,65 @@ def test_add_appends_one_checked_entry_and_leaves_every_other_line_alone(work, c
         "tags": ["hr", "leave"],
     }  # the loosely typed quote is stored as the document's own text
     assert load_golden(work).queries[-1].id == "q-001"
-    assert main(["golden", "add", str(work), "--query", "Another one?",
-                 "--evidence", "faq", "Who approves travel?"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "golden",
+                "add",
+                str(work),
+                "--query",
+                "Another one?",
+                "--evidence",
+                "faq",
+                "Who approves travel?",
+            ]
+        )
+        == 0
+    )
     assert json.loads(lines(work)[-1])["id"] == "q-002"
 
 
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["--query", "x?", "--evidence", "faq", "Who approves hotels?"],
-         "golden.jsonl: --evidence #1: quote not found in document 'faq'"),
-        (["--query", "x?", "--evidence", "policies/leaves", "Sick leave"],
-         "unknown document 'policies/leaves' (did you mean 'policies/leave'?)"),
-        (["--query", "x?", "--id", "q03", "--evidence", "faq", "Who approves travel?"],
-         "golden.jsonl:3: id 'q03' is taken"),
-        (["--query", "do contractors get PARENTAL leave?", "--evidence", "faq", "Who approves travel?"],
-         "golden.jsonl:5: this query is already in the golden set as 'q05'"),
-        (["--query", "x?", "--evidence", "faq", "Who approves travel?", "--grade", "1", "--grade", "2"],
-         "2 --grade values for 1 --evidence pairs"),
+        (
+            ["--query", "x?", "--evidence", "faq", "Who approves hotels?"],
+            "golden.jsonl: --evidence #1: quote not found in document 'faq'",
+        ),
+        (
+            ["--query", "x?", "--evidence", "policies/leaves", "Sick leave"],
+            "unknown document 'policies/leaves' (did you mean 'policies/leave'?)",
+        ),
+        (
+            ["--query", "x?", "--id", "q03", "--evidence", "faq", "Who approves travel?"],
+            "golden.jsonl:3: id 'q03' is taken",
+        ),
+        (
+            [
+                "--query",
+                "do contractors get PARENTAL leave?",
+                "--evidence",
+                "faq",
+                "Who approves travel?",
+            ],
+            "golden.jsonl:5: this query is already in the golden set as 'q05'",
+        ),
+        (
+            [
+                "--query",
+                "x?",
+                "--evidence",
+                "faq",
+                "Who approves travel?",
+                "--grade",
+                "1",
+                "--grade",
+                "2",
+            ],
+            "2 --grade values for 1 --evidence pairs",
+        ),
     ],
-)  # fmt: skip
+)
 def test_add_refuses_bad_entries_and_writes_nothing(work, capsys, argv, message):
     before = work.read_bytes()
     assert main(["golden", "add", str(work), *argv]) == 2
@@ -85,11 +141,27 @@ def test_add_refuses_bad_entries_and_writes_nothing(work, capsys, argv, message)
 
 def test_add_from_a_production_log_line(work, tmp_path, capsys):
     log = tmp_path / "app.jsonl"
-    log.write_text("\n".join([
-        json.dumps({"ts": "2026-01-02T10:00:00Z", "query": "hotel limit in amsterdam?", "hits": 0}),
-        "2026-01-02T10:00:01Z INFO plain text line",
-        json.dumps({"request": {"messages": [{"content": "hi"}, {"content": "who approves a trip to NYC"}]}}),
-    ]) + "\n")  # fmt: skip
+    log.write_text(
+        "\n".join(
+            [
+                json.dumps(
+                    {"ts": "2026-01-02T10:00:00Z", "query": "hotel limit in amsterdam?", "hits": 0}
+                ),
+                "2026-01-02T10:00:01Z INFO plain text line",
+                json.dumps(
+                    {
+                        "request": {
+                            "messages": [
+                                {"content": "hi"},
+                                {"content": "who approves a trip to NYC"},
+                            ]
+                        }
+                    }
+                ),
+            ]
+        )
+        + "\n"
+    )
     ev = ["--evidence", "policies/expenses", "180 euros per night in Amsterdam"]
     assert main(["golden", "add", str(work), "--from-log", f"{log}:1", *ev]) == 0
     assert json.loads(lines(work)[-1])["query"] == "hotel limit in amsterdam?"
@@ -140,13 +212,24 @@ def chunk_labelled(work, tokenizer, size=48, overlap=0):
     assert len(leave) >= 4 and len(pay) >= 3
     rows = [
         {"id": "a", "query": "parental leave weeks", "relevant": [leave[2].label, leave[3].id]},
-        {"id": "b", "query": "payments failover", "relevant": {pay[1].label: 2, pay[0].id: 1, leave[0].label: 0},
-         "source": "ticket", "note": "kept as is"},
-        {"id": "c", "query": "who approves travel", "evidence": [{"doc": "faq", "quote": "Who approves travel?"}],
-         "relevant": {by_doc["faq"][0].label: 2}, "relevant_docs": ["faq"], "tags": ["hr"]},
+        {
+            "id": "b",
+            "query": "payments failover",
+            "relevant": {pay[1].label: 2, pay[0].id: 1, leave[0].label: 0},
+            "source": "ticket",
+            "note": "kept as is",
+        },
+        {
+            "id": "c",
+            "query": "who approves travel",
+            "evidence": [{"doc": "faq", "quote": "Who approves travel?"}],
+            "relevant": {by_doc["faq"][0].label: 2},
+            "relevant_docs": ["faq"],
+            "tags": ["hr"],
+        },
         {"id": "d", "query": "hotel budget", "relevant_docs": ["policies/expenses"]},
         {"id": "e", "query": "last chunk", "relevant": [leave[-1].label, pay[-1].label]},
-    ]  # fmt: skip
+    ]
     work.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return docs, chunks
 
@@ -187,9 +270,7 @@ def test_migrated_set_gives_the_same_metrics_under_the_original_chunking(
 
     # every ranking metric at k agrees; span, quote and budget metrics are what the quotes add
     before, after = run(original), run(migrated)
-    ranked = {
-        k: v for k, v in before.items() if k.split("@")[0] in METRICS and not k.endswith("t")
-    }
+    ranked = {k: v for k, v in before.items() if k.split("@")[0] in METRICS and not k.endswith("t")}
     assert len(ranked) == len(METRICS) * 4 and {k: after[k] for k in ranked} == ranked
     assert before["recall@10"] > 0  # the comparison is not between two empty runs
 

@@ -49,9 +49,12 @@ def work(tmp_path, mini, monkeypatch):
     monkeypatch.setattr(generate_cli, "build_encoder", lambda *a, **k: FakeEncoder())
     golden = tmp_path / "golden" / "golden.jsonl"
     return SimpleNamespace(
-        golden=golden, out=golden.parent / "generated.jsonl", sleeps=sleeps,
-        before=golden.read_bytes(), docs={d.id: d for d in load_corpus(golden.parent / "corpus")},
-    )  # fmt: skip
+        golden=golden,
+        out=golden.parent / "generated.jsonl",
+        sleeps=sleeps,
+        before=golden.read_bytes(),
+        docs={d.id: d for d in load_corpus(golden.parent / "corpus")},
+    )
 
 
 def gen(work, srv, *extra, capsys=None):
@@ -175,11 +178,21 @@ def test_only_malformed_answers_is_an_error_and_writes_nothing(work, capsys):
 def test_quotes_not_verbatim_in_the_document_are_dropped(work, capsys):
     def answers(body):
         s = [x for x in re.split(r"(?<=[.!?])\s+|\n+", passage_of(body)) if len(x.split()) > 5][0]
-        return json.dumps({"questions": [
-            {"question": "What is made up?", "quote": "This sentence appears in no document at all."},
-            {"question": "Too short?", "quote": s.split()[0]},
-            {"question": f"Loosely: {s[:25]}?", "quote": "  " + s.upper().replace("`", "") + " "},
-        ]})  # fmt: skip
+        return json.dumps(
+            {
+                "questions": [
+                    {
+                        "question": "What is made up?",
+                        "quote": "This sentence appears in no document at all.",
+                    },
+                    {"question": "Too short?", "quote": s.split()[0]},
+                    {
+                        "question": f"Loosely: {s[:25]}?",
+                        "quote": "  " + s.upper().replace("`", "") + " ",
+                    },
+                ]
+            }
+        )
 
     with ChatServer(key=KEY, responder=answers) as srv:
         code, out, err = gen(work, srv, "--chunks", "3", "--per-chunk", "3", capsys=capsys)
@@ -196,12 +209,19 @@ def test_quotes_not_verbatim_in_the_document_are_dropped(work, capsys):
 def test_near_duplicates_of_the_golden_set_and_each_other_are_dropped(work, capsys):
     def answers(body):
         s = [x for x in re.split(r"(?<=[.!?])\s+|\n+", passage_of(body)) if len(x.split()) > 5][0]
-        return json.dumps({"questions": [
-            {"question": "How many weeks of paid parental leave do I get?", "quote": s},  # q01
-            {"question": "How many weeks of paid parental leave do we get", "quote": s},
-            {"question": f"Where does it say {s[:30]}?", "quote": s},
-            {"question": f"where does it say {s[:30].upper()}", "quote": s},
-        ]})  # fmt: skip
+        return json.dumps(
+            {
+                "questions": [
+                    {
+                        "question": "How many weeks of paid parental leave do I get?",
+                        "quote": s,
+                    },  # q01
+                    {"question": "How many weeks of paid parental leave do we get", "quote": s},
+                    {"question": f"Where does it say {s[:30]}?", "quote": s},
+                    {"question": f"where does it say {s[:30].upper()}", "quote": s},
+                ]
+            }
+        )
 
     with ChatServer(key=KEY, responder=answers) as srv:
         code, out, err = gen(work, srv, "--chunks", "2", "--per-chunk", "4", capsys=capsys)
@@ -210,8 +230,17 @@ def test_near_duplicates_of_the_golden_set_and_each_other_are_dropped(work, caps
         assert re.search(r"dropped +6 +near-duplicate question", out)
         assert "~ 'How many weeks of paid parental leave do I get?'" in out
         work.out.unlink()
-        code, _, _ = gen(work, srv, "--chunks", "2", "--per-chunk", "4",
-                         "--dedupe-threshold", "0.95", capsys=capsys)  # fmt: skip
+        code, _, _ = gen(
+            work,
+            srv,
+            "--chunks",
+            "2",
+            "--per-chunk",
+            "4",
+            "--dedupe-threshold",
+            "0.95",
+            capsys=capsys,
+        )
     assert code == 0
     # "...do we get" (similarity 0.9 to q01) now stays, once: the second chunk's repeats it
     assert [e["query"] for e in entries(work.out)].count(
@@ -235,8 +264,17 @@ def test_request_budget_counts_every_attempt(work, capsys):
 @pytest.mark.parametrize("usage, limit, requests", [(100, 2000, 5), (None, 1, 0)])
 def test_token_budget_uses_reported_usage_else_an_estimate(work, capsys, usage, limit, requests):
     with ChatServer(key=KEY, usage=usage) as srv:
-        code, _, err = gen(work, srv, "--chunks", "5", "--max-tokens", str(limit),
-                           "--max-answer-tokens", "100", capsys=capsys)  # fmt: skip
+        code, _, err = gen(
+            work,
+            srv,
+            "--chunks",
+            "5",
+            "--max-tokens",
+            str(limit),
+            "--max-answer-tokens",
+            "100",
+            capsys=capsys,
+        )
     assert len(srv.seen) == requests
     assert ("token budget" in err) == (requests < 5)
 
@@ -246,9 +284,20 @@ def test_the_budget_is_checked_before_sending_so_it_is_never_overshot(work, caps
     """Before: each request was sent while anything was left, and the last one overshot by its
     own size (2.5x with small budgets). Now each request's worst case must fit what is left."""
     with ChatServer(key=KEY, usage=usage) as srv:
-        _, out, err = gen(work, srv, "--chunks", "20", "--max-tokens", "800",
-                          "--max-answer-tokens", "100", capsys=capsys)  # fmt: skip
-    spent, limit = (int(x.replace(",", "")) for x in re.search(r"([\d,]+) of ([\d,]+) tokens", out).groups())
+        _, out, err = gen(
+            work,
+            srv,
+            "--chunks",
+            "20",
+            "--max-tokens",
+            "800",
+            "--max-answer-tokens",
+            "100",
+            capsys=capsys,
+        )
+    spent, limit = (
+        int(x.replace(",", "")) for x in re.search(r"([\d,]+) of ([\d,]+) tokens", out).groups()
+    )
     assert 0 < len(srv.seen) < 5 and "token budget" in err
     assert spent <= limit == 800
 
@@ -290,8 +339,18 @@ def test_redirects_are_not_followed_and_404_names_the_likely_fix(work, capsys):
         code, _, err = gen(work, srv, capsys=capsys)
         assert code == 2 and "redirected (HTTP 302)" in err
         assert len(srv.seen) == 1 and elsewhere.seen == []  # the key never went to another host
-        code = main(["golden", "generate", str(work.golden), "--model", "m", "--no-progress",
-                     "--base-url", srv.root])  # fmt: skip
+        code = main(
+            [
+                "golden",
+                "generate",
+                str(work.golden),
+                "--model",
+                "m",
+                "--no-progress",
+                "--base-url",
+                srv.root,
+            ]
+        )
     err = capsys.readouterr().err
     assert code == 2 and "HTTP 404" in err and "/v1" in err
 
@@ -401,7 +460,10 @@ def test_control_and_bidi_characters_are_stripped_and_listed_for_review(work, ca
     assert got[0]["query"] == "What does it say about this?"
     removed = got[0]["origin"]["removed_characters"]
     assert removed["ANSI escape sequence"] == 2
-    assert removed["U+202E RIGHT-TO-LEFT OVERRIDE"] == 1 and removed["U+2066 LEFT-TO-RIGHT ISOLATE"] == 1
+    assert (
+        removed["U+202E RIGHT-TO-LEFT OVERRIDE"] == 1
+        and removed["U+2066 LEFT-TO-RIGHT ISOLATE"] == 1
+    )
     assert "removed" in out and "origin.removed_characters" in out
     assert load_golden(work.out).queries  # still a valid golden file
 

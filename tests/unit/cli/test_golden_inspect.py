@@ -14,11 +14,19 @@ def _files(tmp_path, evidence):
     (corpus / "ops.md").write_text(TEXT)
     golden = tmp_path / "golden.jsonl"
     rows = [
-        {"id": "q1", "query": "how to recover", "tags": ["ops", "runbook"],
-         "evidence": [{"doc": "ops", "quote": "Restart the service", **evidence}]},
-        {"id": "q2", "query": "what next", "tags": ["ops"],
-         "evidence": [{"doc": "ops", "quote": "Check the logs"}]},
-    ]  # fmt: skip
+        {
+            "id": "q1",
+            "query": "how to recover",
+            "tags": ["ops", "runbook"],
+            "evidence": [{"doc": "ops", "quote": "Restart the service", **evidence}],
+        },
+        {
+            "id": "q2",
+            "query": "what next",
+            "tags": ["ops"],
+            "evidence": [{"doc": "ops", "quote": "Check the logs"}],
+        },
+    ]
     golden.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return golden, corpus
 

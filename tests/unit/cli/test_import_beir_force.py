@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 
-def test_import_beir_force_keeps_the_old_corpus_until_the_new_one_is_complete(tmp_path, monkeypatch):
+def test_import_beir_force_keeps_the_old_corpus_until_the_new_one_is_complete(
+    tmp_path, monkeypatch
+):
     from beir_fixture import make_beir
 
     from rageval.cli import import_beir as mod

@@ -20,18 +20,48 @@ class Done:
 
 def test_options_reach_the_promotion_and_its_summary_is_printed(monkeypatch, capsys):
     seen = {}
-    monkeypatch.setattr(promote_mod, "promote", lambda run, baseline, **kw: seen.update(run=run, baseline=baseline, **kw) or Done())  # fmt: skip
-    argv = ["promote", "--best", "ndcg@5", "--experiment", "e", "--sweep", "p1", "--golden", "g.jsonl",
-            "--force", "--tracking-uri", "sqlite:///x.db", "--baseline", "b.json"]  # fmt: skip
+    monkeypatch.setattr(
+        promote_mod,
+        "promote",
+        lambda run, baseline, **kw: seen.update(run=run, baseline=baseline, **kw) or Done(),
+    )
+    argv = [
+        "promote",
+        "--best",
+        "ndcg@5",
+        "--experiment",
+        "e",
+        "--sweep",
+        "p1",
+        "--golden",
+        "g.jsonl",
+        "--force",
+        "--tracking-uri",
+        "sqlite:///x.db",
+        "--baseline",
+        "b.json",
+    ]
     assert main(argv) == 0
-    assert seen == {"run": None, "baseline": "b.json", "best": "ndcg@5", "experiment": "e", "sweep": "p1",
-                    "golden": "g.jsonl", "force": True, "uri": "sqlite:///x.db"}  # fmt: skip
+    assert seen == {
+        "run": None,
+        "baseline": "b.json",
+        "best": "ndcg@5",
+        "experiment": "e",
+        "sweep": "p1",
+        "golden": "g.jsonl",
+        "force": True,
+        "uri": "sqlite:///x.db",
+    }
     assert "promoted run abc123" in capsys.readouterr().out
 
 
 def test_defaults(monkeypatch):
     seen = {}
-    monkeypatch.setattr(promote_mod, "promote", lambda run, baseline, **kw: seen.update(run=run, baseline=baseline, **kw) or Done())  # fmt: skip
+    monkeypatch.setattr(
+        promote_mod,
+        "promote",
+        lambda run, baseline, **kw: seen.update(run=run, baseline=baseline, **kw) or Done(),
+    )
     assert main(["promote", "runs/r1/report.json"]) == 0
     assert seen["run"] == "runs/r1/report.json" and seen["baseline"] == "golden/baseline.json"
     assert seen["experiment"] == "rageval" and seen["force"] is False and seen["best"] is None
@@ -49,6 +79,10 @@ def test_a_refusal_is_one_line_and_exit_2(monkeypatch, capsys):
 
 @pytest.mark.parametrize("command", ["promote", "score"])
 def test_python_m_rageval_dispatches_commands(command):
-    out = subprocess.run([sys.executable, "-m", "rageval", command, "--help"], capture_output=True,
-                         text=True, timeout=120)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-m", "rageval", command, "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0 and "usage:" in out.stdout and command in out.stdout

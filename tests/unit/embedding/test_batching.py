@@ -16,8 +16,13 @@ from rageval.embedding import batching
 def mkl_mode_after_import(**env: str) -> str:
     base = {k: v for k, v in os.environ.items() if k != "MKL_CBWR"}
     code = "import os, rageval; print(os.environ.get('MKL_CBWR', '<unset>'))"
-    out = subprocess.run([sys.executable, "-c", code], env={**base, **env}, capture_output=True,
-                         text=True, check=True)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**base, **env},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return out.stdout.strip()
 
 

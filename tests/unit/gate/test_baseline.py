@@ -12,8 +12,16 @@ METRICS = ["recall@5", "mrr@5"]
 def report(values, ranks, golden="g1"):
     rows = []
     for i, ((r, m), rank) in enumerate(zip(values, ranks, strict=True)):
-        rows.append({"id": f"q{i:02d}", "query": f"question {i}", "recall@5": r, "mrr@5": m,
-                     "hit_rate@5": 1.0 if rank and rank <= 5 else 0.0, "first_relevant_rank": rank})  # fmt: skip
+        rows.append(
+            {
+                "id": f"q{i:02d}",
+                "query": f"question {i}",
+                "recall@5": r,
+                "mrr@5": m,
+                "hit_rate@5": 1.0 if rank and rank <= 5 else 0.0,
+                "first_relevant_rank": rank,
+            }
+        )
     n = len(rows)
     means = {k: sum(r[k] for r in rows) / n for k in ("recall@5", "mrr@5", "hit_rate@5")}
     return {"metrics": means, "per_query": rows, "digests": {"golden": golden}, "k": 5}
@@ -89,10 +97,18 @@ def test_a_metric_missing_from_either_report_is_bad_input():
 
 
 def test_markdown_names_baseline_config_queries_tolerance_and_holm():
-    base = {**BASE, "promoted_from": {"run_id": "abc123", "promoted_at": "2026-11-30T10:00:00Z"},
-            "config": {"chunk": 256, "k": 5, "cache_dir": "/x"}, "choices": {"search": "vector"}}  # fmt: skip
-    cur = {**copy.deepcopy(BASE), "config": {"chunk": 512, "k": 5, "cache_dir": "/y"},
-           "choices": {"search": "vector"}, "overrides": ["chunk=512"]}  # fmt: skip
+    base = {
+        **BASE,
+        "promoted_from": {"run_id": "abc123", "promoted_at": "2026-11-30T10:00:00Z"},
+        "config": {"chunk": 256, "k": 5, "cache_dir": "/x"},
+        "choices": {"search": "vector"},
+    }
+    cur = {
+        **copy.deepcopy(BASE),
+        "config": {"chunk": 512, "k": 5, "cache_dir": "/y"},
+        "choices": {"search": "vector"},
+        "overrides": ["chunk=512"],
+    }
     md = compare(base, cur, METRICS).markdown()
     assert "Baseline: run abc123, promoted 2026-11-30T10:00:00Z: chunk=256 k=5 search=vector" in md
     assert "Current: chunk=512 k=5 search=vector (overrides: chunk=512)" in md

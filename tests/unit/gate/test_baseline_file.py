@@ -13,17 +13,37 @@ from rageval.gate.baseline import load_baseline, sidecar_path, write_baseline
 
 
 def report(n=50):
-    rows = [{"id": f"q{i:03d}", "query": f"question, \"{i}\"", "n_relevant": 2, "first_relevant_rank": i % 4,
-             "retrieved": ["c1", "c2"], "recall@5": (i % 4 > 0) / 3, "ndcg@5": i / 97, "evidence_iou@5": None}
-            for i in range(n)]  # fmt: skip
+    rows = [
+        {
+            "id": f"q{i:03d}",
+            "query": f'question, "{i}"',
+            "n_relevant": 2,
+            "first_relevant_rank": i % 4,
+            "retrieved": ["c1", "c2"],
+            "recall@5": (i % 4 > 0) / 3,
+            "ndcg@5": i / 97,
+            "evidence_iou@5": None,
+        }
+        for i in range(n)
+    ]
     metrics = {
         "recall@5": sum(r["recall@5"] for r in rows) / n,
         "ndcg@5": 0.25,
         "evidence_iou@5": 0.1,
     }
-    return {"schema": 1, "metrics": metrics, "ci": {"ndcg@5": [0.2, 0.3]}, "per_query": rows,
-            "digests": {"golden": "g" * 64}, "k": 5, "ks": [5], "level": "chunk",
-            "config": {"chunk": 256}, "choices": {"search": "vector"}, "overrides": []}  # fmt: skip
+    return {
+        "schema": 1,
+        "metrics": metrics,
+        "ci": {"ndcg@5": [0.2, 0.3]},
+        "per_query": rows,
+        "digests": {"golden": "g" * 64},
+        "k": 5,
+        "ks": [5],
+        "level": "chunk",
+        "config": {"chunk": 256},
+        "choices": {"search": "vector"},
+        "overrides": [],
+    }
 
 
 def test_round_trip_keeps_every_gate_value_exactly(tmp_path):
@@ -56,8 +76,11 @@ def test_a_promote_that_changes_two_queries_diffs_in_a_few_lines(tmp_path):
     new["metrics"]["ndcg@5"] = 0.26
     write_baseline(new, path, {"run_id": "r1"})
     after = path.read_text().splitlines() + sidecar_path(path).read_text().splitlines()
-    changed = [line for line in difflib.unified_diff(before, after, lineterm="", n=0)
-               if line[:1] in "+-" and line[:3] not in ("+++", "---")]  # fmt: skip
+    changed = [
+        line
+        for line in difflib.unified_diff(before, after, lineterm="", n=0)
+        if line[:1] in "+-" and line[:3] not in ("+++", "---")
+    ]
     assert len(changed) == 2 * 4  # two rows, the mean and the CSV digest: each - and +
 
 

@@ -31,8 +31,11 @@ def test_golden_set_is_the_qrels_as_graded_document_labels(beir):
     assert (q.id, q.query, q.line) == ("q000", "What is a volcano?", 2)
     # the judgement of the empty document "blank" is dropped
     assert dict(q.relevant_docs) == {
-        "volcano-what": 2, "volcano-cause": 1, "volcano-effect": 1, "glacier-what": 0,
-    }  # fmt: skip
+        "volcano-what": 2,
+        "volcano-cause": 1,
+        "volcano-effect": 1,
+        "glacier-what": 0,
+    }
     assert data.golden.path == str(beir / "qrels" / "test.tsv")
     assert {d.id: d.text for d in data.docs}["untitled"] == "Lava flows glow red at night."
     assert data.skipped == {
@@ -63,20 +66,56 @@ def _append(path: Path, line: str) -> None:
 
 BAD = {
     "no corpus": (lambda r: (r / "corpus.jsonl").unlink(), "corpus.jsonl: missing corpus.jsonl"),
-    "no queries": (lambda r: (r / "queries.jsonl").unlink(), "queries.jsonl: missing queries.jsonl"),
+    "no queries": (
+        lambda r: (r / "queries.jsonl").unlink(),
+        "queries.jsonl: missing queries.jsonl",
+    ),
     "no folder": (lambda r: r.rename(r.with_name("gone")), "BEIR dataset folder not found"),
-    "corpus json": (lambda r: _append(r / "corpus.jsonl", '{"_id": "x",'), "corpus.jsonl:40: malformed JSON"),
-    "corpus no id": (lambda r: _append(r / "corpus.jsonl", '{"text": "t"}'), 'corpus.jsonl:40: document has no "id" or "_id"'),
-    "corpus space": (lambda r: _append(r / "corpus.jsonl", '{"_id": "a b", "text": "t"}'), "corpus.jsonl:40: document id 'a b' holds whitespace"),
-    "query json": (lambda r: _append(r / "queries.jsonl", "[1]"), "queries.jsonl:34: expected a JSON object"),
-    "query text": (lambda r: _append(r / "queries.jsonl", '{"_id": "q9"}'), "queries.jsonl:34: query 'q9': missing or empty \"text\""),
-    "query dup": (lambda r: _append(r / "queries.jsonl", '{"_id": "q000", "text": "x"}'), "queries.jsonl:34: duplicate query id 'q000' \\(first on line 1\\)"),
-    "qrels cols": (lambda r: _append(r / "qrels/test.tsv", "q000\tvolcano-what"), "test.tsv:84: expected 3 tab-separated columns"),
-    "qrels score": (lambda r: _append(r / "qrels/test.tsv", "q000\tglacier-cause\thigh"), "test.tsv:84: relevance grade 'high' is not an integer"),
-    "qrels negative": (lambda r: _append(r / "qrels/test.tsv", "q000\tglacier-cause\t-1"), "test.tsv:84: negative score -1"),
-    "unknown doc": (lambda r: _append(r / "qrels/test.tsv", "q001\tnowhere\t1"), "test.tsv:84: query 'q001' judges document 'nowhere', which is not in corpus.jsonl"),
-    "unknown query": (lambda r: _append(r / "qrels/test.tsv", "q999\tvolcano-what\t1"), "test.tsv:84: query 'q999' is not in queries.jsonl"),
-}  # fmt: skip
+    "corpus json": (
+        lambda r: _append(r / "corpus.jsonl", '{"_id": "x",'),
+        "corpus.jsonl:40: malformed JSON",
+    ),
+    "corpus no id": (
+        lambda r: _append(r / "corpus.jsonl", '{"text": "t"}'),
+        'corpus.jsonl:40: document has no "id" or "_id"',
+    ),
+    "corpus space": (
+        lambda r: _append(r / "corpus.jsonl", '{"_id": "a b", "text": "t"}'),
+        "corpus.jsonl:40: document id 'a b' holds whitespace",
+    ),
+    "query json": (
+        lambda r: _append(r / "queries.jsonl", "[1]"),
+        "queries.jsonl:34: expected a JSON object",
+    ),
+    "query text": (
+        lambda r: _append(r / "queries.jsonl", '{"_id": "q9"}'),
+        "queries.jsonl:34: query 'q9': missing or empty \"text\"",
+    ),
+    "query dup": (
+        lambda r: _append(r / "queries.jsonl", '{"_id": "q000", "text": "x"}'),
+        "queries.jsonl:34: duplicate query id 'q000' \\(first on line 1\\)",
+    ),
+    "qrels cols": (
+        lambda r: _append(r / "qrels/test.tsv", "q000\tvolcano-what"),
+        "test.tsv:84: expected 3 tab-separated columns",
+    ),
+    "qrels score": (
+        lambda r: _append(r / "qrels/test.tsv", "q000\tglacier-cause\thigh"),
+        "test.tsv:84: relevance grade 'high' is not an integer",
+    ),
+    "qrels negative": (
+        lambda r: _append(r / "qrels/test.tsv", "q000\tglacier-cause\t-1"),
+        "test.tsv:84: negative score -1",
+    ),
+    "unknown doc": (
+        lambda r: _append(r / "qrels/test.tsv", "q001\tnowhere\t1"),
+        "test.tsv:84: query 'q001' judges document 'nowhere', which is not in corpus.jsonl",
+    ),
+    "unknown query": (
+        lambda r: _append(r / "qrels/test.tsv", "q999\tvolcano-what\t1"),
+        "test.tsv:84: query 'q999' is not in queries.jsonl",
+    ),
+}
 
 
 @pytest.mark.parametrize("case", BAD)

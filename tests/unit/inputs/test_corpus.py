@@ -9,16 +9,22 @@ from rageval.inputs.corpus import corpus_digest, load_corpus
 def test_folder_ids_are_relative_paths_without_extension(mini):
     docs = load_corpus(mini / "corpus")
     assert sorted(d.id for d in docs) == [
-        "faq", "policies/expenses", "policies/leave", "runbooks/invoicing", "runbooks/payments",
-    ]  # fmt: skip
+        "faq",
+        "policies/expenses",
+        "policies/leave",
+        "runbooks/invoicing",
+        "runbooks/payments",
+    ]
 
 
 def test_jsonl_with_id_or__id_and_title(tmp_path):
     p = tmp_path / "c.jsonl"
     p.write_text(
-        json.dumps({"_id": "a", "title": "Leave", "text": "25 days"}) + "\n"
-        + json.dumps({"id": 7, "text": "seven"}) + "\n"
-    )  # fmt: skip
+        json.dumps({"_id": "a", "title": "Leave", "text": "25 days"})
+        + "\n"
+        + json.dumps({"id": 7, "text": "seven"})
+        + "\n"
+    )
     docs = load_corpus(p)
     assert [(d.id, d.text, d.title) for d in docs] == [
         ("a", "Leave 25 days", "Leave"),

@@ -26,10 +26,15 @@ def test_loads_all_label_kinds_with_grades_source_and_tags(mini):
 
 
 def test_chunk_labels_as_list_or_graded_mapping(tmp_path):
-    g = load_golden(write(tmp_path, [
-        json.dumps({"id": "a", "query": "x", "relevant": ["d:0", "d:1"]}),
-        json.dumps({"id": "b", "query": "y", "relevant": {"d:0": 3, "d:2": 0}}),
-    ]))  # fmt: skip
+    g = load_golden(
+        write(
+            tmp_path,
+            [
+                json.dumps({"id": "a", "query": "x", "relevant": ["d:0", "d:1"]}),
+                json.dumps({"id": "b", "query": "y", "relevant": {"d:0": 3, "d:2": 0}}),
+            ],
+        )
+    )
     assert g.queries[0].relevant == {"d:0": 1, "d:1": 1}
     assert g.queries[1].relevant == {"d:0": 3, "d:2": 0}
 

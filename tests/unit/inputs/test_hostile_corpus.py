@@ -65,7 +65,9 @@ def test_dev_zero_corpus_and_golden_are_refused():
 def test_document_above_the_limit_is_refused_naming_it(tmp_path):
     (tmp_path / "big.txt").write_text("word " * 300_000)  # 1.5 MB
     (tmp_path / "small.txt").write_text("fine")
-    with pytest.raises(InputError, match=r"big\.txt.*1\.5 MB, above the 1 MB limit.*max_document_mb"):
+    with pytest.raises(
+        InputError, match=r"big\.txt.*1\.5 MB, above the 1 MB limit.*max_document_mb"
+    ):
         load_corpus(tmp_path, max_document_mb=1)
     assert len(load_corpus(tmp_path, max_document_mb=2)) == 2
 

@@ -24,10 +24,19 @@ from rageval.inputs.golden import load_golden
 from rageval.scoring.metrics import score_rankings
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-SCALARS = (st.none() | st.booleans() | st.integers() | st.text(max_size=8)
-           | st.floats(allow_nan=True, allow_infinity=True) | st.just(10**40))  # fmt: skip
-VALUES = st.recursive(SCALARS, lambda c: st.lists(c, max_size=3)
-                      | st.dictionaries(st.text(max_size=4), c, max_size=3), max_leaves=6)  # fmt: skip
+SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.text(max_size=8)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.just(10**40)
+)
+VALUES = st.recursive(
+    SCALARS,
+    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=4), c, max_size=3),
+    max_leaves=6,
+)
 NASTY_TEXT = st.sampled_from(["", " ", "q1", "\u2028", "\ud800", "x\x00y", "\ufeffq", "é" * 3, "²"])
 TEXTS = st.text(max_size=12) | NASTY_TEXT
 
@@ -91,11 +100,18 @@ def work(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("hostile")
 
 
-GOLDEN = {"id": TEXTS | st.integers(), "query": TEXTS,
-          "relevant": st.lists(TEXTS, max_size=2) | st.dictionaries(TEXTS, SCALARS, max_size=2),
-          "relevant_docs": st.lists(TEXTS, max_size=2),
-          "evidence": st.lists(st.fixed_dictionaries({"doc": TEXTS, "quote": TEXTS}, optional={"grade": SCALARS}), max_size=2),
-          "source": TEXTS, "tags": st.lists(TEXTS, max_size=2)}  # fmt: skip
+GOLDEN = {
+    "id": TEXTS | st.integers(),
+    "query": TEXTS,
+    "relevant": st.lists(TEXTS, max_size=2) | st.dictionaries(TEXTS, SCALARS, max_size=2),
+    "relevant_docs": st.lists(TEXTS, max_size=2),
+    "evidence": st.lists(
+        st.fixed_dictionaries({"doc": TEXTS, "quote": TEXTS}, optional={"grade": SCALARS}),
+        max_size=2,
+    ),
+    "source": TEXTS,
+    "tags": st.lists(TEXTS, max_size=2),
+}
 
 
 @SETTINGS
@@ -135,8 +151,13 @@ def test_corpus_jsonl_reports_every_bad_file_with_its_line(work, data):
 
 
 @SETTINGS
-@given(files=st.lists(st.binary(max_size=40) | TEXTS.map(lambda t: t.encode("utf-8", "surrogatepass")),
-                      min_size=1, max_size=3))  # fmt: skip
+@given(
+    files=st.lists(
+        st.binary(max_size=40) | TEXTS.map(lambda t: t.encode("utf-8", "surrogatepass")),
+        min_size=1,
+        max_size=3,
+    )
+)
 def test_corpus_folder_reports_the_bad_file(work, files):
     folder = work / "folder"
     for old in folder.glob("*"):
@@ -153,8 +174,29 @@ def test_corpus_folder_reports_the_bad_file(work, files):
     assert [d.id for d in docs] == sorted(d.id for d in docs) and all(d.text.strip() for d in docs)
 
 
-FIELD = st.sampled_from(["q1", "q2", "d1", "d2", "0", "1", "-3", "Q0", "nan", "inf", "-inf",
-                         "1e400", "1e39", "2", "9" * 30, "²", "١", "x\x0by", "run"])  # fmt: skip
+FIELD = st.sampled_from(
+    [
+        "q1",
+        "q2",
+        "d1",
+        "d2",
+        "0",
+        "1",
+        "-3",
+        "Q0",
+        "nan",
+        "inf",
+        "-inf",
+        "1e400",
+        "1e39",
+        "2",
+        "9" * 30,
+        "²",
+        "١",
+        "x\x0by",
+        "run",
+    ]
+)
 TREC_LINE = st.lists(FIELD, max_size=7).map(" ".join) | st.lists(FIELD, min_size=3, max_size=3).map(
     "\t".join
 )
@@ -215,13 +257,19 @@ def test_beir_reader_names_the_file_that_is_wrong(work, corpus, queries, qrels):
 
 
 IDS = st.lists(st.sampled_from("abcdefgh"), max_size=12)
-QRELS = st.dictionaries(st.sampled_from(["q1", "q2", "q3"]), st.dictionaries(
-    st.sampled_from("abcdefghij"), st.integers(-2, 4), max_size=6), max_size=3)  # fmt: skip
+QRELS = st.dictionaries(
+    st.sampled_from(["q1", "q2", "q3"]),
+    st.dictionaries(st.sampled_from("abcdefghij"), st.integers(-2, 4), max_size=6),
+    max_size=3,
+)
 
 
 @settings(max_examples=150, deadline=None)
-@given(rankings=st.lists(IDS, min_size=3, max_size=3), qrels=QRELS,
-       ks=st.lists(st.integers(1, 30) | st.just(10**12), min_size=1, max_size=4))  # fmt: skip
+@given(
+    rankings=st.lists(IDS, min_size=3, max_size=3),
+    qrels=QRELS,
+    ks=st.lists(st.integers(1, 30) | st.just(10**12), min_size=1, max_size=4),
+)
 def test_metrics_of_any_ranking_are_bounded_and_a_huge_cutoff_costs_nothing(rankings, qrels, ks):
     qids = ["q1", "q2", "q3"]
     with no_hang(5), warnings.catch_warnings():
@@ -233,8 +281,12 @@ def test_metrics_of_any_ranking_are_bounded_and_a_huge_cutoff_costs_nothing(rank
         assert all(0.0 <= v <= 1.0 for v in values)
     for name in ("recall", "hit_rate", "mrr", "ndcg", "map"):
         assert list(huge.values[f"{name}@{10**12}"]) == list(deep.values[f"{name}@40"])
-    assert all(math.isclose(a * 10**12, b * 40) for a, b in
-               zip(huge.values[f"precision@{10**12}"], deep.values["precision@40"], strict=True))  # fmt: skip
+    assert all(
+        math.isclose(a * 10**12, b * 40)
+        for a, b in zip(
+            huge.values[f"precision@{10**12}"], deep.values["precision@40"], strict=True
+        )
+    )
 
 
 HUGE = {
@@ -272,11 +324,14 @@ def test_the_cli_turns_hostile_files_into_one_line_and_exit_2(tmp_path, mini):
     qrels.write_bytes(b"\xef\xbb\xbfq1 0 d1 1\nq1 0 d2 " + b"9" * 40 + b"\n")
     run.write_bytes(b"q1 Q0 d1 1 1.5 t\nq1 Q0 d2 2 inf t\n")
     cases = [
-        (["golden", "validate", str(golden), "--corpus", str(mini / "corpus")], f"{golden}:1: malformed JSON: NaN"),
+        (
+            ["golden", "validate", str(golden), "--corpus", str(mini / "corpus")],
+            f"{golden}:1: malformed JSON: NaN",
+        ),
         (["score", str(qrels), str(run)], f"{qrels}:2: relevance grade"),
         (["score", str(qrels).replace("q.txt", "none.txt"), str(run)], "cannot read the file"),
         (["score", str(mini / "golden.jsonl"), str(run), "--k", "²"], "--k takes comma-separated"),
-    ]  # fmt: skip
+    ]
     for argv, expect in cases:
         code, stderr = run_cli(*argv)
         assert code == 2 and expect in stderr and "Traceback" not in stderr, (argv, stderr)

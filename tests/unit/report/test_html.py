@@ -10,7 +10,7 @@ from rageval.report.html import highlight_ranges, rank_moves, render
 
 def test_the_quote_is_highlighted_where_its_span_meets_the_chunk():
     r = RUN_A["per_query"][0]
-    (lo, hi), = highlight_ranges(CHUNKS["c2"], r)  # fmt: skip
+    ((lo, hi),) = highlight_ranges(CHUNKS["c2"], r)
     assert CHUNKS["c2"]["text"][lo:hi] == QUOTE
     assert highlight_ranges(CHUNKS["c1"], r) == []  # same document, outside the span
     half = chunk("c9", "hr-leave", 2, "x" * 10, 46 + 10)  # the chunk starts inside the quote

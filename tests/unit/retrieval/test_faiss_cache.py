@@ -12,7 +12,9 @@ def test_an_index_cache_that_cannot_be_written_costs_a_warning_not_the_run(tmp_p
     from rageval.retrieval.local.dense import FaissRetriever
 
     def read_only(index, path):
-        raise RuntimeError(f"Error: 'f' failed: could not open {path} for writing: Read-only file system")
+        raise RuntimeError(
+            f"Error: 'f' failed: could not open {path} for writing: Read-only file system"
+        )
 
     monkeypatch.setattr(faiss, "write_index", read_only)
     vecs = np.random.default_rng(0).standard_normal((50, 8)).astype(np.float32)

@@ -185,7 +185,9 @@ def test_metric_spec_reads_both_spellings_and_budgets():
     assert Spec.parse("recall_at_5") == Spec.parse("Recall@5") == Spec("recall", 5)
     budget = Spec.parse("evidence_recall@1024t")
     assert budget == Spec("evidence_recall", 1024, budget=True) != Spec("evidence_recall", 1024)
-    assert str(budget) == "evidence_recall@1024t" and budget.mlflow_key == "evidence_recall_at_1024t"
+    assert (
+        str(budget) == "evidence_recall@1024t" and budget.mlflow_key == "evidence_recall_at_1024t"
+    )
     assert Spec.parse(budget.mlflow_key) == budget and budget.group == "span"
     assert canonical("NDCG_at_5") == "ndcg@5" and mlflow_key("ndcg@5") == "ndcg_at_5"
     with pytest.raises(ConfigError, match=r"e\.g\. ndcg@5"):

@@ -114,9 +114,16 @@ def test_budget_context_keeps_whole_chunks_then_truncates_the_first_that_does_no
 def _budget(ranking, budgets, qrels=None, ev=QUOTE, level="chunk", chunks=TILED, ext=EXT):
     by_id = {c.id: c for c in chunks}
     doc_of = {c.id: c.doc_id for c in chunks}
-    out = budget_metrics(["q"], [ranking], chunks_by_id=by_id, extents=ext, spans=ev,
-                         qrels=qrels or {}, unit_of=doc_of.get if level == "doc" else str,
-                         budgets=budgets)  # fmt: skip
+    out = budget_metrics(
+        ["q"],
+        [ranking],
+        chunks_by_id=by_id,
+        extents=ext,
+        spans=ev,
+        qrels=qrels or {},
+        unit_of=doc_of.get if level == "doc" else str,
+        budgets=budgets,
+    )
     return {k: v[0] for k, v in out.items()}
 
 
@@ -137,8 +144,15 @@ def test_budget_recall_of_chunk_and_document_labels():
     text = "xxxx yyyy"
     chunks = _chunks("a", [(0, 4), (5, 9)], text, 2) + _chunks("b", [(0, 4)], text, 2)
     ext = chunk_extents(chunks, {"a": 9, "b": 9})
-    m = _budget(["a#0", "a#1", "b#0"], (4, 5), qrels={"q": {"b": 1, "a": 1}}, ev={},
-                level="doc", chunks=chunks, ext=ext)  # fmt: skip
+    m = _budget(
+        ["a#0", "a#1", "b#0"],
+        (4, 5),
+        qrels={"q": {"b": 1, "a": 1}},
+        ev={},
+        level="doc",
+        chunks=chunks,
+        ext=ext,
+    )
     assert m["recall@4t"] == 1 / 2 and m["recall@5t"] == 1.0
 
 
@@ -219,10 +233,13 @@ def test_more_evidence_within_the_budget_never_scores_lower(data):
 def test_new_metric_names_round_trip_through_metric_spec():
     from rageval.scoring.spec import MetricSpec, mlflow_key
 
-    for name, key in [("evidence_precision@5", "evidence_precision_at_5"),
-                      ("evidence_iou@1024t", "evidence_iou_at_1024t"),
-                      ("quote_recall@10", "quote_recall_at_10"), ("recall@512t", "recall_at_512t"),
-                      ("tokens@5", "tokens_at_5")]:  # fmt: skip
+    for name, key in [
+        ("evidence_precision@5", "evidence_precision_at_5"),
+        ("evidence_iou@1024t", "evidence_iou_at_1024t"),
+        ("quote_recall@10", "quote_recall_at_10"),
+        ("recall@512t", "recall_at_512t"),
+        ("tokens@5", "tokens_at_5"),
+    ]:
         spec = MetricSpec.parse(key)
         assert str(spec) == name and spec.mlflow_key == key
     assert not MetricSpec.parse("tokens@5").higher_is_better

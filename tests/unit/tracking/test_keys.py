@@ -37,10 +37,13 @@ def test_metric_entries_carry_cis_at_k_only_and_skip_nan():
         timings={"index_s": 1.5},
     )
     assert dict(metric_entries(report)) == {
-        "headline/ndcg_at_5": 0.5, "headline/ndcg_at_5_ci_low": 0.4,
-        "headline/ndcg_at_5_ci_high": 0.6, "cutoffs/ndcg_at_10": 0.6,
-        "latency/p95_ms": 3.0, "time/index_s": 1.5,
-    }  # fmt: skip
+        "headline/ndcg_at_5": 0.5,
+        "headline/ndcg_at_5_ci_low": 0.4,
+        "headline/ndcg_at_5_ci_high": 0.6,
+        "cutoffs/ndcg_at_10": 0.6,
+        "latency/p95_ms": 3.0,
+        "time/index_s": 1.5,
+    }
 
 
 def composed(*overrides):
@@ -58,8 +61,13 @@ def composed(*overrides):
 @pytest.mark.parametrize("search", ["vector", "bm25", "hybrid"])
 def test_params_are_what_a_user_varies_without_repeats_or_plumbing(search):
     config = composed(f"search={search}")
-    choices = {"dataset": "demo", "embedding": "minilm", "backend": "faiss", "search": search,
-               "rerank": "none"}  # fmt: skip
+    choices = {
+        "dataset": "demo",
+        "embedding": "minilm",
+        "backend": "faiss",
+        "search": search,
+        "rerank": "none",
+    }
     params = run_params(config, choices)
     assert params["search"] == search and params["search.mode"] == search
     assert params["chunk"] == "256" and params["embedding.model"] == "all-MiniLM-L6-v2"
@@ -79,8 +87,11 @@ def test_params_are_what_a_user_varies_without_repeats_or_plumbing(search):
 
 
 def test_run_names_come_from_swept_values_and_the_job_number():
-    jobs = [["chunk=256", "search=vector", "k=10"], ["chunk=512", "search=vector", "k=10"],
-            ["chunk=256", "search=bm25", "k=10"]]  # fmt: skip
+    jobs = [
+        ["chunk=256", "search=vector", "k=10"],
+        ["chunk=512", "search=vector", "k=10"],
+        ["chunk=256", "search=bm25", "k=10"],
+    ]
     assert swept_keys(jobs) == ["chunk", "search"]
     assert run_name(jobs[1], 1, keys=swept_keys(jobs)) == "chunk=512 search=vector #1"
     assert run_name(["cache_dir=/tmp/c", "search=bm25", "hydra.run.dir=/x"]) == "search=bm25"
