@@ -1,4 +1,5 @@
-"""``python -m rageval [overrides]`` runs the Hydra app; ``python -m rageval score ...`` etc. too."""
+"""``python -m rageval [overrides]`` runs the Hydra app; ``python -m rageval score ...`` etc.
+too."""
 
 import sys
 

@@ -20,7 +20,8 @@ from rageval.types import Chunk, Document
 
 @dataclass(frozen=True, slots=True)
 class ChunkingSpec:
-    """``size`` tokens a window (0: one chunk per document), ``overlap`` tokens shared by neighbours."""
+    """``size`` tokens a window (0: one chunk per document), ``overlap`` tokens shared by
+    neighbours."""
 
     size: int = 256
     overlap: int = 0

@@ -40,7 +40,8 @@ def ranked(pairs: Iterable[tuple[str, float]], depth: int | None = None) -> Rank
 
 
 def break_ties(rl: RankedList) -> RankedList:
-    """Within each run of adjacent scores equal in float32, order ids descending; else keep order."""
+    """Within each run of adjacent scores equal in float32, order ids descending; else keep
+    order."""
     ids, keys = list(rl.ids), _as_float32(rl.scores)
     scores = list(rl.scores)
     i, n, changed = 0, len(ids), False

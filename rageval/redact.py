@@ -192,7 +192,8 @@ def _secret_override_key(key: str) -> bool:
 
 
 def scrub(text: str, secrets: Iterable[str]) -> str:
-    """``text`` with each secret (longest first) replaced by the mask, and URL credentials masked."""
+    """``text`` with each secret (longest first) replaced by the mask, and URL credentials
+    masked."""
     for s in sorted(set(secrets), key=len, reverse=True):
         if s:
             text = text.replace(s, MASK)

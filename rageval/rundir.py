@@ -111,7 +111,8 @@ def os_errors(what: str = "", hint: str = "") -> Iterator[None]:
         verb = "write" if err.errno == errno.EROFS else "use"
         advice = (
             hint
-            or "check that it exists and that you may read and write there (cache_dir, hydra.run.dir)"
+            or "check that it exists and that you may read and write there "
+            "(cache_dir, hydra.run.dir)"
         )
         raise WriteError(f"cannot {verb} {where}: {err.strerror or err}; {advice}") from None
 

@@ -84,13 +84,16 @@ def main() -> None:
     for k in ("cold", "minimal", "warm"):
         print(f"| {k} | {med[k]:.2f} |")
     print(
-        f"\ncold / minimal: median {statistics.median(ratios):.3f} (each repeat: {', '.join(f'{x:.3f}' for x in ratios)})"
+        f"\ncold / minimal: median {statistics.median(ratios):.3f} "
+        f"(each repeat: {', '.join(f'{x:.3f}' for x in ratios)})"
     )
     print(
-        f"warm / cold: median {statistics.median(warm_share):.3f} (each repeat: {', '.join(f'{x:.3f}' for x in warm_share)})"
+        f"warm / cold: median {statistics.median(warm_share):.3f} "
+        f"(each repeat: {', '.join(f'{x:.3f}' for x in warm_share)})"
     )
     print(
-        f"texts embedded by the cold run: {rows[0]['texts_embedded']}; metrics equal to the minimal pipeline: "
+        f"texts embedded by the cold run: {rows[0]['texts_embedded']}; "
+        "metrics equal to the minimal pipeline: "
         f"{all(r['same_metrics'] for r in rows)}"
     )
 

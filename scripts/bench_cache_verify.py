@@ -96,7 +96,8 @@ def main() -> None:
                 ).stdout
                 times[mode].append(float(out))
                 print(
-                    f"verify {mode}: lookup {float(out):.3f} s, process {time.perf_counter() - t:.2f} s"
+                    f"verify {mode}: lookup {float(out):.3f} s, "
+                    f"process {time.perf_counter() - t:.2f} s"
                 )
         on, off = statistics.median(times["on"]), statistics.median(times["off"])
         print(

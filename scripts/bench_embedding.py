@@ -1,7 +1,8 @@
 """Embedding backends side by side on the demo: throughput, cosine to torch, demo metrics.
 
-    python scripts/bench_embedding.py [--variants torch,onnx,onnx-int8,openvino,openvino-int8,static]
-                                      [--cache-dir DIR] [--rounds 2] [--cold]
+    python scripts/bench_embedding.py
+        [--variants torch,onnx,onnx-int8,openvino,openvino-int8,static]
+        [--cache-dir DIR] [--rounds 2] [--cold]
 
 Every variant runs in this one process, on the same demo chunks (chunk=256) and queries:
 

@@ -3,9 +3,9 @@
     python scripts/bench_mkl_mode.py [--texts 400] [--repeats 3]
 
 Each mode runs in its own process (MKL reads MKL_CBWR once, when torch first calls it): the
-packaged model embeds the demo corpus (golden/corpus) first ``--texts`` chunks with rageval's batching, batch
-64, ``--repeats`` times; the process's CPU time is reported, and how many vectors change their
-bits between batches of 64 and of 4 (0 is what the embedding cache needs).
+packaged model embeds the demo corpus (golden/corpus) first ``--texts`` chunks with rageval's
+batching, batch 64, ``--repeats`` times; the process's CPU time is reported, and how many vectors
+change their bits between batches of 64 and of 4 (0 is what the embedding cache needs).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import os
 import subprocess
 import sys
 
-CHILD = r"""
+CHILD = """
 import json, sys, time
 import rageval  # sets MKL_CBWR unless it is set (the parent passes "" to turn it off)
 import numpy as np
@@ -28,7 +28,8 @@ n, repeats = int(sys.argv[1]), int(sys.argv[2])
 enc = SentenceTransformerEncoder(progress=False)
 model = enc._load()
 tok = load_tokenizer(str(enc.model_path))
-texts = [c.text for c in chunk_documents(load_corpus("golden/corpus"), ChunkingSpec(256, 32), tok)][:n]
+texts = [c.text for c in chunk_documents(load_corpus("golden/corpus"), \
+ChunkingSpec(256, 32), tok)][:n]
 encode_stable(model, texts[:8], 64)  # warm-up
 start = time.process_time()
 for _ in range(repeats):
@@ -61,10 +62,12 @@ def main() -> None:
     default = run("", args.texts, args.repeats)
     print(f"texts: {strict['texts']}")
     print(
-        f"CPU s per pass, MKL default:     {default['cpu_s']:.2f}  (vectors changed 64 vs 4: {default['changed_64_vs_4']})"
+        f"CPU s per pass, MKL default:     {default['cpu_s']:.2f}  "
+        f"(vectors changed 64 vs 4: {default['changed_64_vs_4']})"
     )
     print(
-        f"CPU s per pass, MKL AUTO,STRICT: {strict['cpu_s']:.2f}  (vectors changed 64 vs 4: {strict['changed_64_vs_4']})"
+        f"CPU s per pass, MKL AUTO,STRICT: {strict['cpu_s']:.2f}  "
+        f"(vectors changed 64 vs 4: {strict['changed_64_vs_4']})"
     )
     print(f"strict / default: {strict['cpu_s'] / default['cpu_s']:.3f}")
 

@@ -216,7 +216,8 @@ def main() -> None:
             peak = r["hwm"]
             print(
                 f"| {n:,} | {kind} | {r['build_s']:.2f} | {r['search_s']:.2f} | "
-                f"{r['score_s']:.2f} | {r['recall@10']:.3f} | {mib(peak)} | {mib(maxrss)} | {mib(raw)} | "
+                f"{r['score_s']:.2f} | {r['recall@10']:.3f} | {mib(peak)} | {mib(maxrss)} | "
+                f"{mib(raw)} | "
                 f"{peak / raw:.2f} | {(peak - r['baseline_rss']) / raw:.2f} |",
                 flush=True,
             )

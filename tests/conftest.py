@@ -51,7 +51,8 @@ def tokenizer(model_dir):
 
 @pytest.fixture(scope="session")
 def shared_cache() -> Path:
-    """One embedding cache for the session's integration tests, so the model embeds each text once."""
+    """One embedding cache for the session's integration tests, so the model embeds each text
+    once."""
     return _CACHE
 
 

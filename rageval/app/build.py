@@ -1,4 +1,5 @@
-"""``build``: every component of a run from its composed config, before the expensive work starts."""
+"""``build``: every component of a run from its composed config, before the expensive work
+starts."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ EMBEDDING_RUN_KEYS = ("query_model", "query_backend", "query_quantize")
 
 @dataclass(frozen=True)
 class Components:
-    """What ``evaluate`` needs: the run's spec, the encoders and the (retrying, reranking) retriever."""
+    """What ``evaluate`` needs: the run's spec, the encoders and the (retrying, reranking)
+    retriever."""
 
     spec: RunSpec
     encoder: Encoder
@@ -56,7 +58,8 @@ def build(cfg) -> Components:
         cfg = OmegaConf.create(OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True))
     except OmegaConfBaseException as err:
         raise ConfigError(
-            f"{err.__class__.__name__}: {str(err).splitlines()[0]} (key {getattr(err, 'full_key', '?')})"
+            f"{err.__class__.__name__}: {str(err).splitlines()[0]} "
+            f"(key {getattr(err, 'full_key', '?')})"
         ) from None
     if cfg.retries < 0:
         raise ConfigError(f"retries must be >= 0, got {cfg.retries}")

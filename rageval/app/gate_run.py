@@ -76,7 +76,8 @@ def compose_from_baseline(
             cfg = compose("config", overrides=[f"{g}={c}" for g, c in choices.items()])
     except (HydraException, OmegaConfBaseException) as err:
         raise ConfigError(
-            f"the baseline's group choices ({', '.join(f'{g}={c}' for g, c in choices.items())}) do "
+            "the baseline's group choices "
+            f"({', '.join(f'{g}={c}' for g, c in choices.items())}) do "
             f"not compose with conf/: {str(err).splitlines()[0]}; re-promote a baseline"
         ) from None
     with open_dict(cfg):

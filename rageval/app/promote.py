@@ -182,15 +182,16 @@ def promote(
     then = report["digests"].get("golden", "")
     if project.golden and then != project.golden and not force:
         raise InputError(
-            f"the run was measured on another golden set (digest {then[:12]}) than the project gates "
-            f"on ({project.golden[:12]}, from {project.where}); re-run it on that golden set, pass "
-            "--golden for another one, or --force"
+            f"the run was measured on another golden set (digest {then[:12]}) than the project "
+            f"gates on ({project.golden[:12]}, from {project.where}); re-run it on that golden "
+            "set, pass --golden for another one, or --force"
         )
     labels = str(report.get("label_set") or "gold")
     if labels != project.labels and not force:
         raise InputError(
-            f"the run was judged with the {labels!r} label set, the baseline with {project.labels!r}; "
-            "the gate never compares across label sets (pass --force to switch the baseline)"
+            f"the run was judged with the {labels!r} label set, the baseline with "
+            f"{project.labels!r}; the gate never compares across label sets "
+            "(pass --force to switch the baseline)"
         )
     source = {
         "run_id": run_id or report.get("mlflow_run_id"),

@@ -1,4 +1,5 @@
-"""The schema of the top-level config: Hydra checks types at compose time (``chunk=abc`` is refused).
+"""The schema of the top-level config: Hydra checks types at compose time (``chunk=abc`` is
+refused).
 
 ``conf/config.yaml`` extends ``rageval_schema`` (registered here in Hydra's ConfigStore). The group
 nodes (dataset, embedding, backend, search, rerank) are open mappings: each option names its own

@@ -74,7 +74,8 @@ class EndpointConfig:
         if not self.base_url.startswith(("http://", "https://")):
             raise ConfigError(
                 f"base_url must start with http:// or https://, got {self.base_url!r} "
-                "(e.g. http://localhost:11434/v1 for Ollama, https://<resource>.openai.azure.com for Azure)"
+                "(e.g. http://localhost:11434/v1 for Ollama, "
+                "https://<resource>.openai.azure.com for Azure)"
             )
         for name in (
             "timeout",
@@ -245,7 +246,8 @@ class ChatClient:
             parts.append(part)
 
     def _delay(self, attempt: int, headers) -> float:
-        """Retry-After (seconds, milliseconds or an HTTP date) if given, else exponential backoff."""
+        """Retry-After (seconds, milliseconds or an HTTP date) if given, else exponential
+        backoff."""
         wait = None
         if headers.get("retry-after-ms"):
             wait = _number(headers["retry-after-ms"], 1000.0)
@@ -292,7 +294,8 @@ class ChatClient:
         elif status == 404:
             msg = (
                 f"{url}: not found (HTTP 404): check --base-url (OpenAI style includes /v1, e.g. "
-                "http://localhost:11434/v1), --model (the deployment name for Azure) and --api-style"
+                "http://localhost:11434/v1), --model (the deployment name for Azure) and "
+                "--api-style"
             )
         elif 300 <= status < 400:
             where = self.scrub(str(headers.get("Location", "?")))

@@ -196,7 +196,8 @@ class Migration:
 def migrate(
     golden: GoldenSet, text: str, docs: Mapping[str, Document], chunks: Sequence[Chunk]
 ) -> Migration:
-    """Rewrite each entry's chunk labels as evidence quotes; unresolvable labels stay and are listed."""
+    """Rewrite each entry's chunk labels as evidence quotes; unresolvable labels stay and are
+    listed."""
     by_label = {c.label: c for c in chunks}
     by_id = {c.id: c for c in chunks}
     by_doc: dict[str, list[Chunk]] = defaultdict(list)

@@ -28,9 +28,11 @@ from rageval.types import Chunk, Document, GoldenQuery
 SYSTEM = (
     "You write evaluation questions for a company's internal search engine. Answer with JSON only."
 )
-PROMPT = """Write {n} different questions that an employee might type into a search box and that the passage below answers.
+PROMPT = """Write {n} different questions that an employee might type into a search box and \
+that the passage below answers.
 Phrase each question the way a person would ask it, without copying the passage's wording.
-For each question, copy the shortest quote from the passage that answers it (one or two sentences), character for character.
+For each question, copy the shortest quote from the passage that answers it (one or two \
+sentences), character for character.
 Answer with JSON only, in this shape:
 {{"questions": [{{"question": "...", "quote": "..."}}]}}
 
@@ -81,7 +83,8 @@ class Candidate:
 
 @dataclass
 class Outcome:
-    """New entries (JSON objects), what was dropped and why, and why the run ended early if it did."""
+    """New entries (JSON objects), what was dropped and why, and why the run ended early if it
+    did."""
 
     entries: list[dict[str, Any]] = field(default_factory=list)
     dropped: Counter = field(default_factory=Counter)
@@ -207,7 +210,8 @@ def generate(
     progress: bool = True,
 ) -> Outcome:
     """Ask for questions about sampled chunks until done, the budget is spent or the endpoint fails
-    for good; ``Outcome.entries`` holds what was collected either way (ids unique vs ``existing``)."""
+    for good; ``Outcome.entries`` holds what was collected either way (ids unique vs
+    ``existing``)."""
     from tqdm.auto import tqdm
 
     by_id = {d.id: d for d in docs}

@@ -27,7 +27,8 @@ def label_problems(
     golden = load_golden(golden_path)
     if corpus_path is None:
         raise InputError(
-            f"no corpus to check the quotes against: pass --corpus (looked for {golden_path.parent / 'corpus'})"
+            "no corpus to check the quotes against: pass --corpus "
+            f"(looked for {golden_path.parent / 'corpus'})"
         )
     docs = load_corpus(corpus_path)
     chunks = chunk_documents(
@@ -127,13 +128,18 @@ def describe_files(
 
 
 def synthetic_line(queries, what: str = "") -> tuple[str, str | None]:
-    """A line giving the synthetic share of ``queries``, and the warning when it is above the limit."""
+    """A line giving the synthetic share of ``queries``, and the warning when it is above the
+    limit."""
     n = len(queries)
     share = sum(q.source == "synthetic" for q in queries) / n if n else 0.0
-    line = f"{what + ': ' if what else ''}{n} queries, {share:.0%} synthetic (limit {SYNTHETIC_LIMIT:.0%})"
+    line = (
+        f"{what + ': ' if what else ''}{n} queries, {share:.0%} synthetic "
+        f"(limit {SYNTHETIC_LIMIT:.0%})"
+    )
     if share <= SYNTHETIC_LIMIT:
         return line, None
     return line, (
-        f"{share:.0%} of the queries are synthetic (above {SYNTHETIC_LIMIT:.0%}): generated questions "
-        "follow the text's wording and flatter lexical search; add real ticket questions"
+        f"{share:.0%} of the queries are synthetic (above {SYNTHETIC_LIMIT:.0%}): "
+        "generated questions follow the text's wording and flatter lexical search; "
+        "add real ticket questions"
     )

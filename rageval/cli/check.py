@@ -39,7 +39,8 @@ def handle(args: argparse.Namespace) -> int:
     print()
     print(cmp.console())
     print(
-        f"gate: {out_dir / 'gate.md'} (markdown for a pull-request comment), {out_dir / 'gate.json'}"
+        f"gate: {out_dir / 'gate.md'} (markdown for a pull-request comment), "
+        f"{out_dir / 'gate.json'}"
     )
     print(f"per-query diff of baseline and this run: {out_dir / 'gate.html'}")
     return cmp.exit_code

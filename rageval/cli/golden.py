@@ -90,7 +90,8 @@ def validate(golden_path, corpus_path, chunk: int = 256) -> int:
         )
         return 2
     print(
-        f"ok: {len(golden.queries)} queries, every label resolves against {n_docs} documents ({golden_path})"
+        f"ok: {len(golden.queries)} queries, every label resolves against {n_docs} documents "
+        f"({golden_path})"
     )
     return 0
 
@@ -108,8 +109,9 @@ def short_quote_warnings(golden) -> list[str]:
             if n < MIN_QUOTE_WORDS:
                 out.append(
                     f"{golden.path}:{q.line}: warning: query {q.id!r}, evidence[{i}]: the quote "
-                    f"{e.quote!r} is {n} word{'s' * (n != 1)}; a quote this short matches by chance. "
-                    f"Quote at least {MIN_QUOTE_WORDS} words of the passage that answers the query"
+                    f"{e.quote!r} is {n} word{'s' * (n != 1)}; a quote this short matches by "
+                    f"chance. Quote at least {MIN_QUOTE_WORDS} words of the passage that answers "
+                    "the query"
                 )
     return out
 
@@ -131,7 +133,8 @@ def stats(golden_path, corpus_path, as_json: bool = False, with_paths=()) -> int
         if s["evidence_words"]:
             ew = s["evidence_words"]
             print(
-                f"  evidence words      min {ew['min']}, median {ew['median']}, max {ew['max']} ({ew['quotes']} quotes)"
+                f"  evidence words      min {ew['min']}, median {ew['median']}, max {ew['max']} "
+                f"({ew['quotes']} quotes)"
             )
         print(f"  multi-document      {s['multi_document_queries']['count']} queries")
         if s["tags"]:

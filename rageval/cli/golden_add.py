@@ -26,7 +26,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--log-field",
-        help="dotted key of the question in the log line (default: query, question, user_query, input or prompt)",
+        help="dotted key of the question in the log line "
+        "(default: query, question, user_query, input or prompt)",
     )
     p.add_argument(
         "--evidence",
@@ -71,6 +72,7 @@ def handle(args: argparse.Namespace) -> int:
         args.tag,
     )
     print(
-        f"added {entry['id']}: {entry['query']!r} ({len(entry['evidence'])} evidence) -> {golden_path}"
+        f"added {entry['id']}: {entry['query']!r} ({len(entry['evidence'])} evidence) "
+        f"-> {golden_path}"
     )
     return 0

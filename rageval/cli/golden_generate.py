@@ -51,11 +51,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "-o",
         "--out",
-        help="file for the generated entries, appended to (default: generated.jsonl beside the golden set)",
+        help="file for the generated entries, appended to "
+        "(default: generated.jsonl beside the golden set)",
     )
     p.add_argument(
         "--config",
-        help="YAML file with endpoint settings: the option names below in snake_case (retries: max_retries)",
+        help="YAML file with endpoint settings: the option names below in snake_case "
+        "(retries: max_retries)",
     )
     e = p.add_argument_group("endpoint (OpenAI, Azure OpenAI, vLLM, Ollama)")
     e.add_argument(

@@ -85,9 +85,9 @@ def _migrate(args: argparse.Namespace) -> int:
         print(problem, file=sys.stderr)
     if result.problems and not args.keep_unresolved:
         raise InputError(
-            f"{len(result.problems)} chunk labels do not resolve under chunking {spec.key}; nothing "
-            "written. Pass the chunking they were written against (--chunk, --overlap), or "
-            "--keep-unresolved to keep them as chunk labels",
+            f"{len(result.problems)} chunk labels do not resolve under chunking {spec.key}; "
+            "nothing written. Pass the chunking they were written against (--chunk, --overlap), "
+            "or --keep-unresolved to keep them as chunk labels",
             path=str(golden_path),
         )
     if not result.problems:

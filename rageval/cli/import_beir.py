@@ -41,6 +41,7 @@ def handle(args: argparse.Namespace) -> int:
     if data.summary():
         print(f"skipped {data.summary()}")
     print(
-        f"evaluate: python -m rageval dataset=custom dataset.corpus={corpus} dataset.golden={golden}"
+        "evaluate: python -m rageval dataset=custom "
+        f"dataset.corpus={corpus} dataset.golden={golden}"
     )
     return 0

@@ -45,7 +45,8 @@ def _run_hydra(argv: Sequence[str]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Dispatch ``rageval <command>``; anything that is not a known command goes to the Hydra app."""
+    """Dispatch ``rageval <command>``; anything that is not a known command goes to the Hydra
+    app."""
     argv = list(sys.argv[1:] if argv is None else argv)
     secrets = override_secrets(argv)
     if argv and argv[0] == "run":
@@ -68,7 +69,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _handler(mod):
-    """The module's ``handle``; ``run`` is the name the gate's commands used before the re-layout."""
+    """The module's ``handle``; ``run`` is the name the gate's commands used before the
+    re-layout."""
     return getattr(mod, "handle", None) or mod.run
 
 

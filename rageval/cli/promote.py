@@ -19,7 +19,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--baseline",
         default="golden/baseline.json",
-        help="baseline file to write (default golden/baseline.json; its per-query CSV goes beside it)",
+        help="baseline file to write "
+        "(default golden/baseline.json; its per-query CSV goes beside it)",
     )
     p.add_argument(
         "--best",

@@ -8,12 +8,12 @@ could flip. :func:`encode_stable` pads every text to a length that depends on it
 alone (rounded up to a multiple of ``BUCKET``, at most the model's ``max_seq_length``) and puts
 only texts of one padded length in a batch. Bucketing also pads less than a mixed batch does.
 
-Padding is not the only cause. Intel MKL (the BLAS of torch's CPU build) rounds the rows of a
-matrix product differently with the product's shape, i.e. how many texts share a batch, and with
-the number of threads it runs: with two threads, 44 of 50 texts changed their last bits between
-batches of 64 and of 4. MKL's strict reproducible mode (``MKL_CBWR=AUTO,STRICT``) makes each row
-depend on that row alone, for any shape and thread count, at no measured cost. ``import rageval`` sets it unless torch was imported first, which
-:func:`warn_if_mkl_unpinned` then reports once.
+Padding is not the only cause. Intel MKL (the BLAS of torch's CPU build) rounds the rows of a matrix
+product differently with the product's shape, i.e. how many texts share a batch, and with the number
+of threads it runs: with two threads, 44 of 50 texts changed their last bits between batches of 64
+and of 4. MKL's strict reproducible mode (``MKL_CBWR=AUTO,STRICT``) makes each row depend on that
+row alone, for any shape and thread count, at no measured cost. ``import rageval`` sets it unless
+torch was imported first, which :func:`warn_if_mkl_unpinned` then reports once.
 
 Every sentence-transformers backend (torch, ONNX Runtime, OpenVINO) takes the same features and
 goes through here. ONNX Runtime's dynamic int8 scales activations over the whole batch, so the

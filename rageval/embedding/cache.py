@@ -91,7 +91,8 @@ class EmbeddingCache:
         return len(self._index)
 
     def lookup(self, keys: Sequence[bytes]) -> tuple[np.ndarray, list[int]]:
-        """Vectors for the cached keys (rows in key order, zeros elsewhere) and the missing positions."""
+        """Vectors for the cached keys (rows in key order, zeros elsewhere) and the missing
+        positions."""
         self.refresh()
         if VERIFY:
             self._verify({self._index[k] >> 32 for k in keys if k in self._index})

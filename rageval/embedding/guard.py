@@ -1,4 +1,5 @@
-"""The guard against the classic silent regression: queries embedded by another model than the index.
+"""The guard against the classic silent regression: queries embedded by another model than the
+index.
 
 Two encoders are the same model when their fingerprints match. Two runs of one source model on
 different backends (torch and onnx, say) have different fingerprints but may still agree: each

@@ -37,7 +37,8 @@ def write_target(path: str | Path) -> Path:
 
 @contextlib.contextmanager
 def atomic_open(path: str | Path, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO]:
-    """Open a temp file next to ``path``; on clean exit it replaces ``path``, on error it is removed."""
+    """Open a temp file next to ``path``; on clean exit it replaces ``path``, on error it is
+    removed."""
     target = write_target(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)

@@ -12,9 +12,9 @@
   blank lines too.
 
 Both readers are vectorised (numpy over the whole file's bytes), so a run of millions of lines
-reads in about a second. Every problem in a file is an :class:`~rageval.errors.InputError` naming the file
-and line. Writes are atomic (:mod:`rageval.formats.atomic`): a reader sees the old file or the new
-one. numpy is imported only by the readers, so importing this module stays cheap.
+reads in about a second. Every problem in a file is an :class:`~rageval.errors.InputError` naming
+the file and line. Writes are atomic (:mod:`rageval.formats.atomic`): a reader sees the old file or
+the new one. numpy is imported only by the readers, so importing this module stays cheap.
 """
 
 from __future__ import annotations

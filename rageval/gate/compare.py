@@ -101,13 +101,15 @@ class Comparison:
         lines += [f"- {line}" for line in self.header_lines()]
         lines += [
             "",
-            "| metric | baseline | current | delta | tolerance | p (Holm) | win/tie/loss | verdict |",
+            "| metric | baseline | current | delta | tolerance | p (Holm) "
+            "| win/tie/loss | verdict |",
             "|---|---:|---:|---:|---:|---:|---:|---|",
         ]
         for r in self.rows:
             lines.append(
                 f"| {r.metric} | {r.baseline:.4f} | {r.current:.4f} | {r.delta:+.4f} | "
-                f"{r.tolerance:.4f} | {r.p_value:.3g} | {r.wins}/{r.ties}/{r.losses} | {r.verdict} |"
+                f"{r.tolerance:.4f} | {r.p_value:.3g} | {r.wins}/{r.ties}/{r.losses} | "
+                f"{r.verdict} |"
             )
         sections = [
             (f"Queries that lost their hit@{self.k}", self.lost_hits, _lost_line),
@@ -131,7 +133,8 @@ class Comparison:
         out = list(self.header_lines())
         w = max([len(r.metric) for r in self.rows] + [6])
         out.append(
-            f"{'metric':<{w}}  baseline   current     delta  tolerance  p (Holm)  win/tie/loss  verdict"
+            f"{'metric':<{w}}  baseline   current     delta  tolerance  p (Holm)  "
+            "win/tie/loss  verdict"
         )
         for r in self.rows:
             wtl = f"{r.wins}/{r.ties}/{r.losses}"
@@ -153,7 +156,9 @@ class Comparison:
             REGRESSED: "FAIL: "
             + ", ".join(r.metric for r in self.rows if r.verdict == "regressed")
             + " regressed",
-            GOLDEN_CHANGED: "GOLDEN SET CHANGED: neither a pass nor a regression; re-promote a baseline",
+            GOLDEN_CHANGED: (
+                "GOLDEN SET CHANGED: neither a pass nor a regression; re-promote a baseline"
+            ),
         }[self.status]
         return "\n".join([*out, verdict])
 
@@ -330,7 +335,8 @@ def compare(
     if golden["baseline"] != golden["current"]:
         status = GOLDEN_CHANGED
         notes.append(
-            f"golden set digest {golden['baseline'][:12]} (baseline) != {golden['current'][:12]} (now): "
+            f"golden set digest {golden['baseline'][:12]} (baseline) != "
+            f"{golden['current'][:12]} (now): "
             "promote a new baseline after reviewing the change"
         )
     elif labels[0] != labels[1]:

@@ -1,8 +1,8 @@
 """BEIR datasets: ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/<split>.tsv`` as a corpus and a
 golden set of document-level labels (see docs/interop.md).
 
-- corpus: ``{"_id", "title", "text"}`` a line, read by :func:`rageval.inputs.corpus.load_corpus` (title and
-  text are embedded together, ``title + " " + text``, as BEIR does);
+- corpus: ``{"_id", "title", "text"}`` a line, read by :func:`rageval.inputs.corpus.load_corpus`
+  (title and text are embedded together, ``title + " " + text``, as BEIR does);
 - queries: ``{"_id", "text"}`` a line; queries without judgements in the split are skipped;
 - qrels: ``query-id<TAB>corpus-id<TAB>score`` with a header line; graded, 0 = judged non-relevant.
   Queries whose judgements are all 0 are skipped too (no metric is defined for them), and so are
@@ -198,7 +198,8 @@ def _is_token(value: str) -> bool:
 def _check_token(value: str, what: str, path: Path, line: int | None) -> None:
     if not _is_token(value):
         raise InputError(
-            f"{what} {value!r} holds whitespace, which TREC run and qrels files cannot hold; rename it",
+            f"{what} {value!r} holds whitespace, which TREC run and qrels files cannot hold; "
+            "rename it",
             path=str(path),
             line=line,
         )
@@ -216,8 +217,9 @@ def import_beir(
     corpus_format: str = "jsonl",
     force: bool = False,
 ):
-    """Export a BEIR split as a golden JSONL (``retriever.jsonl``) and a corpus (``corpus.jsonl``, or a
-    ``corpus/`` folder of ``<id>.txt``) in ``out``; returns (golden path, corpus path, data)."""
+    """Export a BEIR split as a golden JSONL (``retriever.jsonl``) and a corpus (``corpus.jsonl``,
+    or a ``corpus/`` folder of ``<id>.txt``) in ``out``; returns (golden path, corpus path,
+    data)."""
     from rageval.inputs.golden import entry_to_dict
 
     if corpus_format not in EXPORT_FORMATS:
@@ -256,7 +258,8 @@ def _doc_path(doc_id: str, source: Path) -> str:
         )
     if any(len(p.encode()) > 250 for p in parts):
         raise InputError(
-            f"document id {doc_id[:40]!r}... is too long for a file name; use --corpus-format jsonl",
+            f"document id {doc_id[:40]!r}... is too long for a file name; "
+            "use --corpus-format jsonl",
             path=str(source),
         )
     return doc_id + ".txt"

@@ -2,7 +2,8 @@
 
 Three label kinds, any mix per query (see docs/golden-set.md and README.md):
 ``relevant`` (chunk labels, list or {label: grade}), ``relevant_docs`` (document ids, list or
-{doc: grade}) and ``evidence`` (verbatim quotes: [{"doc", "quote", "grade"?, "occurrence"? or "start"?}]).
+{doc: grade}) and ``evidence`` (verbatim quotes: [{"doc", "quote", "grade"?, "occurrence"? or
+"start"?}]).
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ def load_golden(path: str | Path) -> GoldenSet:
         q = parse_line(raw, path=str(p), lineno=lineno)
         if q.id in first_line:
             raise InputError(
-                f"duplicate query id {q.id!r} (first on line {first_line[q.id]}); ids must be unique",
+                f"duplicate query id {q.id!r} (first on line {first_line[q.id]}); "
+                "ids must be unique",
                 path=str(p),
                 line=lineno,
             )

@@ -23,7 +23,8 @@ SCHEMA_VERSION = 1
 
 @dataclass
 class EvalReport:
-    """Everything a run measured. ``rankings`` and ``qrels`` stay out of report.json (TREC files)."""
+    """Everything a run measured. ``rankings`` and ``qrels`` stay out of report.json (TREC
+    files)."""
 
     metrics: dict[str, float]
     ci: dict[str, list[float]]
@@ -195,7 +196,8 @@ def summarise(golden: GoldenSet, scored: Scored, facts: RunFacts) -> EvalReport:
 def _slices(
     golden: GoldenSet, values: Mapping[str, np.ndarray], k: int
 ) -> dict[str, dict[str, float]]:
-    """Headline (and quote and evidence recall) means by ``source:<name>`` and ``tag:<name>`` (with the query count as ``n``)."""
+    """Headline (and quote and evidence recall) means by ``source:<name>`` and ``tag:<name>`` (with
+    the query count as ``n``)."""
     groups: dict[str, list[int]] = defaultdict(list)
     for i, q in enumerate(golden.queries):
         if q.source:

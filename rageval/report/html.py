@@ -76,7 +76,8 @@ def _chunk_list(row, chunks, level: str, moves: Mapping[str, str] | None = None)
         body = (
             f'<div class="text">{_marked(text, highlight_ranges(c, row))}</div>'
             if text
-            else f'<div class="text none">({"document" if level == "doc" else "no text stored"})</div>'
+            else '<div class="text none">'
+            f"({'document' if level == 'doc' else 'no text stored'})</div>"
         )
         move = (
             f' <span class="move">{_esc(moves[label])}</span>' if moves and label in moves else ""
@@ -90,12 +91,14 @@ def _chunk_list(row, chunks, level: str, moves: Mapping[str, str] | None = None)
         items.append("<li>(nothing retrieved)</li>")
     expected = ", ".join(row.get("expected_docs") or []) or "none"
     quotes = "".join(
-        f'<blockquote><span class="label">{_esc(e.get("doc"))}</span> {_esc(e.get("quote"))}</blockquote>'
+        f'<blockquote><span class="label">{_esc(e.get("doc"))}</span> '
+        f"{_esc(e.get('quote'))}</blockquote>"
         for e in row.get("evidence") or []
     )
     return (
         f'<div class="exp">expected documents: {_esc(expected)}; relevant units: '
-        f'{_esc(", ".join(sorted(relevant)) or "none")}</div>{quotes}<ol class="chunks">{"".join(items)}</ol>'
+        f"{_esc(', '.join(sorted(relevant)) or 'none')}</div>{quotes}"
+        f'<ol class="chunks">{"".join(items)}</ol>'
     )
 
 
@@ -130,10 +133,12 @@ def render(report: Mapping[str, Any], chunks: Mapping[str, Mapping[str, Any]]) -
         miss = not r.get("first_relevant_rank") or r["first_relevant_rank"] > (k or 0)
         cells = [
             f'<td data-v="{_esc(r["id"])}">{_esc(r["id"])}</td>',
-            f'<td data-v="{_esc(r.get("query"))}"><details><summary>{_esc(r.get("query"))}</summary>'
+            f'<td data-v="{_esc(r.get("query"))}"><details>'
+            f"<summary>{_esc(r.get('query'))}</summary>"
             f"{_chunk_list(r, chunks, report.get('level', 'chunk'))}</details></td>",
             f'<td data-v="{_esc(" ".join(_slices(r)))}">{_esc(", ".join(_slices(r)))}</td>',
-            f'<td class="n" data-v="{r.get("first_relevant_rank") or 1e9}">{r.get("first_relevant_rank") or "-"}</td>',
+            f'<td class="n" data-v="{r.get("first_relevant_rank") or 1e9}">'
+            f"{r.get('first_relevant_rank') or '-'}</td>",
             *(f'<td class="n" data-v="{_sortkey(r.get(m))}">{_num(r.get(m))}</td>' for m in names),
         ]
         rows.append(_tr(r, cells, miss=miss, changed=False))
@@ -174,7 +179,8 @@ def render_diff(
     b_name: str = "B",
 ) -> str:
     """The page comparing run A (e.g. the baseline) with run B (the candidate), query by query:
-    the deciding metric in both, its change, first relevant ranks and the rank moves of B's top-k."""
+    the deciding metric in both, its change, first relevant ranks and the rank moves of B's
+    top-k."""
     names = _metric_names(b)
     decide = names[0]
     k = b.get("k")
@@ -214,7 +220,8 @@ def render_diff(
         )
         cells = [
             f'<td data-v="{_esc(r["id"])}">{_esc(r["id"])}</td>',
-            f'<td data-v="{_esc(r.get("query"))}"><details><summary>{_esc(r.get("query"))}</summary>'
+            f'<td data-v="{_esc(r.get("query"))}"><details>'
+            f"<summary>{_esc(r.get('query'))}</summary>"
             f"{drop_list}{_chunk_list(r, b_chunks, b.get('level', 'chunk'), moves)}</details></td>",
             f'<td data-v="{_esc(" ".join(_slices(r)))}">{_esc(", ".join(_slices(r)))}</td>',
             f'<td class="n" data-v="{_sortkey(va)}">{_num(va)}</td>',
@@ -327,7 +334,8 @@ def _page(
     ths = "".join(f"<th>{_esc(h)}</th>" for h in head)
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{_esc(title)}</title>
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; \
+style-src 'unsafe-inline'; script-src 'unsafe-inline'">
 <style>{CSS}</style></head><body>
 <h1>{_esc(title)}</h1><div class="summary">{_esc(summary)}. Worst queries first; click a column
 to sort, a query to see its top results (evidence highlighted, relevant ones marked).</div>

@@ -1,4 +1,5 @@
-"""The retrieval plug point: a batch-first ``Retriever`` (the ``Encoder`` lives in rageval.embedding.base).
+"""The retrieval plug point: a batch-first ``Retriever`` (the ``Encoder`` lives in
+rageval.embedding.base).
 
 A team plugs its own system in by writing a class with ``index`` and ``search`` and naming it
 with ``_target_`` in ``conf/backend``. Everything is batch-first: ``search`` receives every

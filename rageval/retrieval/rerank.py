@@ -17,7 +17,8 @@ from rageval.types import Chunk, RankedList
 
 
 class CrossEncoderReranker:
-    """Wraps ``base``: retrieves ``candidates`` per query, then reorders them with a CrossEncoder."""
+    """Wraps ``base``: retrieves ``candidates`` per query, then reorders them with a
+    CrossEncoder."""
 
     def __init__(
         self,
@@ -30,7 +31,8 @@ class CrossEncoderReranker:
     ):
         if not model or not Path(model).expanduser().is_dir():
             raise ConfigError(
-                f"rerank.model must be a local CrossEncoder folder (rageval runs offline), got {model!r}"
+                "rerank.model must be a local CrossEncoder folder (rageval runs offline), "
+                f"got {model!r}"
             )
         if candidates <= 0:
             raise ConfigError(f"rerank.candidates must be > 0, got {candidates}")

@@ -49,7 +49,8 @@ def budget_context(
 
 
 def depth_for(budgets: Sequence[int], chunk_tokens: Sequence[int], cap: int = 1000) -> int:
-    """Search depth that fills the largest budget even with the smallest chunks (at most ``cap``)."""
+    """Search depth that fills the largest budget even with the smallest chunks (at most
+    ``cap``)."""
     if not budgets or not len(chunk_tokens):
         return 0
     sizes = np.cumsum(np.sort(np.asarray(chunk_tokens, dtype=np.int64)))

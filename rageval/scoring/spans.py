@@ -155,7 +155,8 @@ class Overlap:
 
 
 def overlap(ev: Evidence, context: Sequence[tuple[str, int, int]]) -> Overlap:
-    """Evidence covered by ``context`` ((doc, start, end) ranges, duplicates counted as retrieved)."""
+    """Evidence covered by ``context`` ((doc, start, end) ranges, duplicates counted as
+    retrieved)."""
     got: dict[str, list[Interval]] = defaultdict(list)
     for doc, s, e in context:
         got[doc].append((s, e))

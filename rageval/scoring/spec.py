@@ -67,7 +67,8 @@ class MetricSpec:
 
     @classmethod
     def parse(cls, text: str) -> MetricSpec:
-        """Parse ``"ndcg@10"``, ``"ndcg_at_10"`` or ``"evidence_recall@1024t"`` (case-insensitive)."""
+        """Parse ``"ndcg@10"``, ``"ndcg_at_10"`` or ``"evidence_recall@1024t"``
+        (case-insensitive)."""
         m = _PATTERN.match(str(text).lower())
         if not m:
             name = str(text).strip().lower().split("@")[0]

@@ -184,7 +184,8 @@ def run_url(uri: str, experiment_id: str, run_id: str) -> str:
 
 
 def ui_command(uri: str) -> str:
-    """How to look at ``uri``: ``mlflow ui --backend-store-uri sqlite:///...`` (a server: its URL)."""
+    """How to look at ``uri``: ``mlflow ui --backend-store-uri sqlite:///...`` (a server: its
+    URL)."""
     if uri.startswith(("http://", "https://")):
         return f"open {uri}"
     return f"mlflow ui --backend-store-uri {uri}"

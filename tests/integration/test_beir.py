@@ -107,8 +107,8 @@ def test_run_metrics_equal_rageval_score_and_pytrec_eval(runs, capsys, chunk):
 
 
 # rageval and the minimal pipeline below embed the same texts in float32 through two code paths
-# (rageval pads texts by length bucket, `encode` pads by batch): their scores differ by a few float32
-# rounding steps (~1e-7), never by this much
+# (rageval pads texts by length bucket, `encode` pads by batch): their scores differ by a few
+# float32 rounding steps (~1e-7), never by this much
 TOL = 1e-6
 
 

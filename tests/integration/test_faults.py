@@ -229,7 +229,8 @@ def test_a_plug_in_backend_is_retried_and_a_failure_names_its_queries(mini, shar
 
 SLOW_WRITE = """
     import io, os, sys, time
-    TARGET, NTH = sys.argv[1], int(sys.argv[2])  # write half of the NTH file opened under TARGET, then hang
+    TARGET, NTH = sys.argv[1], int(sys.argv[2])  # write half of the NTH file opened under \
+TARGET, then hang
     opened = [0]
     class Slow:
         def __init__(self, fh): self.fh = fh
@@ -241,13 +242,15 @@ SLOW_WRITE = """
             print("WRITING", flush=True); time.sleep(600)
     def slow_open(file, mode="r", *args, _open=io.open, **kwargs):
         fh = _open(file, mode, *args, **kwargs)
-        path = os.readlink(f"/proc/self/fd/{file}") if isinstance(file, int) else os.path.abspath(file)
+        path = os.readlink(f"/proc/self/fd/{file}") if isinstance(file, int) else \
+os.path.abspath(file)
         if set(mode) & set("wax") and path.startswith(TARGET):
             opened[0] += 1
             if opened[0] == NTH:
                 return Slow(fh)
         return fh
-    import builtins; builtins.open = io.open = slow_open  # os.fdopen and Path.write_* go through io.open
+    import builtins; builtins.open = io.open = slow_open  # os.fdopen and Path.write_* go \
+through io.open
 """
 
 
@@ -281,7 +284,8 @@ def test_killed_mid_embedding_the_cache_stays_readable_and_the_next_run_complete
     kill_mid_write(
         f"""
         from rageval.embedding import SentenceTransformerEncoder
-        SentenceTransformerEncoder(cache_dir=sys.argv[3], write_every=8, progress=False).encode_documents({TEXTS!r})
+        SentenceTransformerEncoder(cache_dir=sys.argv[3], write_every=8, progress=False)\
+.encode_documents({TEXTS!r})
     """,
         str(cache / "embeddings"),
         "6",  # the 6th file written there: the third segment's .keys

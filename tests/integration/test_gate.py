@@ -99,7 +99,8 @@ def test_promote_best_only_considers_runs_on_the_project_golden_set(store, tmp_p
         done.run_id == best["mlflow_run_id"]
         and f"ndcg@5 = {best['metrics']['ndcg@5']:.4f}" in done.summary()
     )
-    # with a baseline in place, the project's golden set is the baseline's: the toy run is never picked
+    # with a baseline in place, the project's golden set is the baseline's: the toy run is never
+    # picked
     again = promote(None, str(path), best="ndcg_at_5", uri=store["uri"])
     assert again.run_id == best["mlflow_run_id"]
     with pytest.raises(InputError, match="measured on another golden set"):

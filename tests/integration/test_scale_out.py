@@ -74,8 +74,9 @@ def runs_of(uri, experiment):
 
 
 def loopback_sweep(args, cwd, ray_head=False) -> dict:
-    """Run the sweep in a network namespace of its own with only ``lo`` (tests/support/loopback_sweep.py):
-    Ray then opens nothing but 127.0.0.1, and a real MLflow server runs beside it."""
+    """Run the sweep in a network namespace of its own with only ``lo``
+    (tests/support/loopback_sweep.py): Ray then opens nothing but 127.0.0.1, and a real MLflow
+    server runs beside it."""
     if subprocess.run(["unshare", "--net", "true"], capture_output=True).returncode != 0:
         pytest.skip(
             "needs `unshare --net` (root) to keep Ray's traffic on a loopback-only namespace"

@@ -2,9 +2,9 @@
 
 Ray binds some of its services to the machine's own address even when told 127.0.0.1; inside a
 namespace of our own whose only interface is ``lo``, everything it opens is on 127.0.0.1. This
-script is started by tests/integration/test_scale_out.py under ``unshare --net``: it brings ``lo`` up, starts a
-real ``mlflow server`` on 127.0.0.1 (and, with --ray-head, a Ray head node), runs the sweep, reads
-the runs back, stops every process it started, and prints one JSON document.
+script is started by tests/integration/test_scale_out.py under ``unshare --net``: it brings ``lo``
+up, starts a real ``mlflow server`` on 127.0.0.1 (and, with --ray-head, a Ray head node), runs the
+sweep, reads the runs back, stops every process it started, and prints one JSON document.
 
     unshare --net python tests/support/loopback_sweep.py --cwd DIR [--ray-head] -- rageval-args...
 """

@@ -1,6 +1,7 @@
 """The package's layout rules, read from the source with ast: no import circles (module level or
 inside functions), the edge (app, cli, tracking, gate) depends on the core and never the reverse,
-the pipeline imports no edge module, the root holds no command handler, cli/ only parses and calls."""
+the pipeline imports no edge module, the root holds no command handler, cli/ only parses and
+calls."""
 
 from __future__ import annotations
 

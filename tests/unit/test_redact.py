@@ -1,4 +1,5 @@
-"""Redaction rules: secrets in config values, nested credentials, URLs, overrides and log records."""
+"""Redaction rules: secrets in config values, nested credentials, URLs, overrides and log
+records."""
 
 from __future__ import annotations
 

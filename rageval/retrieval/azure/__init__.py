@@ -1,7 +1,8 @@
 """The Azure AI Search backend.
 
-``rageval.retrieval.azure.AzureSearchRetriever`` (the ``_target_`` before the re-layout) still resolves, to
-``rageval.retrieval.azure.retriever.AzureSearchRetriever``; the module is imported only when asked for.
+``rageval.retrieval.azure.AzureSearchRetriever`` (the ``_target_`` before the re-layout) still
+resolves, to ``rageval.retrieval.azure.retriever.AzureSearchRetriever``; the module is imported only
+when asked for.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The FAISS and bm25s backend.
 
-``rageval.retrieval.local.local_retriever`` (the ``_target_`` before the re-layout) still resolves, to
-``rageval.retrieval.local.factory.local_retriever``; the module is imported only when asked for.
+``rageval.retrieval.local.local_retriever`` (the ``_target_`` before the re-layout) still resolves,
+to ``rageval.retrieval.local.factory.local_retriever``; the module is imported only when asked for.
 """
 
 from __future__ import annotations

@@ -19,7 +19,8 @@ from rageval.types import Chunk, RankedList
 
 
 class BM25Retriever:
-    """BM25 over chunk texts. Chunks that share no term with the query (score 0) are not returned."""
+    """BM25 over chunk texts. Chunks that share no term with the query (score 0) are not
+    returned."""
 
     embeds = False  # nothing goes through the embedding model (no max_seq_length warning)
 

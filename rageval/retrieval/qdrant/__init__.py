@@ -1,7 +1,8 @@
 """The Qdrant backend.
 
-``rageval.retrieval.qdrant.QdrantRetriever`` (the ``_target_`` before the re-layout) still resolves, to
-``rageval.retrieval.qdrant.retriever.QdrantRetriever``; the module is imported only when asked for.
+``rageval.retrieval.qdrant.QdrantRetriever`` (the ``_target_`` before the re-layout) still resolves,
+to ``rageval.retrieval.qdrant.retriever.QdrantRetriever``; the module is imported only when asked
+for.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Qdrant retriever: dense, BM25 or hybrid search, embedded (``:memory:``, ``path=``) or on a server.
+"""Qdrant retriever: dense, BM25 or hybrid search, embedded (``:memory:``, ``path=``) or on a
+server.
 
 BM25 needs no model: chunks and queries become sparse vectors (see :mod:`.bm25_vectors`) whose
 dot product, with the collection's IDF modifier, is Lucene BM25 times a constant.

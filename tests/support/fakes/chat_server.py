@@ -52,7 +52,8 @@ def passage_of(body: dict) -> str:
 
 
 def template_questions(body: dict) -> str:
-    """The default answer: one question per sentence of the passage (of 6+ words), as many as asked."""
+    """The default answer: one question per sentence of the passage (of 6+ words), as many as
+    asked."""
     n = int(re.search(r"Write (\d+)", body["messages"][-1]["content"]).group(1))
     sentences = [s.strip() for s in re.split(r"(?<=[.!?])\s+|\n+", passage_of(body))]
     sentences = [s for s in sentences if len(s.split()) >= 6 and not s.startswith("#")]
@@ -97,7 +98,8 @@ class ChatServer:
 
     @property
     def base_url(self) -> str:
-        """What a user passes as --base-url: with /v1 for the OpenAI style, the bare host for Azure."""
+        """What a user passes as --base-url: with /v1 for the OpenAI style, the bare host for
+        Azure."""
         return self.root if self.style == "azure" else self.root + "/v1"
 
     def then(self, *replies: Reply) -> ChatServer:

@@ -202,7 +202,8 @@ def test_next_ids_continue_after_the_highest_number():
 
 
 def chunk_labelled(work, tokenizer, size=48, overlap=0):
-    """A golden set whose labels are chunk labels (by ordinal and by content id) for one chunking."""
+    """A golden set whose labels are chunk labels (by ordinal and by content id) for one
+    chunking."""
     docs = load_corpus(work.parent / "corpus")
     chunks = chunk_documents(docs, ChunkingSpec(size, overlap), tokenizer)
     by_doc = {}

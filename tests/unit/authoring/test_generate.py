@@ -1,4 +1,5 @@
-"""``rageval golden generate`` against a local chat-completions stand-in (tests/support/fakes/chat_server.py)."""
+"""``rageval golden generate`` against a local chat-completions stand-in
+(tests/support/fakes/chat_server.py)."""
 
 from __future__ import annotations
 
@@ -401,7 +402,9 @@ def test_settings_from_a_config_file_and_the_environment(work, monkeypatch, caps
     monkeypatch.delenv("RAGEVAL_LLM_MODEL")
     capsys.readouterr()
     bad = {
-        "model: m\nbase_url: http://x\napi_key: sk-123456\n": f"{cfg}:3: 'api_key': never put an API key",
+        "model: m\nbase_url: http://x\napi_key: sk-123456\n": (
+            f"{cfg}:3: 'api_key': never put an API key"
+        ),
         "model: m\nbase_urls: http://x\n": f"{cfg}:2: unknown key 'base_urls'; valid keys:",
         "model: m\ntimeout: soon\n": f"{cfg}:2: 'timeout' must be float",
         "- a list\n": "expected a mapping",

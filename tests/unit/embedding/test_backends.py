@@ -82,7 +82,8 @@ def test_every_backend_and_quantization_has_its_own_cache_key(tmp_path):
     fps = {c: e.fingerprint for c, e in encs.items()}
     assert len(set(fps.values())) == len(combos)
     assert len({e.cache.dir for e in encs.values()}) == len(combos)
-    # one source model: the torch fingerprint is unchanged by the new options (old caches stay valid)
+    # one source model: the torch fingerprint is unchanged by the new options (old caches stay
+    # valid)
     assert {e.source_fingerprint for e in encs.values()} == {fps[("torch", "none")]}
     assert fps[("torch", "none")] == SentenceTransformerEncoder(cache_dir=str(tmp_path)).fingerprint
     assert encs[("onnx", "int8")].description == "all-MiniLM-L6-v2 onnx int8"

@@ -131,8 +131,8 @@ def test_miss_lines_show_readable_labels_when_the_report_has_them():
     cur["per_query"][19].update(retrieved_labels=["faq:3", "faq:4"], expected_docs=["policy"])
     line = compare(BASE, cur, METRICS).console()
     assert (
-        "MISS q19 fell out of the top 5 (rank 1 -> 9): question 19 [expected policy; got faq:3, faq:4]"
-        in line
+        "MISS q19 fell out of the top 5 (rank 1 -> 9): question 19 "
+        "[expected policy; got faq:3, faq:4]" in line
     )
 
 

@@ -64,7 +64,8 @@ def encode_line(obj, raw: str | None, ascii_only: bool) -> bytes:
 
 @st.composite
 def jsonl_bytes(draw, fields: dict) -> bytes:
-    """A JSONL file: objects with any mix of right and wrong fields, junk lines, a BOM, bad bytes."""
+    """A JSONL file: objects with any mix of right and wrong fields, junk lines, a BOM, bad
+    bytes."""
     objs = st.fixed_dictionaries({}, optional={k: v | VALUES for k, v in fields.items()})
     lines = draw(st.lists(st.tuples(objs | VALUES, st.none() | TEXTS, st.booleans()), max_size=6))
     out = [encode_line(*line) for line in lines]

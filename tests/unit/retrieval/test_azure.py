@@ -1,7 +1,8 @@
 """AzureSearchRetriever against a local stand-in for the Azure AI Search REST API.
 
-The stand-in (tests/support/fakes/azure_search.py) is not Azure: these tests pin down what rageval sends
-and how it copes with answers, retries and failures; they cannot prove Azure ranks the same way.
+The stand-in (tests/support/fakes/azure_search.py) is not Azure: these tests pin down what rageval
+sends and how it copes with answers, retries and failures; they cannot prove Azure ranks the same
+way.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""FAISS index builds: streamed batches answer like one exact search; `auto` picks the type by size."""
+"""FAISS index builds: streamed batches answer like one exact search; `auto` picks the type by
+size."""
 
 import numpy as np
 

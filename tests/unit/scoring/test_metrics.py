@@ -1,6 +1,7 @@
 """rageval.scoring.metrics: hand-computed semantics, and randomized agreement with pytrec_eval.
 
-The oracle (random_case, oracle_scores) is tests/support/trec_oracle.py, shared with the CLI and BEIR tests.
+The oracle (random_case, oracle_scores) is tests/support/trec_oracle.py, shared with the CLI and
+BEIR tests.
 """
 
 from __future__ import annotations
