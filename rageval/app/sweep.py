@@ -178,9 +178,11 @@ def finish_sweep(config, stopped: str | None = None) -> int:
             from rageval.tracking.sweep import summarise_sweep
 
             client = client_for(uri)
-            command = "rageval -m " + " ".join(
-                redact_override(o) for o in config.hydra.overrides.task
-            )
+            from omegaconf import OmegaConf
+
+            # a sweep whose launcher died is closed from its saved settings: no Hydra node there
+            task = OmegaConf.select(config, "hydra.overrides.task", default=None) or []
+            command = "rageval -m " + " ".join(redact_override(o) for o in task)
             rows = [
                 {
                     "job": j.job,

@@ -65,7 +65,7 @@ class EmbeddingCache:
                 continue
             self._seen.add(name)
             try:
-                keys, digest = _split_trailer(keys_path.read_bytes())
+                keys, digest = split_trailer(keys_path.read_bytes())
                 arr = np.load(self.dir / f"{name}.npy", mmap_mode="r", allow_pickle=False)
                 n = len(keys) // KEY_BYTES
                 if len(keys) % KEY_BYTES or arr.ndim != 2 or arr.shape[0] != n:
@@ -206,7 +206,7 @@ def _digest(keys: bytes, vectors: np.ndarray) -> bytes:
     return crc.to_bytes(4, "big")
 
 
-def _split_trailer(raw: bytes) -> tuple[bytes, bytes | None]:
+def split_trailer(raw: bytes) -> tuple[bytes, bytes | None]:
     """(keys, digest) of a ``.keys`` file; digest None for a segment written without one."""
     if raw.endswith(MAGIC) and len(raw) % KEY_BYTES == TRAILER % KEY_BYTES:
         return raw[:-TRAILER], raw[-TRAILER : -len(MAGIC)]

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rageval.errors import ConfigError
+from rageval.redact import redact_override
 from rageval.scoring.spec import FAMILIES, MetricSpec
 
 GROUPS = ("dataset", "embedding", "backend", "search", "rerank")
@@ -195,9 +196,10 @@ def run_name(
     config: Mapping[str, Any] | None = None,
 ) -> str:
     """``chunk=512 search=bm25 #3``: the overrides (only ``keys`` when given, e.g. a sweep's swept
-    keys), then the job number. A run without such overrides is named after its chunk and search
-    mode."""
-    parts = [o.lstrip("+~") for o in overrides if "=" in o]
+    keys), then the job number, secrets masked. A run without such overrides is named after its
+    chunk and search mode."""
+    # masked first: a name is shown everywhere (runs table, tags), a secret never is
+    parts = [redact_override(o).lstrip("+~") for o in overrides if "=" in o]
     if keys is not None:
         parts = [o for o in parts if o.split("=", 1)[0] in keys]
     else:  # paths and plumbing (cache_dir=..., hydra.run.dir=...) make no name

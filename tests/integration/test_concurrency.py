@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from rageval.embedding import SentenceTransformerEncoder
-from rageval.embedding.cache import KEY_BYTES, text_key
+from rageval.embedding.cache import KEY_BYTES, split_trailer, text_key
 
 pytestmark = pytest.mark.integration
 WORDS = [
@@ -90,7 +90,8 @@ def test_three_processes_filling_one_cache_match_a_single_process_bit_for_bit(tm
     by_key = {text_key(t): t for t in TEXTS}
     copies = 0
     for keys_file in segments:  # every stored row, including the duplicates, is the right vector
-        keys = keys_file.read_bytes()
+        keys, checksum = split_trailer(keys_file.read_bytes())  # keys, then the segment's CRC
+        assert checksum is not None
         rows = np.load(keys_file.with_suffix(".npy"), allow_pickle=False)
         assert len(keys) == KEY_BYTES * rows.shape[0] and rows.dtype == np.float32
         for i in range(rows.shape[0]):
