@@ -1,0 +1,105 @@
+"""``rageval pool RUN_DIR... | SWEEP_DIR --depth 10 --out pool.jsonl``: the passages several runs
+put in their top ``depth`` that no gold label and no judgement covers, one query a line, for
+``rageval judge`` (a review page for people, or a calibrated LLM)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+from pathlib import Path
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Add the options of ``pool`` to ``p``."""
+    p.add_argument(
+        "runs",
+        nargs="+",
+        metavar="RUN_DIR",
+        help="run folders (each holds report.json, run.trec, chunks.jsonl) or a sweep folder "
+        "(multirun/<date>/<time>: its finished jobs)",
+    )
+    p.add_argument(
+        "--depth", type=int, default=10, help="pool each run's top DEPTH results (default 10)"
+    )
+    p.add_argument("-o", "--out", default="pool.jsonl", help="the pool file (default pool.jsonl)")
+    p.add_argument(
+        "--corpus", help="the runs' corpus, when it moved since they ran (default: their config's)"
+    )
+    p.add_argument("--golden", help="the runs' golden set, when it moved (default: their config's)")
+    p.add_argument(
+        "--judgements",
+        help="existing judgements, whose passages are left out (default: the runs' `judgements` "
+        "setting, else judgements.jsonl beside the golden set)",
+    )
+
+
+def judgements_path(run, golden: str | None, given: str | None) -> Path | None:
+    """The judgements file the pool leaves out: ``given``, else the run's ``judgements``
+    setting, else judgements.jsonl beside the golden set (None when there is no golden file)."""
+    if given:
+        return Path(given)
+    configured = (run.report.get("config") or {}).get("judgements")
+    if isinstance(configured, str) and configured:
+        return Path(configured)
+    return Path(golden).parent / "judgements.jsonl" if golden else None
+
+
+def covered_units(runs, docs, judgements: Path | None, golden: str | None) -> dict:
+    """Run folder -> query id -> the units an existing judgement labels in that run's chunking."""
+    if judgements is None or not judgements.is_file():
+        return {}
+    if golden is None:
+        raise_missing_golden(judgements)
+    from rageval.inputs.judgements import judged_units, load_judgements
+
+    records = load_judgements(judgements, list(docs.values()), golden)
+    return {r.path: judged_units(records, docs, r.as_chunks(docs), r.level) for r in runs}
+
+
+def raise_missing_golden(judgements: Path) -> None:
+    from rageval.errors import ConfigError
+
+    raise ConfigError(
+        f"{judgements} needs the golden set to be read (its query ids): pass --golden PATH"
+    )
+
+
+def handle(args: argparse.Namespace) -> int:
+    """Pool the runs, write the pool file and say how many passages each query got."""
+    from rageval.authoring.pool import dataset_paths, load_docs, pool, read_runs, write_pool
+    from rageval.errors import ConfigError
+
+    if args.depth < 1:
+        raise ConfigError(f"--depth must be >= 1 (results per run and query), got {args.depth}")
+    runs = read_runs(args.runs)
+    docs = load_docs(runs[0], args.corpus)
+    corpus, golden = dataset_paths(runs[0])
+    corpus, golden = args.corpus or corpus, args.golden or golden
+    judged = judgements_path(runs[0], golden, args.judgements)
+    result = pool(runs, docs, args.depth, covered_units(runs, docs, judged, golden))
+    for name, n in result.short_runs:
+        warnings.warn(
+            f"run {name!r} holds at most {n} results per query, fewer than --depth "
+            f"{args.depth}: pooled what it has (raise its `depth` to search deeper)",
+            stacklevel=1,
+        )
+    source = {
+        "golden": golden,
+        "corpus": corpus,
+        "judgements": str(judged) if judged else None,
+        "golden_digest": runs[0].digests.get("golden"),
+        "corpus_digest": runs[0].digests.get("corpus"),
+        "depth": args.depth,
+        "runs": [str(r.path) for r in runs],
+    }
+    if not result.queries:
+        print(result.summary())
+        print("nothing to judge: every top result is labelled or judged; no pool written")
+        return 0
+    out = write_pool(result, args.out, source)
+    print(result.summary())
+    if len(result.queries) <= 30:
+        print("  " + ", ".join(f"{q['query_id']} {len(q['passages'])}" for q in result.queries))
+    print(f"pool: {out}  (next: rageval judge {out} --review review.html)", file=sys.stdout)
+    return 0
