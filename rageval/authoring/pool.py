@@ -87,8 +87,9 @@ class PoolResult:
         total = sum(counts)
         none = sum(1 for c in counts if c == 0)
         head = (
-            f"pooled {total} passages for {len(self.queries)} of {self.n_queries} queries from "
-            f"{len(self.runs)} runs at depth {self.depth}"
+            f"pooled {_n(total, 'passage')} for {len(self.queries)} of "
+            f"{_n(self.n_queries, 'query', 'queries')} from {_n(len(self.runs), 'run')} at depth "
+            f"{self.depth}"
         )
         if counts:
             head += (
@@ -100,8 +101,12 @@ class PoolResult:
             f"{self.duplicates} repeated a pooled passage's text"
         )
         if none:
-            tail += f"; {none} queries have nothing left to judge"
+            tail += f"; {_n(none, 'query has', 'queries have')} nothing left to judge"
         return head + "\n" + tail
+
+
+def _n(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else many or one + 's'}"
 
 
 def find_run_folders(paths: Sequence[str | Path]) -> list[Path]:
