@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rageval.authoring.judge_llm import Grade, Item
+from rageval.authoring.pool import select_ids
 from rageval.errors import ConfigError
 from rageval.relevance import pick_occurrence, quote_occurrences
 from rageval.types import Document, GoldenQuery
@@ -31,23 +32,9 @@ MIN_PER_CLASS = 2  # a sample with fewer known positives or negatives cannot mea
 
 
 def complete_queries(queries: Sequence[GoldenQuery], selector: str) -> set[str]:
-    """Query ids whose evidence is complete: ``all``, ``none``, ``tag:NAME`` or a comma list of
-    ids."""
-    if selector == "all":
-        return {q.id for q in queries}
-    if selector == "none" or not selector:
-        return set()
-    if selector.startswith("tag:"):
-        tag = selector[4:]
-        return {q.id for q in queries if tag in q.tags}
-    ids = {x.strip() for x in selector.split(",") if x.strip()}
-    unknown = sorted(ids - {q.id for q in queries})
-    if unknown:
-        raise ConfigError(
-            f"--complete names unknown query ids {', '.join(unknown[:5])}; give all, none, "
-            "tag:NAME or golden query ids separated by commas"
-        )
-    return ids
+    """Query ids whose evidence is complete: ``all``, ``none``, ``tag:NAME``, ``source:NAME`` or
+    ids separated by commas."""
+    return select_ids(((q.id, q.tags, q.source) for q in queries), selector, "--complete")
 
 
 def evidence_window(doc: Document, start: int, end: int, width: int) -> tuple[int, str]:

@@ -109,6 +109,31 @@ def _n(n: int, one: str, many: str | None = None) -> str:
     return f"{n} {one if n == 1 else many or one + 's'}"
 
 
+def select_ids(
+    queries: Iterable[tuple[str, Sequence[str], str | None]], selector: str, option: str
+) -> set[str]:
+    """Ids of the (id, tags, source) ``queries`` a selector names: ``all``, ``none``,
+    ``tag:NAME``, ``source:NAME`` or ids separated by commas (unknown ids are an error)."""
+    queries = list(queries)
+    if selector == "all":
+        return {q[0] for q in queries}
+    if selector in ("none", ""):
+        return set()
+    kind, _, name = selector.partition(":")
+    if kind == "tag" and name:
+        return {qid for qid, tags, _ in queries if name in tags}
+    if kind == "source" and name:
+        return {qid for qid, _, source in queries if source == name}
+    ids = {x.strip() for x in selector.split(",") if x.strip()}
+    unknown = sorted(ids - {q[0] for q in queries})
+    if unknown:
+        raise ConfigError(
+            f"{option} names unknown query ids {', '.join(unknown[:5])}; give all, none, "
+            "tag:NAME, source:NAME or golden query ids separated by commas"
+        )
+    return ids
+
+
 def find_run_folders(paths: Sequence[str | Path]) -> list[Path]:
     """Run folders named by ``paths``: a run folder itself, or a sweep folder (its job folders
     that finished; failed or unfinished jobs are skipped with a warning)."""
@@ -273,17 +298,25 @@ def pool(
     docs: Mapping[str, Document],
     depth: int,
     covered: Mapping[Path, Mapping[str, Iterable[str]]] | None = None,
+    queries: str = "all",
 ) -> PoolResult:
     """Per query, the union of every run's top-``depth`` units that neither the run's qrels (gold
     labels, any grade) nor ``covered`` (run folder -> query id -> unit ids an existing judgement
     labels) covers, deduplicated by text; each passage keeps the runs that retrieved it and their
-    ranks. Queries come in golden-set order, passages by best rank."""
+    ranks. ``queries`` selects the queries to pool (see ``select_ids``). Queries come in
+    golden-set order, passages by best rank."""
     if depth < 1:
         raise ConfigError(f"--depth must be >= 1, got {depth}")
     if not runs:
         raise InputError("no runs to pool")
     covered = covered or {}
     rows = runs[0].report["per_query"]
+    wanted = select_ids(
+        ((r["id"], r.get("tags") or (), r.get("source")) for r in rows), queries, "--queries"
+    )
+    if not wanted:
+        raise ConfigError(f"--queries {queries} selects no query of the golden set")
+    rows = [r for r in rows if r["id"] in wanted]
     result = PoolResult([], len(rows), depth, [r.name for r in runs])
     for r in runs:
         most = max((len(rl.ids) for rl in r.rankings.values()), default=0)

@@ -24,6 +24,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("-o", "--out", default="pool.jsonl", help="the pool file (default pool.jsonl)")
     p.add_argument(
+        "--queries",
+        default="all",
+        help="pool only these queries: all (default), tag:NAME, source:NAME or ids,...",
+    )
+    p.add_argument(
         "--corpus", help="the runs' corpus, when it moved since they ran (default: their config's)"
     )
     p.add_argument("--golden", help="the runs' golden set, when it moved (default: their config's)")
@@ -77,7 +82,8 @@ def handle(args: argparse.Namespace) -> int:
     corpus, golden = dataset_paths(runs[0])
     corpus, golden = args.corpus or corpus, args.golden or golden
     judged = judgements_path(runs[0], golden, args.judgements)
-    result = pool(runs, docs, args.depth, covered_units(runs, docs, judged, golden))
+    covered = covered_units(runs, docs, judged, golden)
+    result = pool(runs, docs, args.depth, covered, args.queries)
     for name, n in result.short_runs:
         warnings.warn(
             f"run {name!r} holds at most {n} results per query, fewer than --depth "

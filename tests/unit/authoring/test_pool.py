@@ -125,3 +125,22 @@ def test_refuses_a_corpus_that_changed_since_the_run(tmp_path, mini, model_dir, 
     err = capsys.readouterr().err
     assert "not the one" in err and "--corpus" in err
     assert not (tmp_path / "p.jsonl").exists()
+
+
+def test_queries_selects_a_slice_and_names_unknown_ids(sweep, docs, mini):
+    import warnings
+
+    from rageval.inputs.golden import load_golden
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        runs = read_runs([sweep])
+    hr = {q.id for q in load_golden(mini / "golden.jsonl").queries if "hr" in q.tags}
+    result = pool(runs, docs, 4, queries="tag:hr")
+    assert result.n_queries == len(hr) and {q["query_id"] for q in result.queries} <= hr
+    assert [q["query_id"] for q in pool(runs, docs, 4, queries="q02,q07").queries] == [
+        "q02",
+        "q07",
+    ]
+    with pytest.raises(Exception, match="--queries names unknown query ids q99"):
+        pool(runs, docs, 4, queries="q02,q99")
