@@ -25,6 +25,7 @@ from typing import Any
 from rageval.authoring.judge_llm import Grade, Item
 from rageval.authoring.pool import select_ids
 from rageval.errors import ConfigError
+from rageval.inputs.judgements import Judgement
 from rageval.relevance import pick_occurrence, quote_occurrences
 from rageval.types import Document, GoldenQuery
 
@@ -54,7 +55,7 @@ def candidates(
     pool: Sequence[Mapping[str, Any]],
     queries: Sequence[GoldenQuery],
     docs: Mapping[str, Document],
-    human: Sequence[Mapping[str, Any]],
+    human: Sequence[Judgement],
     complete: set[str],
 ) -> tuple[list[Item], list[Item]]:
     """(known relevant, known not relevant) items; see the module docstring."""
@@ -73,17 +74,11 @@ def candidates(
                 continue
             start, text = evidence_window(doc, found[0], found[1], width)
             pos.append(Item(q.id, q.query, ev.doc, start, text, ev.grade, "gold evidence"))
-    for r in human:
-        if r["query_id"] not in text_of:
+    for j in human:
+        if j.query_id not in text_of:
             continue
         item = Item(
-            r["query_id"],
-            text_of[r["query_id"]],
-            r["doc"],
-            int(r.get("start") or 0),
-            r["quote"],
-            int(r["grade"]),
-            "human judgement",
+            j.query_id, text_of[j.query_id], j.doc, j.span[0], j.quote, j.grade, "human judgement"
         )
         (pos if item.gold >= 1 else neg).append(item)
     for q in pool:

@@ -246,6 +246,32 @@ def dataset_paths(run: RunFolder) -> tuple[str | None, str | None]:
     return ds.get("corpus"), ds.get("golden")
 
 
+def load_golden_set(run: RunFolder, golden: str | Path | None = None):
+    """The run's golden set (``golden``, else the path its config names; a BEIR dataset's
+    qrels), refused when it is not the one the run measured."""
+    from rageval.inputs.golden import load_golden
+
+    ds = run.dataset()
+    if golden:
+        gs = load_golden(golden)
+    elif ds.get("path"):
+        from rageval.inputs.beir import beir_dataset
+
+        gs = beir_dataset(str(ds["path"]), str(ds.get("split") or "test"))[1]
+    elif ds.get("golden"):
+        gs = load_golden(ds["golden"])
+    else:
+        raise ConfigError(f"{run.path}: its config names no golden set; pass --golden PATH")
+    want = run.digests.get("golden")
+    if want and gs.digest != want:
+        raise InputError(
+            f"this golden set is not the one {run.path} measured (digest {gs.digest[:12]}, the "
+            f"run's {want[:12]}): pass the run's golden set with --golden, or re-run the sweep",
+            path=gs.path,
+        )
+    return gs
+
+
 def load_docs(run: RunFolder, corpus: str | Path | None = None) -> dict[str, Document]:
     """The run's corpus (``corpus``, else the path its config names), refused when it is not the
     corpus the run measured: the chunks' offsets would cut other text."""

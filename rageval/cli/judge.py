@@ -16,7 +16,6 @@ import dataclasses
 import json
 import re
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -159,9 +158,9 @@ def write_review(args: argparse.Namespace, pool: list[dict[str, Any]]) -> int:
     return 0
 
 
-def read_grades(path: Path, judge: str | None) -> list[dict[str, Any]]:
-    """The records of a saved grades file, each with its judge (``judge`` fills missing ones and
-    must agree with the others); errors name the file and line."""
+def read_grades(path: Path, judge: str | None) -> list[tuple[int, dict[str, Any]]]:
+    """(line, record) of a saved grades file, each with its judge (``judge`` fills missing ones
+    and must agree with the others); errors name the file and line."""
     from rageval.formats.textio import jsonl_objects
 
     if judge is not None and not JUDGE.match(judge):
@@ -184,14 +183,40 @@ def read_grades(path: Path, judge: str | None) -> list[dict[str, Any]]:
                 path=str(path),
                 line=lineno,
             )
-        records.append(rec)
+        records.append((lineno, rec))
     if not records:
         raise InputError("no grades in the file: grade some passages, then Save", path=str(path))
     return records
 
 
+def load_inputs(where: Where):
+    """The corpus (by id) and golden set the judgements are checked against."""
+    from rageval.inputs.corpus import corpus_digest, load_corpus
+    from rageval.inputs.golden import load_golden
+
+    if where.corpus is None:
+        raise InputError(
+            f"no corpus beside {where.golden}: pass --corpus (the corpus the judgements quote)"
+        )
+    docs = load_corpus(where.corpus)
+    if where.corpus_digest and corpus_digest(docs) != where.corpus_digest:
+        raise InputError(
+            "this corpus is not the one the pool was made from; pass the runs' corpus with "
+            "--corpus, or pool again",
+            path=str(where.corpus),
+        )
+    return {d.id: d for d in docs}, load_golden(where.golden)
+
+
 def import_grades(args: argparse.Namespace) -> int:
-    from rageval.inputs.judgements import append_judgements
+    """Validate a saved grades file and append it to the judgements: what is already there is
+    skipped, a newer grade of the same passage by the same judge replaces the older one."""
+    from rageval.inputs.judgements import (
+        append_judgements,
+        load_judgements,
+        parse_judgement,
+        resolve_judgement,
+    )
 
     pool = None
     if args.pool:
@@ -199,22 +224,36 @@ def import_grades(args: argparse.Namespace) -> int:
 
         pool = read_pool(args.pool)
     where = locate(args, pool)
-    records = read_grades(Path(args.import_file), args.judge)
-    added, skipped = _append(append_judgements, where, records)
-    judges = ", ".join(sorted({r["judge"] for r in records}))
+    source = Path(args.import_file)
+    rows = read_grades(source, args.judge)
+    docs, golden = load_inputs(where)
+    ids = {q.id for q in golden.queries}
+    cache: dict = {}
+    incoming = [
+        resolve_judgement(
+            parse_judgement(rec, path=str(source), lineno=n),
+            docs,
+            ids,
+            path=str(source),
+            cache=cache,
+        )
+        for n, rec in rows
+    ]
+    have = {j.key: j.to_dict() for j in load_judgements(where.judgements, docs, golden)}
+    fresh = [j for j in incoming if have.get(j.key) != j.to_dict()]
+    result = append_judgements(where.judgements, fresh, docs, golden, source=str(source))
+    judges = ", ".join(sorted({j.judge for j in incoming}))
     print(
-        f"added {added} judgements by {judges} to {where.judgements}; skipped {skipped} already "
-        "there (same query, passage and judge)"
+        f"added {result.added} judgements by {judges} to {where.judgements} "
+        f"({result.total} in the file); skipped {len(incoming) - len(fresh)} already there"
+        + (f", {result.older} older than the file's grade" if result.older else "")
+        + (
+            f"; {result.replaced} replaced an older grade of the same passage by the same judge"
+            if result.replaced
+            else ""
+        )
     )
     return 0
-
-
-def _append(append_judgements, where: Where, records: list[dict[str, Any]]) -> tuple[int, int]:
-    """Append through the judgements module; (added, skipped)."""
-    result = append_judgements(where.judgements, records, corpus=where.corpus, golden=where.golden)
-    added = getattr(result, "added", result)
-    added = len(added) if isinstance(added, list | tuple) else int(added)
-    return added, len(records) - added
 
 
 def _endpoint(args: argparse.Namespace):
@@ -233,9 +272,7 @@ def judge_with_llm(args: argparse.Namespace, pool: list[dict[str, Any]]) -> int:
     from rageval.authoring.chat import ChatClient
     from rageval.authoring.judge_llm import PROMPT_VERSION, Item, grade_items, judgement_records
     from rageval.formats.atomic import atomic_write_text
-    from rageval.inputs.corpus import corpus_digest, load_corpus
-    from rageval.inputs.golden import load_golden
-    from rageval.inputs.judgements import append_judgements
+    from rageval.inputs.judgements import append_judgements, load_judgements, now
 
     if not args.calibration_size > 0:
         raise ConfigError(f"--calibration-size must be >= 1, got {args.calibration_size}")
@@ -244,19 +281,9 @@ def judge_with_llm(args: argparse.Namespace, pool: list[dict[str, Any]]) -> int:
     if args.malformed_retries < 0:
         raise ConfigError(f"--malformed-retries must be >= 0, got {args.malformed_retries}")
     where = locate(args, pool)
-    if where.corpus is None:
-        raise InputError("no corpus found for the pool: pass --corpus")
     cfg, budget = _endpoint(args)
-    golden = load_golden(where.golden)
-    docs = load_corpus(where.corpus)
-    if where.corpus_digest and corpus_digest(docs) != where.corpus_digest:
-        raise InputError(
-            "this corpus is not the one the pool was made from; pass the runs' corpus with "
-            "--corpus, or pool again",
-            path=str(where.corpus),
-        )
-    by_id = {d.id: d for d in docs}
-    human = _human_records(where, docs, golden)
+    by_id, golden = load_inputs(where)
+    human = [j for j in load_judgements(where.judgements, by_id, golden) if j.kind == "human"]
     complete = cal.complete_queries(golden.queries, args.complete)
     pos, neg = cal.candidates(pool, golden.queries, by_id, human, complete)
     sampled = cal.sample(pos, neg, args.calibration_size, args.seed)
@@ -274,7 +301,7 @@ def judge_with_llm(args: argparse.Namespace, pool: list[dict[str, Any]]) -> int:
         "seed": args.seed,
         "complete": args.complete,
         "pool": str(args.pool),
-        "at": _now(),
+        "at": now(),
     }
     rep = cal.report(
         first.grades,
@@ -310,14 +337,14 @@ def judge_with_llm(args: argparse.Namespace, pool: list[dict[str, Any]]) -> int:
         for p in q["passages"]
     ]
     second = grade_items(client, items, args.malformed_retries, progress, "judging", known)
-    records = judgement_records(second.grades, judge, _now())
+    records = judgement_records(second.grades, judge, now())
     accepted = rep["verdict"] == "accepted"
     target = (
         where.judgements
         if accepted
         else where.judgements.with_name(f"{where.judgements.stem}.rejected.jsonl")
     )
-    added = _append(append_judgements, dataclasses.replace(where, judgements=target), records)[0]
+    added = append_judgements(target, records, by_id, golden, source=f"answers of {judge}").added
     graded = _grade_counts(second.grades)
     print(
         f"graded {len(second.grades)} of {len(items)} pooled passages ({graded}); "
@@ -356,20 +383,6 @@ def _grade_counts(grades) -> str:
     return ", ".join(f"{c[g]} x {g}" for g in sorted(c)) or "none"
 
 
-def _human_records(where: Where, docs, golden) -> list[dict[str, Any]]:
-    """Judgements by people, as record dicts (an absent judgements file has none)."""
-    if not where.judgements.is_file():
-        return []
-    from rageval.inputs.judgements import load_judgements
-
-    out = []
-    for r in load_judgements(where.judgements, docs, golden):
-        rec = r if isinstance(r, dict) else dataclasses.asdict(r)
-        if str(rec.get("judge", "")).startswith("human:"):
-            out.append(rec)
-    return out
-
-
 def _calibration_line(rep: dict[str, Any]) -> str:
     def f(x):
         return "n/a" if x is None else f"{x:.3f}"
@@ -394,7 +407,3 @@ def _spent(budget) -> None:
 
 def _slug(model: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("_") or "model"
-
-
-def _now() -> str:
-    return datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")

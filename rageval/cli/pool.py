@@ -39,50 +39,51 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def judgements_path(run, golden: str | None, given: str | None) -> Path | None:
+def judgements_path(run, golden_path: str | None, given: str | None) -> Path | None:
     """The judgements file the pool leaves out: ``given``, else the run's ``judgements``
     setting, else judgements.jsonl beside the golden set (None when there is no golden file)."""
+    from rageval.inputs.judgements import default_path
+
     if given:
         return Path(given)
     configured = (run.report.get("config") or {}).get("judgements")
     if isinstance(configured, str) and configured:
         return Path(configured)
-    return Path(golden).parent / "judgements.jsonl" if golden else None
+    return default_path(golden_path) if golden_path else None
 
 
-def covered_units(runs, docs, judgements: Path | None, golden: str | None) -> dict:
-    """Run folder -> query id -> the units an existing judgement labels in that run's chunking."""
+def covered_units(runs, docs, judgements: Path | None, golden) -> dict:
+    """Run folder -> query id -> the units any existing judgement (a person's or an LLM's)
+    labels in that run's chunking."""
     if judgements is None or not judgements.is_file():
         return {}
-    if golden is None:
-        raise_missing_golden(judgements)
-    from rageval.inputs.judgements import judged_units, load_judgements
+    from rageval.inputs.judgements import judgement_qrels, load_judgements
 
-    records = load_judgements(judgements, list(docs.values()), golden)
-    return {r.path: judged_units(records, docs, r.as_chunks(docs), r.level) for r in runs}
-
-
-def raise_missing_golden(judgements: Path) -> None:
-    from rageval.errors import ConfigError
-
-    raise ConfigError(
-        f"{judgements} needs the golden set to be read (its query ids): pass --golden PATH"
-    )
+    records = load_judgements(judgements, docs, golden)
+    return {r.path: judgement_qrels(records, r.as_chunks(docs), r.level) for r in runs}
 
 
 def handle(args: argparse.Namespace) -> int:
     """Pool the runs, write the pool file and say how many passages each query got."""
-    from rageval.authoring.pool import dataset_paths, load_docs, pool, read_runs, write_pool
+    from rageval.authoring.pool import (
+        dataset_paths,
+        load_docs,
+        load_golden_set,
+        pool,
+        read_runs,
+        write_pool,
+    )
     from rageval.errors import ConfigError
 
     if args.depth < 1:
         raise ConfigError(f"--depth must be >= 1 (results per run and query), got {args.depth}")
     runs = read_runs(args.runs)
     docs = load_docs(runs[0], args.corpus)
+    golden_set = load_golden_set(runs[0], args.golden)
     corpus, golden = dataset_paths(runs[0])
     corpus, golden = args.corpus or corpus, args.golden or golden
     judged = judgements_path(runs[0], golden, args.judgements)
-    covered = covered_units(runs, docs, judged, golden)
+    covered = covered_units(runs, docs, judged, golden_set)
     result = pool(runs, docs, args.depth, covered, args.queries)
     for name, n in result.short_runs:
         warnings.warn(

@@ -23,6 +23,7 @@ def make_run(
     overrides: list[str] | None = None,
     retriever=None,
     judgements: str | None = None,
+    labels: str = "gold",
 ) -> Path:
     """Evaluate the fixture golden set with BM25 (or ``retriever``) and write its run folder."""
     corpus = corpus or mini / "corpus"
@@ -34,10 +35,14 @@ def make_run(
         ChunkingSpec(chunk, overlap),
         latency_sample=0,
         budgets=(),
+        judgements=judgements,
+        labels=labels,
+        judged_warn_below=0.0,  # the fixture's runs are mostly unjudged, as pooling wants
     )
     config = {"dataset": {"corpus": str(corpus), "golden": str(golden)}, "chunk": chunk}
     if judgements:
         config["judgements"] = judgements
+        config["labels"] = labels
     report = evaluate(spec, retriever or BM25Retriever(), None, config=config)
     report.overrides = list(overrides if overrides is not None else [f"chunk={chunk}"])
     out.mkdir(parents=True, exist_ok=True)
