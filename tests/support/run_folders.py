@@ -24,6 +24,7 @@ def make_run(
     retriever=None,
     judgements: str | None = None,
     labels: str = "gold",
+    level: str = "auto",
 ) -> Path:
     """Evaluate the fixture golden set with BM25 (or ``retriever``) and write its run folder."""
     corpus = corpus or mini / "corpus"
@@ -35,6 +36,7 @@ def make_run(
         ChunkingSpec(chunk, overlap),
         latency_sample=0,
         budgets=(),
+        level=level,
         judgements=judgements,
         labels=labels,
         judged_warn_below=0.0,  # the fixture's runs are mostly unjudged, as pooling wants

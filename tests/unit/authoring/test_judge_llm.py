@@ -210,6 +210,9 @@ def test_a_judge_that_agrees_is_accepted_and_its_judgements_appended(
     assert len(srv.seen) == 16 + pooled - 8
     assert srv.seen[0].body["temperature"] == 0.0  # a judge answers the same twice
     assert not (tmp_path / "judgements.rejected.jsonl").exists()
+    for f in tmp_path.iterdir():  # the key is sent in a header only, never written
+        assert KEY not in f.read_text()
+    assert KEY not in out
 
 
 @pytest.mark.parametrize("responder", [at_random, always_relevant], ids=["random", "all-yes"])

@@ -144,3 +144,19 @@ def test_queries_selects_a_slice_and_names_unknown_ids(sweep, docs, mini):
     ]
     with pytest.raises(Exception, match="--queries names unknown query ids q99"):
         pool(runs, docs, 4, queries="q02,q99")
+
+
+def test_a_document_level_run_pools_whole_documents(tmp_path, mini, model_dir, docs):
+    run = make_run(mini, model_dir, tmp_path / "doc", level="doc")
+    runs = read_runs([run])
+    qrels = read_qrels(run / "qrels.trec")
+    result = pool(runs, docs, depth=3)
+    assert result.queries
+    for q in result.queries:
+        for p in q["passages"]:
+            assert p["doc"] not in qrels.get(q["query_id"], {})
+            assert (p["start"], p["end"], p["text"]) == (
+                0,
+                len(docs[p["doc"]].text),
+                docs[p["doc"]].text,
+            )
