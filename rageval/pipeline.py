@@ -35,6 +35,7 @@ from rageval.scoring.budget import (
     tokenizer_truncate,
 )
 from rageval.scoring.metrics import score_rankings
+from rageval.scoring.slices import DEFAULT_FIELDS, DEFAULT_MIN_SIZE, check_fields
 from rageval.scoring.spans import chunk_extents, span_metrics
 from rageval.types import Chunk, Document, GoldenSet, RankedList
 
@@ -61,6 +62,9 @@ class RunSpec:
     max_document_mb: float = 50
     # token budgets (of the embedding model's tokenizer) for the ``...@Bt`` metrics
     budgets: tuple[int, ...] = DEFAULT_BUDGETS
+    # fields the report slices by (source, tags, meta keys) and the smallest slice of its own
+    slices: tuple[str, ...] = DEFAULT_FIELDS
+    min_slice_size: int = DEFAULT_MIN_SIZE
 
     def __post_init__(self) -> None:
         if self.k <= 0 or any(int(x) <= 0 for x in self.ks):
@@ -74,6 +78,11 @@ class RunSpec:
                 f"budgets must be positive token counts like [256, 512, 1024, 2048], got {bad[0]!r}"
             )
         object.__setattr__(self, "budgets", tuple(sorted(set(self.budgets))))
+        check_fields(self.slices)  # names, not a string
+        object.__setattr__(self, "slices", tuple(self.slices))
+        size = self.min_slice_size
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise ConfigError(f"min_slice_size must be a whole number >= 1, got {size!r}")
 
 
 def collapse_to_documents(rl: RankedList, doc_of: dict[str, str]) -> RankedList:
@@ -103,6 +112,8 @@ def evaluate(
     """Run one evaluation and return its report (metrics, per-query rows, timings, digests)."""
     clock = _Clock()
     golden, docs = _load(spec)
+    slice_rows = [{"source": q.source, "tags": q.tags, "meta": q.meta} for q in golden.queries]
+    check_fields(spec.slices, slice_rows, golden.path)  # a typo fails before the index is built
     clock.lap("load_s")
     _warn_if_invisible(spec, retriever, encoder)
     tokenizer = load_tokenizer(spec.tokenizer_dir)
@@ -152,6 +163,8 @@ def evaluate(
             **chunk_token_stats(chunks),
         },
         config=config or {},
+        slices=spec.slices,
+        min_slice_size=spec.min_slice_size,
     )
     report = summarise(golden, scored, facts)
     report.chunks = chunk_rows(chunks, extents)

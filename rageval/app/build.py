@@ -93,6 +93,8 @@ def build(cfg) -> Components:
         allow_model_mismatch=cfg.allow_model_mismatch,
         max_document_mb=float(cfg.max_document_mb),
         budgets=tuple(cfg.budgets),
+        slices=tuple(str(f) for f in cfg.slices),
+        min_slice_size=cfg.min_slice_size,
     )
     return Components(spec, encoder, query_encoder, retriever)
 
