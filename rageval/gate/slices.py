@@ -162,53 +162,56 @@ def compare_slices(
     resamples: int = 10_000,
 ) -> list[SliceRow]:
     """The gated slices of ``spec`` (``gate.slices``) over the ``shared`` queries: one row per
-    (slice, metric), Holm-adjusted over all of them. Slice membership comes from the current
+    (slice, metric), Holm-adjusted over all of them; a named slice's tolerance wins over its
+    field's (``source=adversarial`` over ``source``). Slice membership comes from the current
     rows' source, tags and meta (the baseline's when a current row lacks them)."""
     wanted = parse_tolerances(spec, gate_metrics)
     if not wanted:
         return []
     rows = [cur_q[q] if _has_fields(cur_q[q]) else base_q[q] for q in shared]
+    # (slice, metric) -> tolerance; a named slice overrides its field's tolerance
+    gated: dict[tuple[str, str], tuple[SliceGroup, float, str]] = {}
+    for key, tolerances in sorted(wanted, key=lambda kv: "=" in kv[0]):
+        for g in _groups(rows, key, min_size):
+            for metric, tol in tolerances.items():
+                gated[(g.name, metric)] = (g, tol, key)
     out: list[SliceRow] = []
     pvals: list[float] = []
-    for key, tolerances in wanted:
-        for g in _groups(rows, key, min_size):
-            ids = [shared[i] for i in g.index]
-            for metric, tol in tolerances.items():
-                if not any(metric in base_q[q] for q in ids) or not any(
-                    metric in cur_q[q] for q in ids
-                ):
-                    raise InputError(
-                        f"gate.slices[{key!r}]: metric {metric!r} is missing from the per-query "
-                        "rows of the baseline or the current report; gate a metric both have"
-                    )
-                a = np.array([_num(base_q[q].get(metric)) for q in ids])
-                b = np.array([_num(cur_q[q].get(metric)) for q in ids])
-                ok = ~(np.isnan(a) | np.isnan(b))
-                p = (
-                    paired_randomization_test(a[ok], b[ok], n_resamples=resamples, seed=0)
-                    if ok.any()
-                    else 1.0
-                )
-                pvals.append(p)
-                base_mean, cur_mean = _mean(a), _mean(b)
-                d = b[ok] - a[ok]
-                out.append(
-                    SliceRow(
-                        g.name,
-                        metric,
-                        len(ids),
-                        base_mean,
-                        cur_mean,
-                        cur_mean - base_mean,
-                        tol,
-                        p,
-                        "ok",
-                        int((d > 1e-12).sum()),
-                        int((abs(d) <= 1e-12).sum()),
-                        int((d < -1e-12).sum()),
-                        list(g.pooled) or None,
-                    )
-                )
+    for (_, metric), (g, tol, key) in gated.items():
+        ids = [shared[i] for i in g.index]
+        if not any(metric in base_q[q] for q in ids) or not any(metric in cur_q[q] for q in ids):
+            raise InputError(
+                f"gate.slices[{key!r}]: metric {metric!r} is missing from the per-query rows of "
+                "the baseline or the current report; gate a metric both have"
+            )
+        a = np.array([_num(base_q[q].get(metric)) for q in ids])
+        b = np.array([_num(cur_q[q].get(metric)) for q in ids])
+        ok = ~(np.isnan(a) | np.isnan(b))
+        p = (
+            paired_randomization_test(a[ok], b[ok], n_resamples=resamples, seed=0)
+            if ok.any()
+            else 1.0
+        )
+        pvals.append(p)
+        base_mean, cur_mean = _mean(a), _mean(b)
+        d = b[ok] - a[ok]
+        out.append(
+            SliceRow(
+                g.name,
+                metric,
+                len(ids),
+                base_mean,
+                cur_mean,
+                cur_mean - base_mean,
+                tol,
+                p,
+                "ok",
+                int((d > 1e-12).sum()),
+                int((abs(d) <= 1e-12).sum()),
+                int((d < -1e-12).sum()),
+                list(g.pooled) or None,
+            )
+        )
     for r, p_adj in zip(out, holm(pvals), strict=True):
         r.p_value = float(p_adj)
         significant = p_adj < alpha or not require_significance

@@ -33,6 +33,9 @@ DROP_TOP = {
     "retries",
     "retry_backoff",
     "sweep",
+    # how the report breaks queries down (slices.csv and the slice/ metrics show it)
+    "slices",
+    "min_slice_size",
 }
 DROP_ANY = {"_target_", "cache_dir", "batch_size", "device", "enabled"}
 # search.* keys that matter only to some modes

@@ -166,3 +166,19 @@ def test_the_baseline_carries_slice_fields_and_old_csvs_still_gate(tmp_path):
     assert "source" not in sidecar_path(old_path).read_text().splitlines()[0]
     cmp = compare(load_baseline(old_path), CUR, METRICS, slices={"source=adversarial": 0.05})
     assert cmp.status == REGRESSED
+
+
+def test_a_named_slice_overrides_its_fields_tolerance_and_is_tested_once():
+    cmp = compare(
+        BASE,
+        CUR,
+        ["recall@5"],
+        tolerance=0.06,
+        slices={"source=adversarial": 0.6, "source": 0.05},
+        min_slice_size=5,
+    )
+    assert [(r.slice, r.tolerance) for r in cmp.slices] == [
+        ("source=ticket", 0.05),
+        ("source=adversarial", 0.6),
+    ]
+    assert cmp.status == PASS
