@@ -182,3 +182,18 @@ def test_a_named_slice_overrides_its_fields_tolerance_and_is_tested_once():
         ("source=adversarial", 0.6),
     ]
     assert cmp.status == PASS
+
+
+def test_the_gate_page_shows_the_gated_slices_above_the_queries():
+    from dataclasses import asdict
+
+    from rageval.report.html import render_diff
+
+    cmp = compare(BASE, CUR, METRICS, 0.06, slices={"source=adversarial": {"recall@5": 0.05}})
+    page = render_diff(BASE, {}, CUR, {}, slice_rows=[asdict(r) for r in cmp.slices])
+    table = page.split("<h2>Slices</h2>")[1].split("<h2>Queries</h2>")[0]
+    assert "Holm-adjusted over the 1 slice tests" in table
+    cells = [c.rsplit(">", 1)[1] for c in table.split("</td>")[:-1]]
+    assert cells[:6] == ["source=adversarial", "10", "recall@5", "1.000", "0.500", "-0.500"]
+    assert cells[-1] == "regressed"
+    assert "<h2>Slices</h2>" not in render_diff(BASE, {}, CUR, {})
