@@ -155,6 +155,7 @@ def render(report: Mapping[str, Any], chunks: Mapping[str, Mapping[str, Any]]) -
         _all_slices(report),
         decide_col=len(head) - len(names),
         toggle="misses only",
+        before=run_slice_section(report, names),
     )
 
 
@@ -352,6 +353,32 @@ def slice_section(rows: Sequence[Mapping[str, Any]]) -> str:
         f"randomization test, Holm-adjusted over the {len(rows)} slice tests.</div>"
         f'<table class="slices"><thead><tr>{ths}</tr></thead><tbody>{"".join(body)}</tbody>'
         "</table><h2>Queries</h2>"
+    )
+
+
+def run_slice_section(report: Mapping[str, Any], names: Sequence[str]) -> str:
+    """A run's slices (report.json ``slices``) as a table above its queries: n and each shown
+    metric as mean [95% CI]; empty for a report without slices."""
+    block = report.get("slices")
+    rows = block.get("rows") if isinstance(block, Mapping) else None
+    if not rows:
+        return ""
+    shown = [m for m in names if m in (block.get("metrics") or [])]
+    ths = "".join(f"<th>{_esc(h)}</th>" for h in ["slice", "n", *shown])
+    body = []
+    for r in rows:
+        pooled = f" ({', '.join(r['pooled'])})" if r.get("pooled") else ""
+        cells = [f"<td>{_esc(r['slice'])}{_esc(pooled)}</td>", f'<td class="n">{r["n"]}</td>']
+        for m in shown:
+            mean, (lo, hi) = r["metrics"].get(m), r["ci"].get(m, [None, None])
+            ci = "" if lo is None or hi is None else f" [{_num(lo)}, {_num(hi)}]"
+            cells.append(f'<td class="n">{_num(mean)}{ci}</td>')
+        body.append(f"<tr>{''.join(cells)}</tr>")
+    return (
+        f'<h2>Slices</h2><div class="summary">By {_esc(", ".join(block.get("fields", [])))}: '
+        f"means with 95% bootstrap CIs; slices under {_esc(block.get('min_slice_size'))} queries "
+        f'pooled into &lt;field&gt;=other.</div><table class="slices"><thead><tr>{ths}</tr>'
+        f"</thead><tbody>{''.join(body)}</tbody></table><h2>Queries</h2>"
     )
 
 

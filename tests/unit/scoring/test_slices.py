@@ -132,7 +132,8 @@ def _report(rows, fields=("source",), min_size=10, k=5):
             r.setdefault(m, r["recall@5"])
     facts = RunFacts(k, [k], {}, {}, {}, {}, {}, slices=fields, min_slice_size=min_size)
     block = slices_block(rows, names, facts)
-    return EvalReport({}, {}, rows, block, {}, {}, {}, {}, {}, "chunk", k, [k])
+    means = dict.fromkeys(names, 0.5)
+    return EvalReport(means, {}, rows, block, {}, {}, {}, {}, {}, "chunk", k, [k])
 
 
 def test_console_table_fits_120_columns_and_lists_what_other_pooled():
@@ -152,3 +153,15 @@ def test_console_table_fits_120_columns_and_lists_what_other_pooled():
     assert first.startswith("source=ticket,source,ticket,12,slice/source.ticket,1.0,")
     assert slice_console(_report([], fields=())) == ""
     assert not math.isnan(rep.slices["rows"][0]["metrics"]["ndcg@5"])
+
+
+def test_the_run_page_shows_each_slice_with_its_ci():
+    from rageval.report.html import render
+
+    rows = rows_of([("ticket", (), {}, 1.0)] * 12 + [("adversarial", (), {}, 0.0)] * 4)
+    for r in rows:
+        r["first_relevant_rank"] = 1
+    page = render(_report(rows).to_dict(), {})
+    table = page.split("<h2>Slices</h2>")[1].split("<h2>Queries</h2>")[0]
+    assert '<td>source=other (adversarial)</td><td class="n">4</td>' in table
+    assert '<td class="n">1.000 [1.000, 1.000]</td>' in table
