@@ -256,9 +256,9 @@ def markdown(r: Mapping[str, Any]) -> str:
         "",
         f"**{r['verdict'].upper()}**: {r['why']}.",
         "",
-        f"Sample: {r['sample']['size']} passages with a known answer "
+        f"Sample: {r['sample']['size']} passages with a known answer ("
         + ", ".join(f"{n} {o}" for o, n in sorted(r["sample"]["by_origin"].items()))
-        + f"; {r['sample']['graded']} graded"
+        + f"); {r['sample']['graded']} graded"
         + "".join(f", {n} skipped ({why})" for why, n in r["sample"]["skipped"].items())
         + ".",
         "",

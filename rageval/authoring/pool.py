@@ -259,6 +259,11 @@ def load_golden_set(run: RunFolder, golden: str | Path | None = None):
 
         gs = beir_dataset(str(ds["path"]), str(ds.get("split") or "test"))[1]
     elif ds.get("golden"):
+        if not Path(ds["golden"]).exists():
+            raise InputError(
+                f"the golden set {run.path} ran on is not at {ds['golden']} (moved, or a path "
+                "relative to where the run started); pass it with --golden PATH"
+            )
         gs = load_golden(ds["golden"])
     else:
         raise ConfigError(f"{run.path}: its config names no golden set; pass --golden PATH")
@@ -281,6 +286,11 @@ def load_docs(run: RunFolder, corpus: str | Path | None = None) -> dict[str, Doc
     if not path:
         raise ConfigError(
             f"{run.path}: its config names no corpus; pass --corpus PATH (the run's corpus)"
+        )
+    if not corpus and not Path(path).exists():
+        raise InputError(
+            f"the corpus {run.path} ran on is not at {path} (moved, or a path relative to where "
+            "the run started); pass it with --corpus PATH"
         )
     docs = load_corpus(path)
     want = run.digests.get("corpus")

@@ -160,3 +160,16 @@ def test_a_document_level_run_pools_whole_documents(tmp_path, mini, model_dir, d
                 len(docs[p["doc"]].text),
                 docs[p["doc"]].text,
             )
+
+
+def test_a_moved_corpus_is_named_with_the_option_to_pass(tmp_path, mini, model_dir, capsys):
+    corpus = tmp_path / "corpus"
+    shutil.copytree(mini / "corpus", corpus)
+    run = make_run(mini, model_dir, tmp_path / "r", corpus=corpus)
+    corpus.rename(tmp_path / "moved")
+    assert main(["pool", str(run), "--out", str(tmp_path / "p.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert f"is not at {corpus}" in err and "--corpus PATH" in err
+    argv = ["pool", str(run), "--out", str(tmp_path / "p.jsonl"), "--corpus"]
+    with pytest.warns(UserWarning, match="holds at most 7 results per query, fewer than --depth"):
+        assert main([*argv, str(tmp_path / "moved")]) == 0
