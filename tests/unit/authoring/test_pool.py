@@ -171,5 +171,5 @@ def test_a_moved_corpus_is_named_with_the_option_to_pass(tmp_path, mini, model_d
     err = capsys.readouterr().err
     assert f"is not at {corpus}" in err and "--corpus PATH" in err
     argv = ["pool", str(run), "--out", str(tmp_path / "p.jsonl"), "--corpus"]
-    with pytest.warns(UserWarning, match="holds at most 7 results per query, fewer than --depth"):
+    with pytest.warns(UserWarning, match="results per query, fewer than --depth 10"):
         assert main([*argv, str(tmp_path / "moved")]) == 0
