@@ -287,6 +287,14 @@ def judge_with_llm(args: argparse.Namespace, pool: list[dict[str, Any]]) -> int:
     complete = cal.complete_queries(golden.queries, args.complete)
     pos, neg = cal.candidates(pool, golden.queries, by_id, human, complete)
     sampled = cal.sample(pos, neg, args.calibration_size, args.seed)
+    if len(sampled) < args.min_calibration:
+        raise ConfigError(
+            f"only {len(sampled)} passages with a known answer to calibrate on "
+            f"(--calibration-size {args.calibration_size}; {len(pos)} known relevant, {len(neg)} "
+            f"known not relevant), fewer than --min-calibration {args.min_calibration}: grade "
+            "pooled passages on the review page, mark complete queries with --complete, or "
+            "raise --calibration-size; nothing was sent"
+        )
 
     client = ChatClient(cfg, budget)
     judge = f"llm:{cfg.model}"

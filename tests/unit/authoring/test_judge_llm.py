@@ -318,3 +318,12 @@ def test_accepted_llm_labels_count_only_with_labels_all(
         (gold / "qrels.trec").read_text().splitlines()
     )
     assert m_all["judged@5"] > m_gold["judged@5"]
+
+
+def test_too_small_a_calibration_sample_is_refused_before_any_request(
+    env, pool_file, tmp_path, capsys
+):
+    with ChatServer(key=KEY, responder=always_relevant) as srv:
+        code = judge(srv, pool_file, tmp_path / "j.jsonl", "--min-calibration", "30")
+    assert code == 2 and not srv.seen
+    assert "fewer than --min-calibration 30" in capsys.readouterr().err
