@@ -124,6 +124,8 @@ details.scale{margin:12px 0;background:#fff;border:1px solid #d0d7de;border-radi
 ol.passages{padding-left:22px}
 .passage{margin:12px 0;padding:8px 10px;border:1px solid #d8dee4;border-radius:6px}
 .passage.graded{border-color:#8c959f;background:#fbfbfc}
+.passage.current{outline:3px solid #1f6feb;outline-offset:1px}
+kbd{font:12px ui-monospace,monospace;border:1px solid #8c959f;border-radius:3px;padding:0 4px}
 .meta{font-size:13px}.meta b{font-family:ui-monospace,monospace}
 .runs{color:#57606a;margin-left:8px}
 .text{white-space:pre-wrap;margin:6px 0;max-height:18em;overflow:auto;font-size:14px}
@@ -152,7 +154,9 @@ body.hide-graded .passage.graded,body.hide-graded .query.done{display:none}
 </header>
 <main>
 <details class="scale" open><summary>Grades</summary><ul>__SCALE__</ul>
-<p>Judge the passage on its own: would a person asking the question find the answer in it?
+<p>Keys: <kbd>0</kbd>-<kbd>3</kbd> grade the marked passage and move to the next ungraded
+one, <kbd>j</kbd>/<kbd>k</kbd> move down/up; a click marks a passage.
+Judge the passage on its own: would a person asking the question find the answer in it?
 Save writes the grades you gave (ungraded passages are left out) to a JSONL file; add it to the
 judgements with <code>rageval judge --import FILE</code>.</p></details>
 __BODY__
@@ -191,6 +195,42 @@ __BODY__
   });
   document.getElementById("ungraded").addEventListener("change", function (ev) {
     document.body.classList.toggle("hide-graded", ev.target.checked);
+  });
+  // keyboard: 0-3 grade the current passage and move to the next ungraded one; j/k move
+  var current = null;
+  function shown() {
+    return Array.prototype.filter.call(document.querySelectorAll(".passage"),
+      function (li) { return li.offsetParent !== null; });
+  }
+  function focusOn(li) {
+    if (current) { current.classList.remove("current"); }
+    current = li || null;
+    if (current) {
+      current.classList.add("current");
+      current.scrollIntoView({block: "center"});
+    }
+  }
+  document.addEventListener("click", function (ev) {
+    var li = ev.target.closest && ev.target.closest(".passage");
+    if (li && li !== current) { focusOn(li); }
+  });
+  document.addEventListener("keydown", function (ev) {
+    var tag = (ev.target.tagName || "").toLowerCase();
+    if (tag === "input" && ev.target.type === "text" || ev.ctrlKey || ev.metaKey || ev.altKey) {
+      return;
+    }
+    var list = shown(), i = list.indexOf(current);
+    if (/^[0-3]$/.test(ev.key)) {
+      var li = current || list[0];
+      if (!li) { return; }
+      li.querySelector("label.g" + ev.key).click();
+      var rest = list.slice(list.indexOf(li) + 1).concat(list.slice(0, list.indexOf(li)));
+      focusOn(rest.filter(function (x) { return !x.classList.contains("graded"); })[0] || li);
+      ev.preventDefault();
+    } else if (ev.key === "j" || ev.key === "k") {
+      focusOn(list[Math.max(0, Math.min(list.length - 1, i + (ev.key === "j" ? 1 : -1)))]);
+      ev.preventDefault();
+    }
   });
   window.addEventListener("beforeunload", function (ev) {
     if (unsaved) { ev.preventDefault(); ev.returnValue = ""; }

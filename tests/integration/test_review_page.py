@@ -101,17 +101,30 @@ def test_grade_save_and_import_back(browser, downloads, tmp_path, mini, model_di
     picks[1] = 1
     passages[2].find_element("css selector", ".note").send_keys("answers it in passing")
     assert d.find_element("id", "progress").text == f"3 of {total} graded"
+    # the keyboard: a click marks passage 3; "2" grades it and moves to 4, "0" grades 4 and
+    # moves to 5, "j" to 6, "k" back to 5
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    passages[3].find_element("css selector", ".text").click()
+    ActionChains(d).send_keys("2").perform()
+    assert "current" in passages[4].get_attribute("class")
+    ActionChains(d).send_keys("0", "j", "k").perform()
+    assert "current" in passages[5].get_attribute("class")
+    assert passages[3].find_element("css selector", "input[value='2']").is_selected()
+    assert passages[4].find_element("css selector", "input[value='0']").is_selected()
+    picks.update({3: 2, 4: 0})
+    assert d.find_element("id", "progress").text == f"5 of {total} graded"
     d.save_screenshot(str(tmp_path / "review.png"))
     d.find_element("id", "ungraded").click()  # hides what is graded
-    assert not passages[0].is_displayed() and passages[3].is_displayed()
+    assert not passages[0].is_displayed() and passages[5].is_displayed()
     d.find_element("id", "ungraded").click()
     d.find_element("id", "save").click()
     saved = wait_for_file(downloads, "judgements-Ada_Lovelace-*.jsonl")
-    assert "Saved 3 grades" in d.find_element("id", "status").text
+    assert "Saved 5 grades" in d.find_element("id", "status").text
 
     records = [json.loads(x) for x in saved.read_text().splitlines()]
     flat = [(q, p) for q in pool for p in q["passages"]]
-    assert len(records) == 3
+    assert len(records) == 5
     for rec, (i, g) in zip(records, sorted(picks.items()), strict=True):
         q, p = flat[i]
         assert (rec["query_id"], rec["doc"], rec["quote"], rec["start"]) == (
@@ -126,14 +139,14 @@ def test_grade_save_and_import_back(browser, downloads, tmp_path, mini, model_di
 
     argv = ["judge", str(pool_file), "--import", str(saved)]
     assert main(argv) == 0
-    assert "added 3 judgements by human:Ada Lovelace" in capsys.readouterr().out
+    assert "added 5 judgements by human:Ada Lovelace" in capsys.readouterr().out
     stored = [json.loads(x) for x in judgements.read_text().splitlines()]
     assert sorted(r["grade"] for r in stored) == sorted(picks.values())
     assert main(argv) == 0  # the same file again: nothing new
     assert "added 0 judgements" in capsys.readouterr().out
-    assert len(judgements.read_text().splitlines()) == 3
+    assert len(judgements.read_text().splitlines()) == 5
 
     # pooled again, the judged passages are left out
     assert main(["pool", str(run), "--depth", "3", "--out", str(tmp_path / "again.jsonl")]) == 0
     again = sum(len(q["passages"]) for q in read_pool(tmp_path / "again.jsonl"))
-    assert again == total - 3
+    assert again == total - 5
