@@ -3,8 +3,9 @@ network) with each query, the evidence the golden set already knows and the pool
 with grade buttons 0-3 and an optional note. "Save" downloads the grades as JSONL in the
 judgements record shape, which ``rageval judge --import FILE`` validates and appends.
 
-The page is rendered on the server side, so it reads without JavaScript; the script only collects
-the chosen grades, counts them and writes the file.
+The page is rendered on the server side, so it reads without JavaScript; the script collects the
+chosen grades, counts them, writes the file, and grades from the keyboard (0-3 grade the marked
+passage and move to the next ungraded one, j/k move).
 """
 
 from __future__ import annotations
