@@ -5,10 +5,10 @@ saved through Chrome's download, and the saved file imported back into the judge
 from __future__ import annotations
 
 import json
-import shutil
 import time
 
 import pytest
+from headless import offline_chromium
 from run_folders import make_run
 
 from rageval.authoring.pool import read_pool
@@ -22,33 +22,7 @@ def downloads(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser(downloads):
-    chrome, driver = shutil.which("chromium"), shutil.which("chromedriver")
-    if not (chrome and driver):
-        pytest.skip("headless Chromium missing: apt-get install chromium chromium-driver")
-    webdriver = pytest.importorskip("selenium.webdriver")
-    from selenium.webdriver.chrome.service import Service
-
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = chrome
-    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1200,1000"):
-        opts.add_argument(a)
-    opts.add_experimental_option(
-        "prefs",
-        {
-            "download.default_directory": str(downloads),
-            "download.prompt_for_download": False,
-            "safebrowsing.enabled": False,
-        },
-    )
-    d = webdriver.Chrome(service=Service(executable_path=driver), options=opts)
-    d.execute_cdp_cmd(
-        "Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads)}
-    )
-    d.execute_cdp_cmd("Network.enable", {})  # offline: the page must need nothing from outside
-    d.execute_cdp_cmd(
-        "Network.emulateNetworkConditions",
-        {"offline": True, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1},
-    )
+    d = offline_chromium("1200,1000", downloads)
     yield d
     d.quit()
 
