@@ -91,14 +91,14 @@ def handle(args: argparse.Namespace) -> int:
             f"{args.depth}: pooled what it has (raise its `depth` to search deeper)",
             stacklevel=1,
         )
-    source = {
-        "golden": golden,
-        "corpus": corpus,
-        "judgements": str(judged) if judged else None,
+    source = {  # absolute, so `rageval judge` finds them from any folder
+        "golden": _absolute(golden),
+        "corpus": _absolute(corpus),
+        "judgements": _absolute(judged),
         "golden_digest": runs[0].digests.get("golden"),
         "corpus_digest": runs[0].digests.get("corpus"),
         "depth": args.depth,
-        "runs": [str(r.path) for r in runs],
+        "runs": [_absolute(r.path) for r in runs],
     }
     if not result.queries:
         print(result.summary())
@@ -110,3 +110,7 @@ def handle(args: argparse.Namespace) -> int:
         print("  " + ", ".join(f"{q['query_id']} {len(q['passages'])}" for q in result.queries))
     print(f"pool: {out}  (next: rageval judge {out} --review review.html)", file=sys.stdout)
     return 0
+
+
+def _absolute(path: str | Path | None) -> str | None:
+    return str(Path(path).absolute()) if path else None
