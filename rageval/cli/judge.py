@@ -109,6 +109,7 @@ class Where:
     corpus: Path | None
     judgements: Path
     corpus_digest: str | None = None
+    golden_digest: str | None = None
 
 
 def locate(args: argparse.Namespace, pool: list[dict[str, Any]] | None) -> Where:
@@ -125,6 +126,7 @@ def locate(args: argparse.Namespace, pool: list[dict[str, Any]] | None) -> Where
         corpus_path,
         Path(judgements) if judgements else golden_path.parent / "judgements.jsonl",
         None if args.corpus else source.get("corpus_digest"),
+        None if args.golden else source.get("golden_digest"),
     )
 
 
@@ -205,7 +207,14 @@ def load_inputs(where: Where):
             "--corpus, or pool again",
             path=str(where.corpus),
         )
-    return {d.id: d for d in docs}, load_golden(where.golden)
+    golden = load_golden(where.golden)
+    if where.golden_digest and golden.digest != where.golden_digest:
+        raise InputError(
+            "this golden set is not the one the pool was made from (it changed since, or another "
+            "one); pass the runs' golden set with --golden, or pool again",
+            path=str(where.golden),
+        )
+    return {d.id: d for d in docs}, golden
 
 
 def import_grades(args: argparse.Namespace) -> int:
@@ -283,6 +292,14 @@ def judge_with_llm(args: argparse.Namespace, pool: list[dict[str, Any]]) -> int:
     where = locate(args, pool)
     cfg, budget = _endpoint(args)
     by_id, golden = load_inputs(where)
+    ids = {q.id for q in golden.queries}
+    strangers = [q["query_id"] for q in pool if q["query_id"] not in ids]
+    if strangers:
+        raise InputError(
+            f"the pool holds queries the golden set does not ({', '.join(strangers[:5])}); pass "
+            "the golden set the pooled runs measured with --golden, or pool again",
+            path=str(where.golden),
+        )
     human = [j for j in load_judgements(where.judgements, by_id, golden) if j.kind == "human"]
     complete = cal.complete_queries(golden.queries, args.complete)
     pos, neg = cal.candidates(pool, golden.queries, by_id, human, complete)

@@ -327,3 +327,28 @@ def test_too_small_a_calibration_sample_is_refused_before_any_request(
         code = judge(srv, pool_file, tmp_path / "j.jsonl", "--min-calibration", "30")
     assert code == 2 and not srv.seen
     assert "fewer than --min-calibration 30" in capsys.readouterr().err
+
+
+def test_a_pool_of_another_golden_set_is_refused_before_any_request(
+    env, pool_file, tmp_path, mini, capsys
+):
+    other = tmp_path / "golden.jsonl"
+    other.write_text("\n".join((mini / "golden.jsonl").read_text().splitlines()[:5]) + "\n")
+    with ChatServer(key=KEY, responder=always_relevant) as srv:
+        code = judge(srv, pool_file, tmp_path / "j.jsonl", "--golden", str(other))
+    assert code == 2 and not srv.seen
+    assert "the pool holds queries the golden set does not (q06, q07, q08)" in (
+        capsys.readouterr().err
+    )
+    changed = tmp_path / "pool.jsonl"  # the pool's own golden set changed since pooling
+    lines_ = pool_file.read_text().splitlines()
+    changed.write_text(
+        "".join(
+            json.dumps({**q, "source": {**q["source"], "golden_digest": "0" * 64}}) + "\n"
+            for q in map(json.loads, lines_)
+        )
+    )
+    with ChatServer(key=KEY, responder=always_relevant) as srv:
+        code = judge(srv, changed, tmp_path / "j.jsonl")
+    assert code == 2 and not srv.seen
+    assert "not the one the pool was made from" in capsys.readouterr().err
