@@ -5,7 +5,8 @@ The sample is passages whose answer is known:
 - relevant: the golden set's evidence quotes, each shown inside a passage of the pool's typical
   length around it (as a retriever would return it), and passages people judged 1-3;
 - not relevant: passages people judged 0, and pooled passages of queries whose evidence is
-  complete (``--complete``: a passage that holds no labelled evidence then answers nothing).
+  complete (``--complete``: a passage that holds none of the evidence then answers nothing;
+  one that holds part of a quote is left out).
 
 Agreement is measured on the binary question (relevant = grade >= 1, rageval's rule): Cohen's
 kappa, the confusion matrix, and the judge's precision and recall against the known labels.
@@ -65,12 +66,16 @@ def candidates(
     pos: list[Item] = []
     neg: list[Item] = []
     cache: dict = {}
+    spans: dict[str, list[tuple[str, int, int]]] = {}  # query id -> its evidence, located
     for q in queries:
         for i, ev in enumerate(q.evidence):
             doc = docs.get(ev.doc)
             matches = quote_occurrences(doc.text, ev.quote, cache) if doc else []
             found, _ = pick_occurrence(matches, ev, f"evidence[{i}]") if matches else (None, "")
-            if found is None or ev.grade < 1:
+            if found is None:
+                continue
+            spans.setdefault(q.id, []).append((ev.doc, found[0], found[1]))
+            if ev.grade < 1:
                 continue
             start, text = evidence_window(doc, found[0], found[1], width)
             pos.append(Item(q.id, q.query, ev.doc, start, text, ev.grade, "gold evidence"))
@@ -84,6 +89,12 @@ def candidates(
     for q in pool:
         if q["query_id"] in complete:
             for p in q["passages"]:
+                end = p.get("end", p["start"] + len(p["text"]))
+                if any(  # a passage holding any of the evidence is not a known negative
+                    d == p["doc"] and s < end and p["start"] < e
+                    for d, s, e in spans.get(q["query_id"], ())
+                ):
+                    continue
                 neg.append(
                     Item(
                         q["query_id"],

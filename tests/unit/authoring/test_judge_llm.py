@@ -352,3 +352,20 @@ def test_a_pool_of_another_golden_set_is_refused_before_any_request(
         code = judge(srv, changed, tmp_path / "j.jsonl")
     assert code == 2 and not srv.seen
     assert "not the one the pool was made from" in capsys.readouterr().err
+
+
+def test_pooled_passages_holding_part_of_the_evidence_are_not_known_negatives(mini):
+    from rageval.authoring.calibration import candidates
+    from rageval.inputs.corpus import load_corpus
+
+    golden = load_golden(mini / "golden.jsonl")
+    docs = {d.id: d for d in load_corpus(mini / "corpus")}
+    q = golden.queries[0]
+    ev = q.evidence[0]
+    at = docs[ev.doc].text.index(ev.quote)
+    touching = {"doc": ev.doc, "start": at + 5, "end": at + 60}
+    touching["text"] = docs[ev.doc].text[touching["start"] : touching["end"]]
+    elsewhere = {"doc": "faq", "start": 0, "end": 40, "text": docs["faq"].text[:40]}
+    pool = [{"query_id": q.id, "query": q.query, "passages": [touching, elsewhere]}]
+    _, neg = candidates(pool, golden.queries, docs, [], {q.id})
+    assert [(i.doc, i.start) for i in neg] == [("faq", 0)]
