@@ -229,11 +229,12 @@ def judged_warnings(report: EvalReport, below: float) -> list[str]:
     share = report.metrics.get(name)
     if share is None or math.isnan(share) or share >= below:
         return []
+    where = (report.judgements or {}).get("file") or "the judgements file"
     return [
         f"{name} = {share:.2f} is below judged_warn_below={below:g}: {1 - share:.0%} of the top "
-        f"{report.k} results carry no label, so this run's metrics count them as misses and "
-        "understate it; compare the condensed metrics (ndcg_cond@k ...), or pool and judge the "
-        "unjudged results into the judgements file"
+        f"{report.k} results carry no label and count as misses, so the metrics understate this "
+        f"run (the condensed ones set them aside); judge those results into {where}, or set "
+        "judged_warn_below=0 to silence this"
     ]
 
 

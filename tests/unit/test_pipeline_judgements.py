@@ -146,6 +146,7 @@ def test_judged_and_condensed_metrics_are_reported_and_a_low_judged_run_warns(pr
     assert report.metrics[f"ndcg_cond@{K}"] >= report.metrics[f"ndcg@{K}"]
     warning = next(m for m in messages if "judged_warn_below" in m)
     assert f"judged@{K} = " in warning and "understate" in warning
+    assert project[1].replace("retriever.jsonl", "judgements.jsonl") in warning
     assert report.warnings == [warning] and f"warning: {warning}" in report.table()
     table = report.table()
     assert "condensed" in table.splitlines()[0] and f"judged@{K}" in table
