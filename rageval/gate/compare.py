@@ -34,7 +34,15 @@ LABELS_CHANGED = "labels_changed"
 OUT_OF_TOP_K, NOT_RETRIEVED = "out_of_top_k", "not_retrieved"
 SHOWN = 10  # queries listed before the rest goes into a <details> block / "and N more"
 # config keys that say where a run happened, not what it measured: left out of the config diff
-WHERE_KEYS = ("hydra", "mlflow", "gate", "cache_dir", "latency_sample", "query_batch")
+WHERE_KEYS = (
+    "hydra",
+    "mlflow",
+    "gate",
+    "cache_dir",
+    "latency_sample",
+    "query_batch",
+    "judged_warn_below",  # when a run warns, not what it measures
+)
 
 
 @dataclass

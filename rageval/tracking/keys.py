@@ -32,6 +32,7 @@ DROP_TOP = {
     "retries",
     "retry_backoff",
     "sweep",
+    "judged_warn_below",
 }
 DROP_ANY = {"_target_", "cache_dir", "batch_size", "device", "enabled"}
 # search.* keys that matter only to some modes
