@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import time
 import warnings
 from collections.abc import Sequence
@@ -131,6 +132,11 @@ def evaluate(
     clock = _Clock()
     golden, docs = _load(spec)
     by_id = {d.id: d for d in docs}
+    if spec.judgements and not os.path.exists(spec.judgements):
+        raise ConfigError(
+            f"judgements file {spec.judgements!r} not found; fix the judgements key, or set it "
+            "to null for judgements.jsonl next to the golden set (none when that is missing)"
+        )
     judgements = load_judgements(spec.judgements or default_path(golden.path), by_id, golden)
     clock.lap("load_s")
     _warn_if_invisible(spec, retriever, encoder)

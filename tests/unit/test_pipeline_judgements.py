@@ -185,3 +185,6 @@ def test_a_judgements_file_elsewhere_and_its_errors_name_file_and_line(
 
     with pytest.raises(InputError, match=rf"{path}:1: .*missing 'judge'"):
         run(project, model_dir, judgements=str(path))
+    # a path given explicitly must exist: a typo never turns judgements off without a word
+    with pytest.raises(ConfigError, match="judgements file .*typo.jsonl' not found"):
+        run(project, model_dir, judgements=str(tmp_path / "typo.jsonl"))
