@@ -40,6 +40,7 @@ def wait_for_file(folder, pattern, timeout=5.0):
 def test_grade_save_and_import_back(browser, downloads, tmp_path, mini, model_dir, capsys):
     judgements = tmp_path / "golden" / "judgements.jsonl"
     judgements.parent.mkdir()
+    judgements.write_text("")  # the run names it, so it must exist; nothing judged yet
     run = make_run(mini, model_dir, tmp_path / "run", chunk=32, judgements=str(judgements))
     pool_file = tmp_path / "pool.jsonl"
     page = tmp_path / "review.html"

@@ -306,7 +306,7 @@ def test_accepted_llm_labels_count_only_with_labels_all(
     with ChatServer(key=KEY, responder=agreeing(golden)) as srv:
         assert judge(srv, pool_file, judgements) == 0
     assert {r["judge"] for r in lines(judgements)} == {"llm:judge-1"}
-    none = make_run(mini, model_dir, tmp_path / "none", judgements=str(tmp_path / "absent.jsonl"))
+    none = make_run(mini, model_dir, tmp_path / "none")  # no judgements file beside the golden set
     gold = make_run(mini, model_dir, tmp_path / "gold", judgements=str(judgements))
     every = make_run(mini, model_dir, tmp_path / "all", judgements=str(judgements), labels="all")
     assert (gold / "qrels.trec").read_text() == (none / "qrels.trec").read_text()
