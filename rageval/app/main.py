@@ -91,6 +91,7 @@ def run_job(
             shown = [o for o in report.overrides if not o.startswith(("hydra.", "hydra/"))]
             print(f"job {out.name} ({' '.join(shown)}):")
         print(report.table())
+        _print_costs_and_stages(report)
         print(f"per-query page: {out / 'report.html'}")
     if cfg.mlflow.enabled:
         from rageval.app.sweep import parent_run_id
@@ -133,6 +134,17 @@ def run_job(
     if not quiet:
         print(f"report: {out / 'report.json'}")
     return report
+
+
+def _print_costs_and_stages(report) -> None:
+    """What the run cost, and for a hybrid or reranked run its stages (rageval.report.costs,
+    rageval.report.stages)."""
+    from rageval.report.costs import costs_summary
+    from rageval.report.stages import stages_table
+
+    for text in (costs_summary(report.costs), stages_table(report.stages)):
+        if text:
+            print(text)
 
 
 @dataclass(frozen=True)

@@ -81,7 +81,13 @@ def test_single_run_writes_report_and_logs_everything_to_mlflow(
     assert run.data.metrics["headline/ndcg_at_5_ci_low"] == pytest.approx(lo)
     assert run.data.metrics["headline/ndcg_at_5_ci_high"] == pytest.approx(hi)
     assert "recall" not in run.data.metrics  # no stepped curve that reads like a headline metric
-    assert "latency/p95_ms" in run.data.metrics and "time/index_s" in run.data.metrics
+    assert run.data.metrics["costs/latency_p95_ms"] == pytest.approx(rep["latency"]["p95_ms"])
+    assert run.data.metrics["costs/embed_s"] == pytest.approx(rep["costs"]["embed_s"])
+    # a hybrid run reports its stages: the dense and lexical candidates and their fusion
+    assert rep["stages"]["order"] == ["dense", "lexical", "fusion"]
+    lifted = {(x["stage"], x["over"]) for x in rep["stages"]["lift"]}
+    assert lifted == {("fusion", "dense"), ("fusion", "lexical")}
+    assert run.data.metrics["stages/fusion/ndcg_at_5"] == pytest.approx(rep["metrics"]["ndcg@5"])
     tags = run.data.tags
     assert tags["rageval.golden_digest"] == rep["digests"]["golden"]
     assert tags["rageval.corpus_digest"] == rep["digests"]["corpus"]
