@@ -122,6 +122,7 @@ def evaluate(
     if encoder is not None and query_encoder is not None:
         encoder = check_query_model(encoder, query_encoder, spec.allow_model_mismatch)
     timed = TimedEncoder(encoder) if encoder is not None else None
+    embedded_before = _texts_encoded(encoder)  # an encoder reused across runs keeps counting
     retriever.index(chunks, timed)
     embed_docs = timed.seconds if timed else 0.0
     requests_before = request_counts(retriever)
@@ -159,7 +160,7 @@ def evaluate(
             "chunks": len(chunks),
             "queries": len(golden.queries),
             # texts that went through the embedding model in this run (cache misses)
-            "texts_embedded": int(getattr(encoder, "texts_encoded", 0) or 0),
+            "texts_embedded": _texts_encoded(encoder) - embedded_before,
             **chunk_token_stats(chunks),
         },
         config=config or {},
@@ -363,6 +364,10 @@ def _latency(
         "p95_ms": float(np.percentile(ms, 95)),
         "queries_sampled": len(ms),
     }, by_stage
+
+
+def _texts_encoded(encoder: Encoder | None) -> int:
+    return int(getattr(encoder, "texts_encoded", 0) or 0)
 
 
 class TimedEncoder:
