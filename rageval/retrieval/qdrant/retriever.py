@@ -109,7 +109,7 @@ class QdrantRetriever:
         self._bm25 = BM25Vectors(k1, b, stemmer, stopwords) if sparse else None
         self._client: Any = None
         self._created = False
-        # calls to the Qdrant client: collection set-up and upserts, and batched searches
+        # calls to the Qdrant client: upserts (index) and batched queries (search)
         self.requests = {"index": 0, "search": 0}
         self._encoder: Encoder | None = None
         self._chunk_ids: tuple[str, ...] = ()
