@@ -69,6 +69,12 @@ class RagevalConfig:
     retries: int = 2
     retry_backoff: float = 0.5
     cache_dir: str = MISSING
+    # judgements (issue #20, docs/metrics.md "Judgements"): the judgements file (null:
+    # judgements.jsonl next to the golden set), the label set (gold: golden labels + human
+    # judgements; all: adds the accepted LLM judgements) and the judged@k below which a run warns
+    judgements: str | None = None
+    labels: str = "gold"
+    judged_warn_below: float = 0.5
     mlflow: MlflowConfig = field(default_factory=MlflowConfig)
     sweep: SweepConfig = field(default_factory=SweepConfig)
     gate: dict[str, Any] = field(default_factory=dict)
