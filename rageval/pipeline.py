@@ -70,7 +70,7 @@ class RunSpec:
     ks: tuple[int, ...] = (1, 3, 5, 10)
     level: str = "auto"
     depth: int | None = None
-    latency_sample: int = 20
+    latency_sample: int = 100
     allow_model_mismatch: bool = False
     # queries searched per retriever call: a golden set of 100,000 queries runs in batches
     query_batch: int = 10_000

@@ -61,7 +61,7 @@ class RagevalConfig:
     budgets: list[int] = field(default_factory=lambda: [256, 512, 1024, 2048])
     level: str = "auto"
     depth: int | None = None
-    latency_sample: int = 20
+    latency_sample: int = 100
     query_batch: int = 10_000
     allow_model_mismatch: bool = False
     # a larger document (MB of UTF-8 text) is refused, naming it

@@ -96,18 +96,12 @@ def pareto_png(board, path: Path) -> Path | None:
     positive = min(costs) > 0
     if positive and max(costs) / min(costs) > 30:
         ax.set_xscale("log")
+    labels = []
     for j, c, q, _, _ in rows:
         label = " / ".join(j.values.get(k, "") for k in keys) or f"job {j.job}"
         if board.verdict.get(j.job) == "best":
             label += " (best)"
-        ax.annotate(
-            label,
-            (c, q),
-            textcoords="offset points",
-            xytext=(7, 4),
-            fontsize=8.5,
-            color="#2c3e50" if j.job in front else "#566573",
-        )
+        labels.append((label, c, q, j.job in front))
     unit = {"s": "seconds", "ms": "ms", "bytes": "bytes", "count": "", "tokens": "tokens"}
     ax.set_xlabel(
         f"{board.pareto_cost} ({spec.meaning}{', ' + unit[spec.unit] if unit[spec.unit] else ''})"
@@ -119,7 +113,44 @@ def pareto_png(board, path: Path) -> Path | None:
     ax.legend(loc="lower right", fontsize=8)
     ax.margins(x=0.15, y=0.1)
     fig.tight_layout()
+    _place_labels(ax, fig, labels)  # after the layout: boxes are measured where they end up
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path)
     plt.close(fig)
     return path
+
+
+# Where a label may sit around its point (offset in points, horizontal alignment), in order.
+_SPOTS = ((7, 4, "left"), (7, -13, "left"), (-7, 4, "right"), (-7, -13, "right"), (7, 14, "left"))
+
+
+def _place_labels(ax, fig, labels) -> None:
+    """Each label at the first spot around its point where it overlaps no label placed before
+    (greedy, in the order of the points' height; the first spot when every one is taken)."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    placed: list = []
+    for label, x, y, on in sorted(labels, key=lambda t: -t[2]):
+        best = None
+        for dx, dy, ha in _SPOTS:
+            text = ax.annotate(
+                label,
+                (x, y),
+                textcoords="offset points",
+                xytext=(dx, dy),
+                ha=ha,
+                fontsize=8.5,
+                color="#2c3e50" if on else "#566573",
+            )
+            box = text.get_window_extent(renderer).expanded(1.05, 1.15)
+            if not any(box.overlaps(b) for b in placed):
+                best = (text, box)
+                break
+            text.remove()
+        if best is None:
+            dx, dy, ha = _SPOTS[0]
+            text = ax.annotate(
+                label, (x, y), textcoords="offset points", xytext=(dx, dy), ha=ha, fontsize=8.5
+            )
+            best = (text, text.get_window_extent(renderer))
+        placed.append(best[1])
