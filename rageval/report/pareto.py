@@ -120,37 +120,59 @@ def pareto_png(board, path: Path) -> Path | None:
     return path
 
 
-# Where a label may sit around its point (offset in points, horizontal alignment), in order.
-_SPOTS = ((7, 4, "left"), (7, -13, "left"), (-7, 4, "right"), (-7, -13, "right"), (7, 14, "left"))
+def _spots() -> list[tuple[float, float, str]]:
+    """Where a label may sit around its point (offset in points, horizontal alignment): nearest
+    first, right before left, above before below."""
+    import math as m
+
+    out = []
+    for r in (10, 24, 40, 58):
+        for deg in (25, -25, 155, -155, 70, -70, 110, -110):
+            dx, dy = r * m.cos(m.radians(deg)), r * m.sin(m.radians(deg))
+            out.append((dx, dy, "left" if dx > 2 else "right" if dx < -2 else "center"))
+    return out
 
 
 def _place_labels(ax, fig, labels) -> None:
-    """Each label at the first spot around its point where it overlaps no label placed before
-    (greedy, in the order of the points' height; the first spot when every one is taken)."""
+    """Each label at the nearest spot around its point where it covers no point and no label
+    placed before (greedy, highest points first; when every spot is taken, the one covering the
+    least), joined to its point by a thin line."""
+    from matplotlib.transforms import Bbox
+
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
-    placed: list = []
+    points = [ax.transData.transform((x, y)) for _, x, y, _ in labels]
+    placed: list = [Bbox.from_bounds(px - 6, py - 6, 12, 12) for px, py in points]
+    frame = ax.get_window_extent(renderer)
     for label, x, y, on in sorted(labels, key=lambda t: -t[2]):
         best = None
-        for dx, dy, ha in _SPOTS:
+        for dx, dy, ha in _spots():
             text = ax.annotate(
                 label,
                 (x, y),
                 textcoords="offset points",
                 xytext=(dx, dy),
                 ha=ha,
+                va="center",
                 fontsize=8.5,
                 color="#2c3e50" if on else "#566573",
+                arrowprops={"arrowstyle": "-", "color": "#aab7b8", "lw": 0.6, "shrinkB": 5},
             )
-            box = text.get_window_extent(renderer).expanded(1.05, 1.15)
-            if not any(box.overlaps(b) for b in placed):
-                best = (text, box)
+            box = text.get_window_extent(renderer).expanded(1.04, 1.25)
+            clash = sum(_area(box, b) for b in placed)
+            clash += box.width * box.height - _area(box, frame)  # outside the axes
+            if best is None or clash < best[0]:
+                if best is not None:
+                    best[1].remove()
+                best = (clash, text, box)
+            else:
+                text.remove()
+            if clash == 0:
                 break
-            text.remove()
-        if best is None:
-            dx, dy, ha = _SPOTS[0]
-            text = ax.annotate(
-                label, (x, y), textcoords="offset points", xytext=(dx, dy), ha=ha, fontsize=8.5
-            )
-            best = (text, text.get_window_extent(renderer))
-        placed.append(best[1])
+        placed.append(best[2])
+
+
+def _area(a, b) -> float:
+    w = min(a.x1, b.x1) - max(a.x0, b.x0)
+    h = min(a.y1, b.y1) - max(a.y0, b.y0)
+    return w * h if w > 0 and h > 0 else 0.0
