@@ -470,7 +470,10 @@ class TimedEncoder:
         self.__dict__.update(wrapped=encoder, seconds=0.0, texts=0)
 
     def __getattr__(self, name: str):
-        return getattr(self.__dict__["wrapped"], name)
+        wrapped = self.__dict__.get("wrapped")
+        if wrapped is None:  # not set up (a copy being built): no member to lend
+            raise AttributeError(name)
+        return getattr(wrapped, name)
 
     def _timed(self, fn, texts):
         t = time.perf_counter()

@@ -136,7 +136,7 @@ def test_sweep_2x2_nests_four_runs_under_a_parent_with_the_leaderboard(
         ("64", "vector"),
         ("64", "bm25"),
     }
-    assert {"leaderboard.md", "leaderboard.csv"} <= artifacts(c, parent)
+    assert {"leaderboard.md", "leaderboard.csv", "pareto.png"} <= artifacts(c, parent)
     md = (sweep / "leaderboard.md").read_text()
     assert (
         sum(line.startswith("| ") for line in md.splitlines()) == 5
@@ -147,6 +147,8 @@ def test_sweep_2x2_nests_four_runs_under_a_parent_with_the_leaderboard(
     assert "Sweep of 4 jobs (0 failed), decided by evidence_recall@1024t" in out
     board = out[out.index("Sweep of 4 jobs") : out.index("leaderboard: ")]
     assert max(map(len, board.splitlines())) <= 120 and "tokens@5" in board
+    assert "Costs (front: the Pareto front of evidence_recall@1024t against latency_p95_ms" in board
+    assert f"Pareto plot: {sweep / 'pareto.png'}" in out
     # every job's own table is labelled with its job number and swept values
     label = next(line for line in out.splitlines() if line.startswith("job 3 ("))
     assert "chunk=64" in label and "search=bm25" in label and "hydra.sweep.dir" not in label
@@ -158,6 +160,10 @@ def test_sweep_2x2_nests_four_runs_under_a_parent_with_the_leaderboard(
         assert float(r["evidence_recall@1024t"]) == m
         assert float(r["evidence_recall@1024t_low"]) <= m <= float(r["evidence_recall@1024t_high"])
         assert r["mlflow_run_id"] == rep["mlflow_run_id"] and r["verdict"] in ("best", "tied", "")
+        # the costs are columns: the job's own numbers, the front marked against p95 latency
+        assert float(r["latency_p95_ms"]) == rep["costs"]["latency_p95_ms"]
+        assert float(r["index_memory_bytes"]) == rep["costs"]["index_memory_bytes"] > 0
+        assert r["pareto_front"] in ("0", "1")
         chunks = [json.loads(x) for x in (sweep / r["job"] / "chunks.jsonl").open()]
         assert len(chunks) == rep["counts"]["chunks"]
         assert {
