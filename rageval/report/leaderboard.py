@@ -8,7 +8,8 @@ metric (:func:`rank`, the gate's paired randomization test, Holm-corrected), the
 A job is ``best`` when it has the highest mean of the deciding metric, ``tied`` when the test
 cannot tell it from the best at ``alpha``: a user never reads noise as a winner. Each job's costs
 (rageval.report.costs) are columns too, and the jobs on the Pareto front of the deciding metric
-against ``sweep.pareto_cost`` are marked ``front`` (rageval.report.pareto).
+against ``sweep.pareto_cost`` are marked ``front`` (rageval.report.pareto). A section by slice
+(rageval.report.sweep_slices) shows the deciding metric per slice for every job.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Any
 from rageval.errors import ConfigError
 from rageval.report.costs import COSTS, DEFAULT_PARETO_COST, cost_spec
 from rageval.report.pareto import Point, pareto_front
+from rageval.report.sweep_slices import sweep_slices
 from rageval.scoring.spec import MetricSpec
 from rageval.scoring.stats import holm, paired_randomization_test
 
@@ -144,6 +146,8 @@ class Leaderboard:
     pareto_cost: str = DEFAULT_PARETO_COST
     front: list[int] = field(default_factory=list)
     cost_columns: list[str] = field(default_factory=list)
+    # the deciding metric per slice and job (rageval.report.sweep_slices); None without slices
+    slices: Any = None
 
     @property
     def best(self) -> int | None:
@@ -193,7 +197,11 @@ class Leaderboard:
             else:
                 cells += [""] * (len(self.columns) + len(costs) + 1) + [f"FAILED: {j.error}"]
             lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
-        return "\n".join(lines) + "\n" + self.pareto_note()
+        if self.front:  # what the pareto column means, before the slices' section
+            lines.append(self.pareto_note().rstrip("\n"))
+        if self.slices is not None:
+            lines += ["", self.slices.markdown().rstrip("\n")]
+        return "\n".join(lines) + "\n"
 
     def _cost(self, job: Job, name: str) -> str:
         value = job.costs.get(name)
@@ -266,6 +274,8 @@ class Leaderboard:
         Console(file=buf, width=width, no_color=True, highlight=False).print(table)
         head = textwrap.fill(self.header(), width=width)
         body = "\n".join(line.rstrip() for line in buf.getvalue().splitlines()).strip("\n")
+        if self.slices is not None:
+            body += "\n\n" + self.slices.console(width)
         costs = self.costs_console(width)
         return f"{head}\n\n{body}" + (f"\n\n{costs}" if costs else "")
 
@@ -423,6 +433,7 @@ def rank(
             if j.costs.get(pareto_cost) is not None
         ]
         front = pareto_front(points)
+    best_job = next((j for j, v in verdict.items() if v == "best"), None)
     return Leaderboard(
         metric=metric,
         why=why,
@@ -436,4 +447,5 @@ def rank(
         pareto_cost=pareto_cost,
         front=front,
         cost_columns=cost_columns_for(jobs, pareto_cost),
+        slices=sweep_slices(jobs, metric, keys, best_job) if scored else None,
     )
