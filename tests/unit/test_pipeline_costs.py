@@ -98,7 +98,9 @@ def test_stage_times_add_up_and_a_counting_backend_reports_its_requests(mini, mo
 
 def test_a_hybrid_run_reports_dense_lexical_and_fusion(mini, model_dir):
     hybrid = HybridRetriever(FaissRetriever(), BM25Retriever(), candidate_depth=30)
-    rep = evaluate(_spec(mini, model_dir), RetryingRetriever(hybrid), CountingEncoder())
+    # searched 3 queries a call: each stage's rankings are put together in query order
+    spec = _spec(mini, model_dir, query_batch=3)
+    rep = evaluate(spec, RetryingRetriever(hybrid), CountingEncoder())
     dense = evaluate(_spec(mini, model_dir), FaissRetriever(), CountingEncoder())
     lexical = evaluate(_spec(mini, model_dir), BM25Retriever(), None)
     block = rep.stages
