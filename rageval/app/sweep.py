@@ -220,6 +220,7 @@ def finish_sweep(config, stopped: str | None = None) -> int:
                 command=command,
                 best_job=board.best,
             )
+            tag_pareto_front(client, parent, rows, board)
             client.set_terminated(parent, "FAILED" if failed or stopped else "FINISHED")
             print(f"MLflow parent run {parent}; see it with: {ui_command(scrub(uri, ()))}")
         except Exception as err:  # the leaderboard is on disk already
@@ -227,6 +228,18 @@ def finish_sweep(config, stopped: str | None = None) -> int:
     os.environ.pop(PARENT_ENV, None)
     os.environ.pop(SWEEP_ENV, None)
     return 2 if failed or bad_metric else 0
+
+
+def tag_pareto_front(client, parent: str, rows: list[dict[str, Any]], board) -> None:
+    """The front in MLflow: the parent run names the cost and the jobs on it, and each job on it
+    is tagged ``rageval.pareto_front=true`` (filter the runs table with
+    ``tags.rageval.pareto_front = 'true'``)."""
+    front = " ".join(str(j) for j in board.front)
+    client.set_tag(parent, "rageval.pareto_cost", board.pareto_cost)
+    client.set_tag(parent, "rageval.pareto_front", front)
+    for r in rows:
+        if r.get("run_id") and r["job"] in board.front:
+            client.set_tag(r["run_id"], "rageval.pareto_front", "true")
 
 
 def _pareto_plot(board, path: Path) -> Path | None:

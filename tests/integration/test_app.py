@@ -137,6 +137,11 @@ def test_sweep_2x2_nests_four_runs_under_a_parent_with_the_leaderboard(
         ("64", "bm25"),
     }
     assert {"leaderboard.md", "leaderboard.csv", "pareto.png"} <= artifacts(c, parent)
+    on_front = {
+        r.data.tags["rageval.job"] for r in children if "rageval.pareto_front" in r.data.tags
+    }
+    assert parents[0].data.tags["rageval.pareto_cost"] == "latency_p95_ms"
+    assert set(parents[0].data.tags["rageval.pareto_front"].split()) == on_front != set()
     md = (sweep / "leaderboard.md").read_text()
     table = md.split("\n\n")[1]  # the leaderboard itself (the slices and costs notes follow)
     assert (
