@@ -103,6 +103,7 @@ def run_job(
         if slices:
             print()
             print(slices)
+        _print_costs_and_stages(report)
         print(f"per-query page: {out / 'report.html'}")
     if cfg.mlflow.enabled:
         from rageval.app.sweep import parent_run_id
@@ -145,6 +146,17 @@ def run_job(
     if not quiet:
         print(f"report: {out / 'report.json'}")
     return report
+
+
+def _print_costs_and_stages(report) -> None:
+    """What the run cost, and for a hybrid or reranked run its stages (rageval.report.costs,
+    rageval.report.stages)."""
+    from rageval.report.costs import costs_summary
+    from rageval.report.stages import stages_table
+
+    for text in (costs_summary(report.costs), stages_table(report.stages)):
+        if text:
+            print(text)
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,9 @@ class SweepConfig:
     # jobs the paired randomization test cannot tell from the best at this level are "tied"
     alpha: float = 0.05
     resamples: int = 10_000
+    # costs (rageval.report.costs): the cost the Pareto front weighs against the deciding metric
+    # (latency_p95_ms, tokens_per_query, index_disk_bytes, embed_s, ...; docs/costs.md)
+    pareto_cost: str = "latency_p95_ms"
 
 
 @dataclass
@@ -58,7 +61,7 @@ class RagevalConfig:
     budgets: list[int] = field(default_factory=lambda: [256, 512, 1024, 2048])
     level: str = "auto"
     depth: int | None = None
-    latency_sample: int = 20
+    latency_sample: int = 100
     query_batch: int = 10_000
     allow_model_mismatch: bool = False
     # a larger document (MB of UTF-8 text) is refused, naming it

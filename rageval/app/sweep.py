@@ -42,6 +42,7 @@ def start_sweep(config) -> dict[str, Any]:
     config without Hydra's own node, plus the sweep folder.
     """
     settings = sweep_settings(config)
+    pareto_setting(config)  # a misspelt sweep.pareto_cost: one line and exit 2 before any job
     os.environ.pop(PARENT_ENV, None)
     os.environ.pop(SWEEP_ENV, None)
     sweep_dir = _sweep_dir(config)
@@ -141,6 +142,14 @@ def compare_settings(config) -> tuple[str | None, float, int]:
     )
 
 
+def pareto_setting(config) -> str:
+    """``sweep.pareto_cost``, checked against the costs a run reports (ConfigError otherwise)."""
+    from rageval.report.costs import DEFAULT_PARETO_COST, cost_spec
+
+    sweep = config.get("sweep") or {}
+    return cost_spec(sweep.get("pareto_cost") or DEFAULT_PARETO_COST).name
+
+
 def finish_sweep(config, stopped: str | None = None) -> int:
     """Print and write the leaderboard, close the parent run; returns the sweep's exit code (2 if
     a job failed or sweep.compare_metric names no metric). ``stopped``: why the launcher gave up,
@@ -157,18 +166,26 @@ def finish_sweep(config, stopped: str | None = None) -> int:
     chosen, alpha, resamples = compare_settings(config)
     bad_metric = False
     try:
-        board = rank(jobs, chosen, alpha=alpha, resamples=resamples)
+        cost = pareto_setting(config)
+    except RagevalError as err:  # checked at the start; a sweep closed from saved settings
+        print(f"rageval: error: {err}", file=sys.stderr)
+        cost, bad_metric = "latency_p95_ms", True
+    try:
+        board = rank(jobs, chosen, alpha=alpha, resamples=resamples, pareto_cost=cost)
     except RagevalError as err:  # a misspelt compare_metric: the jobs' reports are all on disk
         print(f"rageval: error: {err}", file=sys.stderr)
-        board = rank(jobs, None, resamples=resamples)
+        board = rank(jobs, None, resamples=resamples, pareto_cost=cost)
         board.note = f"{err}; decided by the default metric instead"
         bad_metric = True
     md_path, csv_path = sweep_dir / "leaderboard.md", sweep_dir / "leaderboard.csv"
     atomic_write_text(md_path, board.markdown())
     atomic_write_text(csv_path, board.csv())
+    plot = _pareto_plot(board, sweep_dir / "pareto.png")
     print()
     print(board.console())
     print(f"leaderboard: {md_path} ({csv_path.name} for spreadsheets)")
+    if plot is not None:
+        print(f"Pareto plot: {plot}")
     for j in failed:
         print(f"job {j.job} ({' '.join(j.overrides)}) failed: {j.error}", file=sys.stderr)
     parent = parent_run_id(str(sweep_dir))
@@ -203,6 +220,7 @@ def finish_sweep(config, stopped: str | None = None) -> int:
                 command=command,
                 best_job=board.best,
             )
+            tag_pareto_front(client, parent, rows, board)
             client.set_terminated(parent, "FAILED" if failed or stopped else "FINISHED")
             print(f"MLflow parent run {parent}; see it with: {ui_command(scrub(uri, ()))}")
         except Exception as err:  # the leaderboard is on disk already
@@ -210,6 +228,30 @@ def finish_sweep(config, stopped: str | None = None) -> int:
     os.environ.pop(PARENT_ENV, None)
     os.environ.pop(SWEEP_ENV, None)
     return 2 if failed or bad_metric else 0
+
+
+def tag_pareto_front(client, parent: str, rows: list[dict[str, Any]], board) -> None:
+    """The front in MLflow: the parent run names the cost and the jobs on it, and each job on it
+    is tagged ``rageval.pareto_front=true`` (filter the runs table with
+    ``tags.rageval.pareto_front = 'true'``)."""
+    front = " ".join(str(j) for j in board.front)
+    client.set_tag(parent, "rageval.pareto_cost", board.pareto_cost)
+    client.set_tag(parent, "rageval.pareto_front", front)
+    for r in rows:
+        if r.get("run_id") and r["job"] in board.front:
+            client.set_tag(r["run_id"], "rageval.pareto_front", "true")
+
+
+def _pareto_plot(board, path: Path) -> Path | None:
+    """pareto.png beside the leaderboard (logged on the parent run with the sweep's files); a
+    plot that fails costs a warning, never the sweep's result."""
+    from rageval.report.pareto import pareto_png
+
+    try:
+        return pareto_png(board, path)
+    except Exception as err:
+        warnings.warn(f"could not draw {path.name}: {type(err).__name__}: {err}", stacklevel=2)
+        return None
 
 
 def _mlflow_warning(what: str, uri: str, err: Exception) -> None:
