@@ -21,6 +21,7 @@ from rageval.embedding.guard import check_query_model
 from rageval.errors import BackendError, ConfigError
 from rageval.inputs.corpus import corpus_digest, load_corpus
 from rageval.inputs.golden import load_golden
+from rageval.inputs.split import SplitSpec, split_golden
 from rageval.ranking import break_ties
 from rageval.relevance import Resolution, resolve
 from rageval.report.eval_report import EvalReport, RunFacts, Scored, summarise
@@ -61,6 +62,8 @@ class RunSpec:
     max_document_mb: float = 50
     # token budgets (of the embedding model's tokenizer) for the ``...@Bt`` metrics
     budgets: tuple[int, ...] = DEFAULT_BUDGETS
+    # which part of the golden set is scored: all, or the tune or holdout side of the split
+    split: SplitSpec = field(default_factory=SplitSpec)
 
     def __post_init__(self) -> None:
         if self.k <= 0 or any(int(x) <= 0 for x in self.ks):
@@ -103,6 +106,7 @@ def evaluate(
     """Run one evaluation and return its report (metrics, per-query rows, timings, digests)."""
     clock = _Clock()
     golden, docs = _load(spec)
+    golden, split = split_golden(golden, spec.split)
     clock.lap("load_s")
     _warn_if_invisible(spec, retriever, encoder)
     tokenizer = load_tokenizer(spec.tokenizer_dir)
@@ -154,6 +158,7 @@ def evaluate(
         config=config or {},
     )
     report = summarise(golden, scored, facts)
+    report.split = split
     report.chunks = chunk_rows(chunks, extents)
     add_readable_ids(report, golden, chunks, res.spans)
     return report

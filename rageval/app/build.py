@@ -52,6 +52,7 @@ def build(cfg) -> Components:
     from omegaconf.errors import OmegaConfBaseException
 
     from rageval.chunking import ChunkingSpec
+    from rageval.inputs.split import SplitSpec
     from rageval.retrieval.retry import RetryingRetriever
 
     try:
@@ -93,6 +94,7 @@ def build(cfg) -> Components:
         allow_model_mismatch=cfg.allow_model_mismatch,
         max_document_mb=float(cfg.max_document_mb),
         budgets=tuple(cfg.budgets),
+        split=SplitSpec(cfg.split, float(cfg.holdout_fraction), int(cfg.split_seed)),
     )
     return Components(spec, encoder, query_encoder, retriever)
 

@@ -186,6 +186,14 @@ def promote(
             f"gates on ({project.golden[:12]}, from {project.where}); re-run it on that golden "
             "set, pass --golden for another one, or --force"
         )
+    split = report.get("split") or {}
+    if split.get("name", "all") != "all" and not force:
+        raise InputError(
+            f"the run scored only the {split['name']} side of the golden-set split "
+            f"({split.get('queries')} of {split.get('of')} queries); a baseline scores every "
+            "golden query: promote a study with --best METRIC --sweep PARENT_RUN_ID, re-run the "
+            "configuration with split=all, or pass --force"
+        )
     labels = str(report.get("label_set") or "gold")
     if labels != project.labels and not force:
         raise InputError(

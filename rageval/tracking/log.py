@@ -136,6 +136,7 @@ def log_run(
         "rageval.embedding": report.digests.get("embedding", ""),
         "rageval.level": report.level,
         "rageval.k": str(report.k),
+        "rageval.split": str((getattr(report, "split", None) or {}).get("name", "all")),
         **({"rageval.git_dirty": info["git_dirty"]} if "git_dirty" in info else {}),
         **(source_tags(info) if git else {}),
         **(tags or {}),
