@@ -55,8 +55,10 @@ def run_job(
     sweep_dir: str | None = None,
     quiet: bool = False,
     job: int | None = None,
+    tags: dict[str, str] | None = None,
 ):
-    """Evaluate one composed config; writes report.json (+ TREC files) and logs to MLflow."""
+    """Evaluate one composed config; writes report.json (+ TREC files) and logs to MLflow
+    (``tags`` added to the run's)."""
     import yaml
     from omegaconf import OmegaConf
 
@@ -110,6 +112,7 @@ def run_job(
                 parent_run_id=parent_run_id(sweep_dir, uri, cfg.mlflow.experiment),
                 sweep_id=sweep_dir,
                 job=job,
+                tags=tags,
             )
         except Exception as err:  # the report is safe on disk; say how to log it later
             secrets = secret_values(config)
