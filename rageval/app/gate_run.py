@@ -116,6 +116,23 @@ def replay_values(
             cfg[key] = value
 
 
+def refuse_other_labels(baseline: Mapping[str, Any], labels: str, where: str | Path) -> None:
+    """InputError (exit 2) before any work when the check would measure with another label set
+    than the baseline's: the gate never compares across label sets."""
+    from rageval.errors import InputError
+    from rageval.gate.compare import label_info
+
+    then = label_info(baseline)["label_set"]
+    if labels != then:
+        raise InputError(
+            f"the baseline was measured with labels={then}, this check would measure with "
+            f"labels={labels}; the gate never compares across label sets: drop the labels "
+            f"override (or pass labels={then}), or promote a run measured with labels={labels} "
+            "as the baseline (rageval promote RUN --force)",
+            path=str(where),
+        )
+
+
 def run_check(
     baseline_path: str | Path,
     overrides: Sequence[str] | None = None,
@@ -135,6 +152,7 @@ def run_check(
     baseline = load_baseline(baseline_path)
     overrides = list(overrides or [])
     cfg = compose_from_baseline(baseline, overrides, mlflow)
+    refuse_other_labels(baseline, str(cfg.get("labels", "gold")), baseline_path)
     out_dir = Path(out) if out else Path("outputs") / "check" / time.strftime("%Y-%m-%d_%H-%M-%S")
     choices = effective_choices(baseline, overrides)
     report = run_job(cfg, out_dir, overrides=overrides, choices=choices, quiet=quiet)

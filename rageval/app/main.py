@@ -65,7 +65,7 @@ def run_job(
     from rageval.chunking import write_chunks_jsonl
     from rageval.formats.atomic import atomic_write_text
     from rageval.formats.trec import write_qrels, write_run
-    from rageval.pipeline import evaluate
+    from rageval.pipeline import LowJudgedWarning, evaluate
     from rageval.report.run_files import write_run_files
 
     out = Path(output_dir)
@@ -73,9 +73,16 @@ def run_job(
     parts = build(cfg)
     config = OmegaConf.to_container(cfg, resolve=True)
     try:
-        report = evaluate(
-            parts.spec, parts.retriever, parts.encoder, parts.query_encoder, config=redact(config)
-        )
+        with warnings.catch_warnings():
+            # printed with the metrics it is about (report.table()), and kept in report.json
+            warnings.simplefilter("ignore", LowJudgedWarning)
+            report = evaluate(
+                parts.spec,
+                parts.retriever,
+                parts.encoder,
+                parts.query_encoder,
+                config=redact(config),
+            )
     finally:
         parts.close()
     report.overrides = list(overrides or [])

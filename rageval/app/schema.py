@@ -66,6 +66,12 @@ class RagevalConfig:
     retries: int = 2
     retry_backoff: float = 0.5
     cache_dir: str = MISSING
+    # judgements (issue #20, docs/metrics.md "Judgements"): the judgements file (null:
+    # judgements.jsonl next to the golden set), the label set (gold: golden labels + human
+    # judgements; all: adds the accepted LLM judgements) and the judged@k below which a run warns
+    judgements: str | None = None
+    labels: str = "gold"
+    judged_warn_below: float = 0.5
     # Golden-set split (tuning studies, rageval.inputs.split): all | tune | holdout, the share of
     # queries held out, and the seed of the query-id hash that draws the split.
     split: str = "all"

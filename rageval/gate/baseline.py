@@ -28,7 +28,20 @@ from rageval.formats.atomic import atomic_write_text
 
 SCHEMA = 2
 # summary keys copied from the report
-SUMMARY_KEYS = ("level", "k", "ks", "mlflow_run_id", "choices", "overrides", "config", "digests")
+SUMMARY_KEYS = (
+    "level",
+    "k",
+    "ks",
+    "mlflow_run_id",
+    "choices",
+    "overrides",
+    "config",
+    "digests",
+    # the label set the metrics counted and the judgements behind it (absent before judgements
+    # existed: such a baseline reads as "gold" with no judgements)
+    "label_set",
+    "judgements",
+)
 ID_COLUMNS = ("id", "query", "n_relevant", "first_relevant_rank")
 
 

@@ -9,6 +9,8 @@
    retrieved" within the search depth), those that gained one, the largest first-rank drops.
 
 A golden set that changed since the baseline is its own verdict: neither a pass nor a regression.
+So is another label set (``labels=gold`` against ``labels=all``) or other judgements counted: the
+numbers were measured against other labels (``rageval check`` refuses before it re-runs).
 :func:`compare` returns a :class:`Comparison`; ``console()``, ``markdown()`` and ``to_dict()`` are
 views of it (``rageval check`` writes gate.md and gate.json).
 """
@@ -28,6 +30,7 @@ from rageval.scoring.spec import MetricSpec
 from rageval.scoring.stats import holm, paired_randomization_test
 
 PASS, REGRESSED, GOLDEN_CHANGED = "pass", "regressed", "golden_changed"
+LABELS_CHANGED = "labels_changed"
 OUT_OF_TOP_K, NOT_RETRIEVED = "out_of_top_k", "not_retrieved"
 SHOWN = 10  # queries listed before the rest goes into a <details> block / "and N more"
 # config keys that say where a run happened, not what it measured: left out of the config diff
@@ -66,6 +69,8 @@ class Comparison:
     baseline_info: dict[str, Any] = field(default_factory=dict)
     current_info: dict[str, Any] = field(default_factory=dict)
     config_diff: list[str] = field(default_factory=list)
+    # label set and judgements of each side: {"baseline": {...}, "current": {...}}
+    labels: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def exit_code(self) -> int:
@@ -88,6 +93,8 @@ class Comparison:
             f"Queries compared: {self.n_queries}; tolerance: absolute drop of the mean per metric; "
             f"p: paired randomization test, Holm-adjusted over {len(self.rows)} metrics",
         ]
+        if self.labels:
+            lines.append("Labels: " + labels_text(self.labels))
         return lines
 
     def markdown(self) -> str:
@@ -96,6 +103,7 @@ class Comparison:
             PASS: "✅ No retrieval regression",
             REGRESSED: "❌ Retrieval regressed",
             GOLDEN_CHANGED: "⚠️ Golden set changed since the baseline",
+            LABELS_CHANGED: "⚠️ Labels differ from the baseline's",
         }[self.status]
         lines = [f"### {head}", ""]
         lines += [f"- {line}" for line in self.header_lines()]
@@ -158,6 +166,10 @@ class Comparison:
             + " regressed",
             GOLDEN_CHANGED: (
                 "GOLDEN SET CHANGED: neither a pass nor a regression; re-promote a baseline"
+            ),
+            LABELS_CHANGED: (
+                "LABELS DIFFER: neither a pass nor a regression; measure with the baseline's "
+                "labels or re-promote a baseline"
             ),
         }[self.status]
         return "\n".join([*out, verdict])
@@ -233,6 +245,56 @@ def config_diff(
     if len(diffs) > limit:
         diffs = [*diffs[:limit], f"and {len(diffs) - limit} more"]
     return diffs
+
+
+def label_info(report: Mapping[str, Any]) -> dict[str, Any]:
+    """A report's label set and the judgements it counted; a report or baseline from before
+    judgements existed reads as ``gold`` with none."""
+    from rageval.inputs.judgements import DEFAULT_LABELS, judgements_digest
+
+    j = report.get("judgements") or {}
+    return {
+        "label_set": str(report.get("label_set") or DEFAULT_LABELS),
+        "judgements": int(j.get("counted") or 0),
+        "digest": str(
+            (report.get("digests") or {}).get("judgements")
+            or j.get("digest")
+            or judgements_digest([])
+        ),
+    }
+
+
+def labels_text(labels: Mapping[str, Mapping[str, Any]]) -> str:
+    """``gold, 12 judgements (digest 1a2b3c4d5e6f)`` for both sides, or one when they agree."""
+
+    def one(x: Mapping[str, Any]) -> str:
+        return f"{x['label_set']}, {x['judgements']} judgements (digest {x['digest'][:12]})"
+
+    b, c = labels.get("baseline") or {}, labels.get("current") or {}
+    if b == c:
+        return one(b) + ", both"
+    return f"{one(b)} (baseline) vs {one(c)} (now)"
+
+
+def labels_problem(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> str | None:
+    """Why two reports' numbers were measured against different labels, with the fix; None when
+    they were not."""
+    b, c = label_info(baseline), label_info(current)
+    if b["label_set"] != c["label_set"]:
+        return (
+            f"label set {b['label_set']!r} (baseline) != {c['label_set']!r} (now): the gate "
+            f"never compares across label sets; measure with labels={b['label_set']} (rageval "
+            f"check labels={b['label_set']}), or promote a run measured with "
+            f"labels={c['label_set']} as the baseline (rageval promote RUN --force)"
+        )
+    if b["digest"] != c["digest"]:
+        return (
+            f"the {c['label_set']!r} judgements counted changed since the baseline "
+            f"({b['judgements']} -> {c['judgements']}, digest {b['digest'][:12]} -> "
+            f"{c['digest'][:12]}): the metrics count other labels; review the judgements and "
+            "promote a baseline measured with them"
+        )
+    return None
 
 
 def _info(report: Mapping[str, Any]) -> dict[str, Any]:
@@ -331,7 +393,7 @@ def compare(
         elif a and (b == 0 or b > a):
             drops.append({**row, "fall": (b or 10**6) - a})
     drops.sort(key=lambda d: (-d["fall"], d["id"]))
-    labels = [str(r.get("label_set") or "gold") for r in (baseline, current)]
+    labels = labels_problem(baseline, current)
     if golden["baseline"] != golden["current"]:
         status = GOLDEN_CHANGED
         notes.append(
@@ -339,12 +401,9 @@ def compare(
             f"{golden['current'][:12]} (now): "
             "promote a new baseline after reviewing the change"
         )
-    elif labels[0] != labels[1]:
-        status = GOLDEN_CHANGED
-        notes.append(
-            f"label set {labels[0]!r} (baseline) != {labels[1]!r} (now): the gate never compares "
-            "across label sets; re-promote a baseline judged with the same labels"
-        )
+    elif labels:
+        status = LABELS_CHANGED
+        notes.append(labels)
     else:
         status = REGRESSED if any(r.verdict == "regressed" for r in rows) else PASS
     improved = [r.metric for r in rows if r.verdict == "improved"]
@@ -365,6 +424,7 @@ def compare(
         _info(baseline),
         _info(current),
         config_diff(baseline, current),
+        {"baseline": label_info(baseline), "current": label_info(current)},
     )
 
 

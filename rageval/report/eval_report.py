@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from rageval.formats.atomic import atomic_write_text
-from rageval.scoring.spec import HEADLINE
+from rageval.scoring.spec import CONDENSED, HEADLINE
 from rageval.scoring.stats import bootstrap_ci
 from rageval.types import GoldenSet, RankedList
 
@@ -47,6 +47,12 @@ class EvalReport:
     qrels: dict[str, dict[str, int]] = field(default_factory=dict, repr=False)
     # the rows of chunks.jsonl (rageval.chunking.chunk_rows); kept out of report.json
     chunks: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    # which labels the metrics counted: "gold" (golden set + human judgements) or "all" (also
+    # accepted LLM judgements); the judgements file, counts and digest
+    # (rageval.pipeline.judgements_summary); what the user should know about the numbers
+    label_set: str = "gold"
+    judgements: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
 
     def headline(self) -> dict[str, float]:
         """The headline metrics at the report's k, in the usual order."""
@@ -84,19 +90,50 @@ class EvalReport:
                 f"evidence_recall@{b}" if f"evidence_recall@{b}" in self.metrics else f"recall@{b}"
             )
         names.append(f"tokens@{k}")
+        names.append(f"judged@{k}")
         return [n for n in names if n in self.metrics]
 
     def table(self) -> str:
-        """A console table of the summary metrics with 95% CIs."""
-        rows = [("metric", "mean", "95% CI")]
+        """A console table of the summary metrics with 95% CIs, the condensed-list value beside
+        each headline metric, then the label set and any warnings."""
+        condensed = dict(zip(HEADLINE, CONDENSED, strict=True))
+        rows = [("metric", "mean", "95% CI", "condensed")]
         for name in self.summary_names():
             lo, hi = self.ci.get(name, [float("nan")] * 2)
             fmt = ".1f" if name.startswith("tokens@") else ".4f"
-            rows.append((name, f"{self.metrics[name]:{fmt}}", f"[{lo:{fmt}}, {hi:{fmt}}]"))
-        w = [max(len(r[i]) for r in rows) for i in range(3)]
+            family, _, cut = name.partition("@")
+            cond = self.metrics.get(f"{condensed.get(family)}@{cut}")
+            rows.append(
+                (
+                    name,
+                    f"{self.metrics[name]:{fmt}}",
+                    f"[{lo:{fmt}}, {hi:{fmt}}]",
+                    "" if cond is None else f"{cond:.4f}",
+                )
+            )
+        if not any(r[3] for r in rows[1:]):
+            rows = [r[:3] for r in rows]
+        w = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
         lines = ["  ".join(c.ljust(w[i]) for i, c in enumerate(r)).rstrip() for r in rows]
         lines.insert(1, "  ".join("-" * x for x in w))
+        lines.append(self.labels_line())
+        lines += [f"warning: {w}" for w in self.warnings]
         return "\n".join(lines)
+
+    def labels_line(self) -> str:
+        """``labels: gold (golden set + 12 human judgements, digest 1a2b3c4d5e6f)``: which labels
+        the numbers count."""
+        j = self.judgements or {}
+        if not j.get("counted"):
+            counted = "golden set only"
+        else:
+            kinds = [f"{j[kind]} {name}" for kind, name in (("human", "human"), ("llm", "LLM"))]
+            counted = "golden set + " + " + ".join(x for x in kinds if not x.startswith("0 "))
+            counted += f" judgements, digest {str(j.get('digest', ''))[:12]}"
+        left = j.get("not_counted") or 0
+        if left:
+            counted += f"; {left} LLM judgements not counted (labels=all counts them)"
+        return f"labels: {self.label_set} ({counted})"
 
 
 def _jsonable(o: Any) -> Any:

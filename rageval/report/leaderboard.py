@@ -241,7 +241,7 @@ def _console_columns(columns: Sequence[str]) -> list[str]:
         family = m.split("@")[0]
         if family in ("ndcg", "recall") and evidence:
             continue
-        if family in ("evidence_precision_max",):
+        if family in ("evidence_precision_max", "ndcg_cond"):
             continue
         keep.append(m)
     return keep
@@ -267,6 +267,8 @@ def columns_for(metric: str, jobs: Sequence[Job]) -> list[str]:
     wanted = [metric, f"ndcg@{k}", f"recall@{k}", f"quote_recall@{k}"]
     wanted += [f"evidence_{m}@{k}" for m in ("recall", "precision", "iou")]
     wanted += ["evidence_precision_max", f"tokens@{k}"]
+    # how much of each job's top k is judged, and nDCG with unjudged results set aside
+    wanted += [f"judged@{k}", f"ndcg_cond@{k}"]
     return [m for m in dict.fromkeys(wanted) if m in names or m == metric]
 
 

@@ -135,6 +135,10 @@ def log_run(
         "rageval.model_fingerprint": report.digests.get("model", ""),
         "rageval.embedding": report.digests.get("embedding", ""),
         "rageval.level": report.level,
+        # which labels the metrics counted (gold | all) and the judgements behind them: promote
+        # --best and the gate never mix label sets
+        "rageval.label_set": getattr(report, "label_set", "gold"),
+        "rageval.judgements_digest": report.digests.get("judgements", ""),
         "rageval.k": str(report.k),
         "rageval.split": str((getattr(report, "split", None) or {}).get("name", "all")),
         **({"rageval.git_dirty": info["git_dirty"]} if "git_dirty" in info else {}),
