@@ -129,3 +129,28 @@ def test_a_bm25_study_runs_resumes_and_its_holdout_decides_promote(
     done = promote(None, str(base), best=METRIC, force=True, **kwargs)
     assert done.run_id == client.get_run(parent_id).data.tags["rageval.study_best_run_id"]
     assert json.loads(base.read_text())["config"]["split"] == "all"  # every golden query
+
+
+def test_a_study_batch_runs_in_parallel_on_the_joblib_launcher(mini, shared_cache, tmp_path):
+    from mlflow.tracking import MlflowClient
+
+    golden = tmp_path / "golden.jsonl"
+    write_study_golden(mini / "corpus", golden)
+    sweep = tmp_path / "s"
+    args = study_args(mini, shared_cache, tmp_path, golden, sweep, 2)
+    args = [a if not a.startswith("chunk_overlap=") else "chunk_overlap=0" for a in args]
+    args += ["hydra.sweeper.n_jobs=2", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2"]
+    assert run_app(args) == 0
+    study = json.loads((sweep / "study.json").read_text())
+    assert study["trials"] == {"complete": 2, "failed": 0}
+    assert {
+        json.loads((j / "report.json").read_text())["config"]["chunk"] for j in jobs(sweep)
+    } == {
+        32,
+        64,
+    }
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    parent = (sweep / ".rageval_parent_run").read_text().strip()
+    exp = client.get_run(parent).info.experiment_id
+    nested = client.search_runs([exp], f"tags.`mlflow.parentRunId` = '{parent}'")
+    assert len(nested) == 4  # two trials from the workers, the best and the baseline from here
