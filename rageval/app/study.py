@@ -197,6 +197,8 @@ def run_study(sweeper, arguments: list[str]) -> list:
             trial.set_user_attr("job_dir", str(job_dir))
             if report and report.get("mlflow_run_id"):
                 trial.set_user_attr("mlflow_run_id", report["mlflow_run_id"])
+            if report:
+                _same_golden_set(study, report, trial)
             if value is None:
                 trial.set_user_attr("error", str(error)[:500])
             _tell(study, trial, value)
@@ -208,6 +210,22 @@ def run_study(sweeper, arguments: list[str]) -> list:
         to_go -= batch
     _finish(sweeper, study, s, space, fixed, metric)
     return returns
+
+
+def _same_golden_set(study, report: Mapping[str, Any], trial) -> None:
+    """A study's trials compare only on one golden set: a resumed study whose golden set changed
+    (queries added, labels edited) stops here, before its scores mix with the old ones."""
+    digest = (report.get("digests") or {}).get("golden")
+    first = study.user_attrs.get("golden_digest")
+    if not first:
+        study.set_user_attr("golden_digest", digest)
+    elif digest != first:
+        _tell(study, trial, None)
+        raise ConfigError(
+            f"study {study.study_name!r} was run on another golden set (digest {first[:12]}, now "
+            f"{str(digest)[:12]}): its trials' scores do not compare; start a new study with "
+            "hydra.sweeper.study_name=NAME (the split keeps every old query on its side)"
+        )
 
 
 def _tell(study, trial, value: float | None) -> None:

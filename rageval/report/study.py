@@ -102,11 +102,19 @@ class StudySummary:
             ("baseline", str(self.baseline_tune), str(self.baseline_holdout)),
         ]
 
+    @property
+    def split_gap(self) -> float:
+        """The baseline's own tune - holdout difference: what the two query sets differ by
+        without any tuning (in the metric's direction)."""
+        sign = 1.0 if MetricSpec.parse(self.metric).higher_is_better else -1.0
+        return sign * (self.baseline_tune.mean - self.baseline_holdout.mean)
+
     def optimism_line(self) -> str:
-        """The optimism with its CI, in words."""
+        """The optimism with its CI, and the baseline's own gap beside it, in words."""
         return (
             f"optimism of the best (tune - holdout): {self.optimism:+.4f} "
-            f"[{self.optimism_low:+.4f}, {self.optimism_high:+.4f}] (95% bootstrap CI)"
+            f"[{self.optimism_low:+.4f}, {self.optimism_high:+.4f}] (95% bootstrap CI); "
+            f"the baseline's own tune - holdout: {self.split_gap:+.4f}"
         )
 
     def console(self) -> str:
@@ -157,6 +165,7 @@ class StudySummary:
             "study/optimism": self.optimism,
             "study/optimism_ci_low": self.optimism_low,
             "study/optimism_ci_high": self.optimism_high,
+            "study/baseline_gap": self.split_gap,
             "study/holdout_delta": self.delta,
             "study/holdout_p_value": self.p_value,
             "study/holdout_confirmed": float(self.confirmed),

@@ -53,6 +53,9 @@ def test_optimism_is_the_best_configurations_tune_mean_minus_its_holdout_mean():
         np.mean(hold) - np.mean([base[q] for q in IDS if side[q] == "holdout"])
     )
     assert not s.confirmed  # the gain on tune does not carry over to the holdout
+    gap = np.mean([base[q] for q in IDS if side[q] == "tune"]) - s.baseline_holdout.mean
+    assert s.split_gap == pytest.approx(gap, abs=1e-12)
+    assert f"the baseline's own tune - holdout: {gap:+.4f}" in s.optimism_line()
     assert "does not confirm" in s.verdict()
 
 
