@@ -45,6 +45,7 @@ from rageval.scoring.budget import (
 )
 from rageval.scoring.judged import judged_metrics
 from rageval.scoring.metrics import score_rankings
+from rageval.scoring.slices import DEFAULT_FIELDS, DEFAULT_MIN_SIZE, check_fields
 from rageval.scoring.spans import chunk_extents, span_metrics
 from rageval.types import Chunk, Document, GoldenSet, RankedList
 
@@ -76,6 +77,9 @@ class RunSpec:
     max_document_mb: float = 50
     # token budgets (of the embedding model's tokenizer) for the ``...@Bt`` metrics
     budgets: tuple[int, ...] = DEFAULT_BUDGETS
+    # fields the report slices by (source, tags, meta keys) and the smallest slice of its own
+    slices: tuple[str, ...] = DEFAULT_FIELDS
+    min_slice_size: int = DEFAULT_MIN_SIZE
     # judgements beyond the golden set (rageval.inputs.judgements): a JSONL file, or None for
     # judgements.jsonl next to the golden set (a missing file holds none); which of them count
     # (gold: human ones; all: also LLM ones); the judged@k below which a run warns
@@ -97,6 +101,11 @@ class RunSpec:
                 f"budgets must be positive token counts like [256, 512, 1024, 2048], got {bad[0]!r}"
             )
         object.__setattr__(self, "budgets", tuple(sorted(set(self.budgets))))
+        check_fields(self.slices)  # names, not a string
+        object.__setattr__(self, "slices", tuple(self.slices))
+        size = self.min_slice_size
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise ConfigError(f"min_slice_size must be a whole number >= 1, got {size!r}")
         label_kinds(self.labels)  # ConfigError naming the label sets
         warn = self.judged_warn_below
         if isinstance(warn, bool) or not isinstance(warn, int | float) or not 0 <= warn <= 1:
@@ -133,6 +142,8 @@ def evaluate(
     """Run one evaluation and return its report (metrics, per-query rows, timings, digests)."""
     clock = _Clock()
     golden, docs = _load(spec)
+    slice_rows = [{"source": q.source, "tags": q.tags, "meta": q.meta} for q in golden.queries]
+    check_fields(spec.slices, slice_rows, golden.path)  # a typo fails before the index is built
     by_id = {d.id: d for d in docs}
     judgements = load_judgements(spec.judgements or default_path(golden.path), by_id, golden)
     golden, split = split_golden(golden, spec.split)
@@ -191,6 +202,8 @@ def evaluate(
             **chunk_token_stats(chunks),
         },
         config=config or {},
+        slices=spec.slices,
+        min_slice_size=spec.min_slice_size,
     )
     report = summarise(golden, scored, facts)
     report.label_set = spec.labels

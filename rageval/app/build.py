@@ -94,6 +94,8 @@ def build(cfg) -> Components:
         allow_model_mismatch=cfg.allow_model_mismatch,
         max_document_mb=float(cfg.max_document_mb),
         budgets=tuple(cfg.budgets),
+        slices=tuple(str(f) for f in cfg.slices),
+        min_slice_size=cfg.min_slice_size,
         judgements=_judgements_path(cfg.get("judgements")),
         labels=str(cfg.get("labels", "gold")),
         judged_warn_below=float(cfg.get("judged_warn_below", 0.5)),

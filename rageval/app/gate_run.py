@@ -17,13 +17,24 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from rageval.errors import ConfigError
 
 # top-level keys that are not replayed from the baseline
-NOT_REPLAYED = ("hydra", "mlflow", "gate", "cache_dir", "latency_sample", "query_batch")
+NOT_REPLAYED = (
+    "hydra",
+    "mlflow",
+    "gate",
+    "cache_dir",
+    "latency_sample",
+    "query_batch",
+    # how the report breaks the queries down, not what is measured: this machine's conf/ decides
+    "slices",
+    "min_slice_size",
+)
 
 
 def _groups() -> tuple[str, ...]:
@@ -166,9 +177,31 @@ def run_check(
         require_significance=bool(gate.require_significance),
         alpha=float(gate.alpha),
         resamples=int(gate.resamples),
+        slices=_plain(gate.get("slices")),
+        min_slice_size=int(cfg.min_slice_size),
     )
     atomic_write_text(out_dir / "gate.json", json.dumps(cmp.to_dict(), indent=2))
     atomic_write_text(out_dir / "gate.md", cmp.markdown())
     # the per-query page of the baseline against the re-run: rank moves, chunks gained and lost
-    write_diff_page(out_dir / "gate.html", baseline, out_dir)
+    write_diff_page(
+        out_dir / "gate.html",
+        baseline,
+        out_dir,
+        slice_rows=[asdict(r) for r in cmp.slices],
+    )
     return cmp, out_dir
+
+
+def _plain(node) -> dict[str, Any]:
+    """``gate.slices`` as plain data (an OmegaConf node, a mapping, or None)."""
+    from omegaconf import DictConfig, OmegaConf
+
+    if node is None:
+        return {}
+    if isinstance(node, DictConfig):
+        return OmegaConf.to_container(node, resolve=True)
+    if not isinstance(node, Mapping):
+        raise ConfigError(
+            "gate.slices must map slices to tolerances, e.g. {source=adversarial: {recall@5: 0.05}}"
+        )
+    return dict(node)

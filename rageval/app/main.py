@@ -66,6 +66,7 @@ def run_job(
     from rageval.formats.atomic import atomic_write_text
     from rageval.formats.trec import write_qrels, write_run
     from rageval.pipeline import LowJudgedWarning, evaluate
+    from rageval.report.eval_report import slice_console
     from rageval.report.run_files import write_run_files
 
     out = Path(output_dir)
@@ -100,6 +101,10 @@ def run_job(
             shown = [o for o in report.overrides if not o.startswith(("hydra.", "hydra/"))]
             print(f"job {out.name} ({' '.join(shown)}):")
         print(report.table())
+        slices = slice_console(report)
+        if slices:
+            print()
+            print(slices)
         print(f"per-query page: {out / 'report.html'}")
     if cfg.mlflow.enabled:
         from rageval.app.sweep import parent_run_id

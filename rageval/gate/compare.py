@@ -5,7 +5,10 @@
    also gets a paired randomization test on the per-query values, Holm-adjusted across metrics
    (``require_significance`` makes a drop count only when that test confirms it);
 3. win/tie/loss: per metric, the queries that went up, stayed, went down;
-4. queries: those that lost their hit at k (split into "fell out of the top k" and "no longer
+4. slices (``gate.slices``, rageval.gate.slices): each gated slice and metric with the same
+   tolerance rule and paired test, Holm-adjusted over the slice tests; a slice beyond its
+   tolerance fails the gate even when the mean does not;
+5. queries: those that lost their hit at k (split into "fell out of the top k" and "no longer
    retrieved" within the search depth), those that gained one, the largest first-rank drops.
 
 A golden set that changed since the baseline is its own verdict: neither a pass nor a regression.
@@ -25,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from rageval.errors import InputError
+from rageval.gate import slices as slice_gate
 from rageval.gate.baseline import config_summary
 from rageval.scoring.spec import MetricSpec
 from rageval.scoring.stats import holm, paired_randomization_test
@@ -34,7 +38,16 @@ LABELS_CHANGED = "labels_changed"
 OUT_OF_TOP_K, NOT_RETRIEVED = "out_of_top_k", "not_retrieved"
 SHOWN = 10  # queries listed before the rest goes into a <details> block / "and N more"
 # config keys that say where a run happened, not what it measured: left out of the config diff
-WHERE_KEYS = ("hydra", "mlflow", "gate", "cache_dir", "latency_sample", "query_batch")
+WHERE_KEYS = (
+    "hydra",
+    "mlflow",
+    "gate",
+    "cache_dir",
+    "latency_sample",
+    "query_batch",
+    "slices",
+    "min_slice_size",
+)
 
 
 @dataclass
@@ -71,6 +84,8 @@ class Comparison:
     config_diff: list[str] = field(default_factory=list)
     # label set and judgements of each side: {"baseline": {...}, "current": {...}}
     labels: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # gate.slices: one row per gated (slice, metric)
+    slices: list[slice_gate.SliceRow] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
@@ -80,6 +95,12 @@ class Comparison:
     def to_dict(self) -> dict[str, Any]:
         """Every field as plain JSON-ready data (what gate.json holds)."""
         return asdict(self)
+
+    def regressed(self) -> list[str]:
+        """What regressed: ``recall@5`` for a metric, ``recall@5 on source=adversarial`` for a
+        slice."""
+        out = [r.metric for r in self.rows if r.verdict == "regressed"]
+        return out + [f"{r.metric} on {r.slice}" for r in self.slices if r.verdict == "regressed"]
 
     def header_lines(self) -> list[str]:
         """Baseline run, current config, what changed between them, how it was tested."""
@@ -119,6 +140,7 @@ class Comparison:
                 f"{r.tolerance:.4f} | {r.p_value:.3g} | {r.wins}/{r.ties}/{r.losses} | "
                 f"{r.verdict} |"
             )
+        lines += slice_gate.markdown(self.slices)
         sections = [
             (f"Queries that lost their hit@{self.k}", self.lost_hits, _lost_line),
             ("Largest drops of the first relevant rank", self.rank_drops, _drop_line),
@@ -150,6 +172,7 @@ class Comparison:
                 f"{r.metric:<{w}}  {r.baseline:8.4f}  {r.current:8.4f}  {r.delta:+8.4f}  "
                 f"{r.tolerance:9.4f}  {r.p_value:8.3g}  {wtl:>12}  {r.verdict}"
             )
+        out += slice_gate.console(self.slices)
         for items, line in (
             (self.lost_hits, _lost_line),
             (self.rank_drops, _drop_line),
@@ -161,9 +184,7 @@ class Comparison:
         out += self.notes
         verdict = {
             PASS: "PASS: nothing regressed beyond tolerance",
-            REGRESSED: "FAIL: "
-            + ", ".join(r.metric for r in self.rows if r.verdict == "regressed")
-            + " regressed",
+            REGRESSED: "FAIL: " + ", ".join(self.regressed()) + " regressed",
             GOLDEN_CHANGED: (
                 "GOLDEN SET CHANGED: neither a pass nor a regression; re-promote a baseline"
             ),
@@ -318,8 +339,12 @@ def compare(
     alpha: float = 0.05,
     resamples: int = 10000,
     top_drops: int = 10,
+    slices: Mapping[str, Any] | None = None,
+    min_slice_size: int = 10,
 ) -> Comparison:
-    """Compare two reports query by query (see the module docstring)."""
+    """Compare two reports query by query (see the module docstring); ``slices`` is
+    ``gate.slices`` (rageval.gate.slices), ``min_slice_size`` pools a gated field's small
+    slices."""
     tolerances = tolerances or {}
     metrics = [str(MetricSpec.parse(m)) for m in metrics]
     golden = {
@@ -377,7 +402,19 @@ def compare(
             r.verdict = "regressed"
         elif gain > r.tolerance + 1e-12:
             r.verdict = "improved"
-    # phase 4: the queries behind the numbers
+    # phase 4: the gated slices (their own Holm family)
+    slice_rows = slice_gate.compare_slices(
+        base_q,
+        cur_q,
+        shared,
+        slices,
+        metrics,
+        min_size=min_slice_size,
+        require_significance=require_significance,
+        alpha=alpha,
+        resamples=resamples,
+    )
+    # phase 5: the queries behind the numbers
     k = int(baseline["k"])
     hit = f"hit_rate@{k}"
     lost, gained, drops = [], [], []
@@ -405,7 +442,8 @@ def compare(
         status = LABELS_CHANGED
         notes.append(labels)
     else:
-        status = REGRESSED if any(r.verdict == "regressed" for r in rows) else PASS
+        regressed = [r for r in [*rows, *slice_rows] if r.verdict == "regressed"]
+        status = REGRESSED if regressed else PASS
     improved = [r.metric for r in rows if r.verdict == "improved"]
     if improved:
         notes.append(
@@ -425,6 +463,7 @@ def compare(
         _info(current),
         config_diff(baseline, current),
         {"baseline": label_info(baseline), "current": label_info(current)},
+        slices=slice_rows,
     )
 
 

@@ -6,7 +6,8 @@ metric (:func:`rank`, the gate's paired randomization test, Holm-corrected), the
 :class:`Leaderboard` as markdown, CSV or an aligned console table.
 
 A job is ``best`` when it has the highest mean of the deciding metric, ``tied`` when the test
-cannot tell it from the best at ``alpha``: a user never reads noise as a winner.
+cannot tell it from the best at ``alpha``: a user never reads noise as a winner. A section by
+slice (rageval.report.sweep_slices) shows the deciding metric per slice for every job.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from rageval.errors import ConfigError
+from rageval.report.sweep_slices import sweep_slices
 from rageval.scoring.spec import MetricSpec
 from rageval.scoring.stats import holm, paired_randomization_test
 
@@ -133,6 +135,8 @@ class Leaderboard:
     pvalues: dict[int, float]
     alpha: float
     note: str = ""
+    # the deciding metric per slice and job (rageval.report.sweep_slices); None without slices
+    slices: Any = None
 
     @property
     def best(self) -> int | None:
@@ -179,6 +183,8 @@ class Leaderboard:
             else:
                 cells += [""] * len(self.columns) + [f"FAILED: {j.error}"]
             lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+        if self.slices is not None:
+            lines += ["", self.slices.markdown().rstrip("\n")]
         return "\n".join(lines) + "\n"
 
     def csv(self) -> str:
@@ -229,6 +235,8 @@ class Leaderboard:
         Console(file=buf, width=width, no_color=True, highlight=False).print(table)
         head = textwrap.fill(self.header(), width=width)
         body = "\n".join(line.rstrip() for line in buf.getvalue().splitlines()).strip("\n")
+        if self.slices is not None:
+            body += "\n\n" + self.slices.console(width)
         return f"{head}\n\n{body}"
 
 
@@ -312,6 +320,7 @@ def rank(
             pvalues[j.job] = p
             if p >= alpha:
                 verdict[j.job] = "tied"
+    best_job = next((j for j, v in verdict.items() if v == "best"), None)
     return Leaderboard(
         metric=metric,
         why=why,
@@ -322,4 +331,5 @@ def rank(
         pvalues=pvalues,
         alpha=alpha,
         note=note,
+        slices=sweep_slices(jobs, metric, keys, best_job) if scored else None,
     )

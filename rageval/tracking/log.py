@@ -11,13 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from rageval.tracking.client import client_for, ensure_experiment, git_info, source_tags
-from rageval.tracking.keys import metric_entries, run_params
+from rageval.tracking.keys import metric_entries, run_params, slice_entries
 from rageval.tracking.keys import run_name as default_run_name
 
 # Files of a run folder logged as artifacts, when present (report.json is logged from memory,
 # with the new run's id in it).
 ARTIFACTS = (
     "per_query.csv",
+    "slices.csv",
     "config.yaml",
     "metrics_at_k.png",
     "run.trec",
@@ -159,7 +160,7 @@ def log_run(
             client,
             run_id,
             params=run_params(redact(dict(config)), choices),
-            metrics=dict(metric_entries(report)),
+            metrics={**dict(metric_entries(report)), **dict(slice_entries(report))},
         )
         inputs = dataset_inputs(report, config)
         if inputs:
