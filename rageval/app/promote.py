@@ -269,7 +269,7 @@ def confirm_for_promote(client, parent_run, metric: str, force: bool) -> str:
     if summary.confirmed or force:
         return best_id
     raise NotConfirmedError(
-        f"not promoted: study {tags.get(TAG_STUDY)!r}'s best configuration (trial "
+        f"not promoted: the best configuration of study {tags.get(TAG_STUDY)!r} (trial "
         f"{summary.best_trial}) scored {summary.best_tune.mean:.4f} on the tune queries and "
         f"{summary.best_holdout.mean:.4f} on the holdout, the baseline "
         f"{summary.baseline_holdout.mean:.4f}; {summary.verdict()}; keep the baseline, grow the "
