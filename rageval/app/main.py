@@ -269,6 +269,9 @@ def run_app(argv: list[str]) -> int:
     try:
         argv = prepare_overrides(argv, CONF_DIR, GROUPS)  # one line with a "did you mean"
         check_overrides(argv)  # a bad override is one line and exit 2, before any job starts
+        from rageval.app.tuning import check_study
+
+        check_study(argv, CONF_DIR)  # a tuning study's settings and search space, likewise
     except ConfigError as err:
         raise ConfigError(scrub(str(err), secrets)) from None
     main = hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")(

@@ -143,7 +143,19 @@ def _outcome(job_dir: Path, metric: str | None, varies: Sequence[str]):
 
 def run_study(sweeper, arguments: list[str]) -> list:
     """The sweeper's ``sweep``: run or resume the study, then score best and baseline on every
-    golden query and write study.json (see the module docstring)."""
+    golden query and write study.json (see the module docstring). A mistake the user can fix
+    (RagevalError) ends the study with its message in study.json: the sweep's summary prints it
+    as one line and exits 2, after the leaderboard of the trials that ran."""
+    from rageval.errors import RagevalError
+
+    try:
+        return _run_study(sweeper, arguments)
+    except RagevalError as err:
+        _write(Path(str(sweeper.config.hydra.sweep.dir)), {"error": str(err)}, None)
+        return []
+
+
+def _run_study(sweeper, arguments: list[str]) -> list:
     from optuna.trial import TrialState
 
     from rageval.app.sweep import parent_run_id

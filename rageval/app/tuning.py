@@ -87,6 +87,33 @@ class StudySettings:
         return s
 
 
+def check_study(argv: Sequence[str], conf_dir: str | Path) -> None:
+    """Before Hydra starts: when the command line selects rageval's Optuna sweeper, check its
+    settings and search space, so a mistake is one line and exit 2 before any trial runs."""
+    given = [a for a in argv if not a.startswith("-")]
+    if not any(a.split("=", 1)[0] == "hydra/sweeper" for a in given):
+        return
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    from rageval.app.config import register_resolvers
+
+    if GlobalHydra.instance().is_initialized():
+        return
+    register_resolvers()  # the schema conf/config.yaml extends
+    hydra_args = [a for a in given if a.lstrip("+~").startswith("hydra")]
+    try:
+        with initialize_config_dir(config_dir=str(Path(conf_dir).resolve()), version_base="1.3"):
+            cfg = compose("config", overrides=hydra_args, return_hydra_config=True)
+    except (HydraException, OmegaConfBaseException):
+        return  # Hydra itself says what is wrong with its own overrides
+    if is_study(cfg):
+        s = StudySettings.of(cfg)
+        search_space(s.params, [a for a in given if a not in hydra_args])
+
+
 def is_study(config) -> bool:
     """True when ``config`` runs rageval's Optuna sweeper (hydra/sweeper=optuna...)."""
     from omegaconf import OmegaConf
@@ -271,7 +298,10 @@ def log_outcome(client, parent: str, sweep_dir: Path, outcome: Mapping[str, Any]
     from rageval.report.study import StudySummary
     from rageval.tracking.log import DESCRIPTION_TAG, log_batched
 
-    tags = {TAG_STUDY: str(outcome["study"]), TAG_STORAGE: str(outcome["storage"])}
+    tags = {
+        TAG_STUDY: str(outcome.get("study") or "(did not start)"),
+        TAG_STORAGE: str(outcome.get("storage") or ""),
+    }
     metrics: dict[str, float] = {}
     if outcome.get("objective"):
         tags[TAG_OBJECTIVE] = str(outcome["objective"])
@@ -292,5 +322,7 @@ def log_outcome(client, parent: str, sweep_dir: Path, outcome: Mapping[str, Any]
                 tags[tag] = str(outcome[key])
         note = client.get_run(parent).data.tags.get(DESCRIPTION_TAG, "")
         tags[DESCRIPTION_TAG] = (summary.markdown() + "\n\n" + note)[:20000]
+    if outcome.get("error"):
+        tags["rageval.study_error"] = str(outcome["error"])[:5000]
     log_batched(client, parent, metrics=metrics, tags=tags)
     client.log_artifact(parent, str(Path(sweep_dir) / STUDY_FILE))

@@ -117,3 +117,14 @@ def test_the_study_is_stored_beside_the_mlflow_store(tmp_path, monkeypatch):
     assert default_storage("file:///data/mlruns") == "sqlite:////data/optuna.db"
     monkeypatch.chdir(tmp_path)
     assert default_storage("http://127.0.0.1:5000") == f"sqlite:///{tmp_path / 'optuna.db'}"
+
+
+def test_a_bad_study_command_line_is_a_config_error_before_hydra_starts():
+    from rageval.app.tuning import check_study
+
+    with pytest.raises(ConfigError, match="a study tunes on split=tune"):
+        check_study(["-m", "hydra/sweeper=optuna_bm25", "split=holdout"], CONF_DIR)
+    with pytest.raises(ConfigError, match="hydra.sweeper.n_trials must be an integer >= 1"):
+        check_study(["-m", "hydra/sweeper=optuna", "hydra.sweeper.n_trials=0"], CONF_DIR)
+    check_study(["-m", "hydra/sweeper=optuna_bm25", "chunk=choice(64,128)"], CONF_DIR)
+    check_study(["-m", "chunk=1,2"], CONF_DIR)  # no study: nothing to check
