@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import time
 import warnings
 from collections.abc import Sequence
@@ -145,6 +146,11 @@ def evaluate(
     slice_rows = [{"source": q.source, "tags": q.tags, "meta": q.meta} for q in golden.queries]
     check_fields(spec.slices, slice_rows, golden.path)  # a typo fails before the index is built
     by_id = {d.id: d for d in docs}
+    if spec.judgements and not os.path.exists(spec.judgements):
+        raise ConfigError(
+            f"judgements file {spec.judgements!r} not found; fix the judgements key, or set it "
+            "to null for judgements.jsonl next to the golden set (none when that is missing)"
+        )
     judgements = load_judgements(spec.judgements or default_path(golden.path), by_id, golden)
     golden, split = split_golden(golden, spec.split)
     clock.lap("load_s")
@@ -250,11 +256,12 @@ def judged_warnings(report: EvalReport, below: float) -> list[str]:
     share = report.metrics.get(name)
     if share is None or math.isnan(share) or share >= below:
         return []
+    where = (report.judgements or {}).get("file") or "the judgements file"
     return [
         f"{name} = {share:.2f} is below judged_warn_below={below:g}: {1 - share:.0%} of the top "
-        f"{report.k} results carry no label, so this run's metrics count them as misses and "
-        "understate it; compare the condensed metrics (ndcg_cond@k ...), or pool and judge the "
-        "unjudged results into the judgements file"
+        f"{report.k} results carry no label and count as misses, so the metrics understate this "
+        f"run (the condensed ones set them aside); judge those results into {where}, or set "
+        "judged_warn_below=0 to silence this"
     ]
 
 

@@ -45,6 +45,7 @@ WHERE_KEYS = (
     "cache_dir",
     "latency_sample",
     "query_batch",
+    "judged_warn_below",  # when a run warns, not what it measures
     "slices",
     "min_slice_size",
 )

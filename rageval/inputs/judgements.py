@@ -291,12 +291,14 @@ def newest(records: Iterable[Judgement]) -> list[Judgement]:
 @dataclass(frozen=True)
 class AppendResult:
     """What :func:`append_judgements` did: records new to the file, records that replaced an older
-    one for the same passage and judge, records dropped as older than the file's, and the total."""
+    one for the same passage and judge, records dropped as older than the file's, the total, and
+    records the file already held as they are (a second import of the same file changes nothing)."""
 
     added: int
     replaced: int
     older: int
     total: int
+    unchanged: int = 0
 
 
 def append_judgements(
@@ -311,7 +313,9 @@ def append_judgements(
     position), merge them into ``path`` newest-wins and rewrite the file atomically under a lock.
 
     Nothing is written when any record or the existing file is invalid, so a bad import never
-    leaves a half-merged file."""
+    leaves a half-merged file. To import a file with errors that name its lines, load it first:
+    ``append_judgements(target, load_judgements(src, corpus, golden), corpus, golden,
+    source=str(src))`` (``load_judgements`` reads a missing ``src`` as empty: check it exists)."""
     docs = _docs(corpus)
     ids = {q.id for q in golden.queries}
     cache: dict = {}
@@ -322,11 +326,14 @@ def append_judgements(
     with locked(path):
         existing = load_judgements(path, docs, golden).records
         merged = {j.key: j for j in existing}
-        added = replaced = older = 0
+        added = replaced = older = unchanged = 0
         for j in newest(incoming):
             old = merged.get(j.key)
             if old is None:
                 added += 1
+            elif old.to_dict() == j.to_dict():
+                unchanged += 1
+                continue
             elif j.when >= old.when:
                 replaced += 1
             else:
@@ -338,7 +345,7 @@ def append_judgements(
                 json.dumps(j.to_dict(), ensure_ascii=False) + "\n" for j in merged.values()
             )
             atomic_write_text(path, text)
-    return AppendResult(added, replaced, older, len(merged))
+    return AppendResult(added, replaced, older, len(merged), unchanged)
 
 
 def judgement_qrels(

@@ -135,15 +135,20 @@ class EvalReport:
         """``labels: gold (golden set + 12 human judgements, digest 1a2b3c4d5e6f)``: which labels
         the numbers count."""
         j = self.judgements or {}
-        if not j.get("counted"):
+        n = int(j.get("counted") or 0)
+        if not n:
             counted = "golden set only"
         else:
-            kinds = [f"{j[kind]} {name}" for kind, name in (("human", "human"), ("llm", "LLM"))]
+            kinds = [
+                f"{j.get(kind) or 0} {name}" for kind, name in (("human", "human"), ("llm", "LLM"))
+            ]
             counted = "golden set + " + " + ".join(x for x in kinds if not x.startswith("0 "))
-            counted += f" judgements, digest {str(j.get('digest', ''))[:12]}"
-        left = j.get("not_counted") or 0
+            counted += f" judgement{'s' * (n != 1)}, digest {str(j.get('digest', ''))[:12]}"
+        left = int(j.get("not_counted") or 0)
         if left:
-            counted += f"; {left} LLM judgements not counted (labels=all counts them)"
+            counted += (
+                f"; {left} LLM judgement{'s' * (left != 1)} not counted (labels=all counts them)"
+            )
         return f"labels: {self.label_set} ({counted})"
 
 

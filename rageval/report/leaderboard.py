@@ -301,6 +301,17 @@ def rank(
     if ok and not scored:
         have = sorted({m for j in ok for m in j.metrics})
         note = f"No job reports {metric}; the jobs report: {', '.join(have)}"
+    label_sets = sorted({str(j.report.get("label_set") or "gold") for j in ok})
+    if len(label_sets) > 1:  # e.g. -m labels=gold,all: each job counted other labels
+        note = " ".join(
+            x
+            for x in (
+                note,
+                f"The jobs were measured with different label sets ({', '.join(label_sets)}): "
+                "their metrics count different labels, so rank jobs of one set only.",
+            )
+            if x
+        )
     if scored:
         sign = 1.0 if MetricSpec.parse(metric).higher_is_better else -1.0  # fewest tokens wins
         best = max(scored, key=lambda j: (sign * j.metrics[metric], -j.job))

@@ -19,7 +19,9 @@ judgements with ``labels=all``), in which a grade 0 means judged non-relevant.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterable, Sequence
+from itertools import islice, repeat
 
 import numpy as np
 
@@ -42,28 +44,34 @@ def judged_at(
     kept) that the qrels judge, any grade. A query with no results scores 0."""
     ks = check_ks(ks)
     depth = max(ks)
-    flags = np.zeros((len(query_ids), depth), dtype=bool)
-    for i, (qid, ranking) in enumerate(zip(query_ids, rankings, strict=True)):
-        judged = qrels.get(qid) or {}
-        head: dict[str, None] = {}
-        for d in _ids(ranking):
-            if len(head) == depth:
-                break
-            head.setdefault(d)
-        flags[i, : len(head)] = [d in judged for d in head]
-    counts = np.cumsum(flags, axis=1)
+    flags = array("b")  # per query, whether each of its top `depth` results is judged (0-padded)
+    for qid, ranking in zip(query_ids, rankings, strict=True):
+        ids = _ids(ranking)
+        head = ids[:depth]
+        if len(set(head)) != len(head):
+            head = list(islice(dict.fromkeys(ids), depth))
+        flags.extend(map((qrels.get(qid) or {}).__contains__, head))
+        flags.extend(repeat(0, depth - len(head)))
+    matrix = np.frombuffer(flags, dtype=np.int8).reshape(len(query_ids), depth)
+    counts = np.cumsum(matrix, axis=1, dtype=np.int64)
     return {f"judged@{k}": counts[:, k - 1] / k for k in ks}
 
 
 def condense(
-    query_ids: Sequence[str], rankings: Sequence[Sequence[str] | RankedList], qrels: Qrels
+    query_ids: Sequence[str],
+    rankings: Sequence[Sequence[str] | RankedList],
+    qrels: Qrels,
+    depth: int | None = None,
 ) -> list[list[str]]:
-    """Each ranking with its unjudged results removed (order kept): trec_eval ``-J``. Duplicate
-    ids are dropped (first kept) here too; the standard metrics already warned about them."""
+    """Each ranking with its unjudged results removed (order kept), cut at ``depth`` when given:
+    trec_eval ``-J``. Duplicate ids are dropped (first kept) here too; the standard metrics
+    already warned about them."""
     out = []
     for qid, ranking in zip(query_ids, rankings, strict=True):
-        judged = qrels.get(qid) or {}
-        out.append([d for d in dict.fromkeys(_ids(ranking)) if d in judged])
+        judged = list(filter((qrels.get(qid) or {}).__contains__, _ids(ranking)))
+        if len(set(judged)) != len(judged):
+            judged = list(dict.fromkeys(judged))
+        out.append(judged[:depth])
     return out
 
 
@@ -75,7 +83,9 @@ def condensed_metrics(
 ) -> dict[str, np.ndarray]:
     """Per query, every headline metric of the condensed list at every k, named
     ``<metric>_cond@k`` (``ndcg_cond@5``)."""
-    scores = score_rankings(query_ids, condense(query_ids, rankings, qrels), qrels, ks)
+    ks = check_ks(ks)
+    condensed = condense(query_ids, rankings, qrels, max(ks))  # no metric reads past max(ks)
+    scores = score_rankings(query_ids, condensed, qrels, ks)
     rename = dict(zip(HEADLINE, CONDENSED, strict=True))
     out = {}
     for name, values in scores.values.items():

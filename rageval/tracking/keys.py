@@ -33,6 +33,7 @@ DROP_TOP = {
     "retries",
     "retry_backoff",
     "sweep",
+    "judged_warn_below",
     # how the report breaks queries down (slices.csv and the slice/ metrics show it)
     "slices",
     "min_slice_size",

@@ -146,6 +146,7 @@ def test_judged_and_condensed_metrics_are_reported_and_a_low_judged_run_warns(pr
     assert report.metrics[f"ndcg_cond@{K}"] >= report.metrics[f"ndcg@{K}"]
     warning = next(m for m in messages if "judged_warn_below" in m)
     assert f"judged@{K} = " in warning and "understate" in warning
+    assert project[1].replace("retriever.jsonl", "judgements.jsonl") in warning
     assert report.warnings == [warning] and f"warning: {warning}" in report.table()
     table = report.table()
     assert "condensed" in table.splitlines()[0] and f"judged@{K}" in table
@@ -184,3 +185,6 @@ def test_a_judgements_file_elsewhere_and_its_errors_name_file_and_line(
 
     with pytest.raises(InputError, match=rf"{path}:1: .*missing 'judge'"):
         run(project, model_dir, judgements=str(path))
+    # a path given explicitly must exist: a typo never turns judgements off without a word
+    with pytest.raises(ConfigError, match="judgements file .*typo.jsonl' not found"):
+        run(project, model_dir, judgements=str(tmp_path / "typo.jsonl"))

@@ -186,6 +186,17 @@ def test_append_merges_newest_wins_and_rewrites_atomically(tmp_path, data):
     assert not [f for f in os.listdir(tmp_path) if f.endswith(".tmp")]
 
 
+def test_importing_the_same_file_twice_changes_nothing(tmp_path, data):
+    target = write(tmp_path, [rec()])
+    src = write(tmp_path, [rec(judge="human:bo"), rec(grade=1, at="2026-12-02T00:00:00Z")], "i")
+    first = append_judgements(target, load_judgements(src, *data), *data, source=str(src))
+    assert (first.added, first.replaced, first.unchanged) == (1, 1, 0)
+    text, mtime = target.read_text(), target.stat().st_mtime_ns
+    again = append_judgements(target, load_judgements(src, *data), *data, source=str(src))
+    assert (again.added, again.replaced, again.unchanged, again.total) == (0, 0, 2, 2)
+    assert target.read_text() == text and target.stat().st_mtime_ns == mtime
+
+
 def test_append_creates_the_file_and_accepts_judgement_objects(tmp_path, data):
     p = tmp_path / "golden" / "judgements.jsonl"
     j = parse_judgement(rec(judge="llm:m", at=now()))
