@@ -100,6 +100,12 @@ def run_job(
         if sweep_dir:  # parallel jobs (joblib) print in any order: say whose table this is
             shown = [o for o in report.overrides if not o.startswith(("hydra.", "hydra/"))]
             print(f"job {out.name} ({' '.join(shown)}):")
+        split = report.split or {}
+        if split.get("name", "all") != "all":  # the numbers are one side's: say so first
+            print(
+                f"split={split['name']}: {split['queries']} of {split['of']} golden queries "
+                f"(holdout_fraction={split['holdout_fraction']}, split_seed={split['seed']})"
+            )
         print(report.table())
         slices = slice_console(report)
         if slices:

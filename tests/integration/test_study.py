@@ -85,6 +85,7 @@ def test_a_bm25_study_runs_resumes_and_its_holdout_decides_promote(
     assert summary["best_holdout"]["n"] == len(hold)
     assert f"optimism of the best (tune - holdout): {optimism:+.4f}" in out
     assert "paired randomization test" in out
+    assert f"split=tune: {len(tune)} of {len(ids)} golden queries" in out  # each trial says so
 
     # MLflow: one parent run carrying the study, every finished trial and both final runs nested
     # under it (a trial that failed while building its config never reached MLflow)
@@ -129,6 +130,15 @@ def test_a_bm25_study_runs_resumes_and_its_holdout_decides_promote(
     done = promote(None, str(base), best=METRIC, force=True, **kwargs)
     assert done.run_id == client.get_run(parent_id).data.tags["rageval.study_best_run_id"]
     assert json.loads(base.read_text())["config"]["split"] == "all"  # every golden query
+
+    # the split is stable: queries added to the golden set never move the old ones
+    from rageval.inputs.golden import load_golden
+    from rageval.inputs.split import SplitSpec, split_golden
+
+    grown = write_study_golden(mini / "corpus", golden, extra=12)
+    held = [q.id for q in split_golden(load_golden(str(golden)), SplitSpec("holdout"))[0].queries]
+    assert [q for q in held if q in side] == [q for q in ids if side[q] == "holdout"]
+    assert set(held) - set(ids) == {q for q in grown[len(ids) :] if side_of(q, 0.3) == "holdout"}
 
 
 def test_a_study_batch_runs_in_parallel_on_the_joblib_launcher(mini, shared_cache, tmp_path):
