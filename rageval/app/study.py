@@ -327,6 +327,7 @@ def _finish(sweeper, study, s: StudySettings, space, fixed, metric: str | None) 
     record.update(
         best_trial=best.number,
         best_trial_value=best.value,
+        best_trial_run_id=best.user_attrs.get("mlflow_run_id"),
         best_run_id=best_run,
         baseline_run_id=base_run,
         summary=summary.to_dict(),

@@ -320,6 +320,10 @@ def log_outcome(client, parent: str, sweep_dir: Path, outcome: Mapping[str, Any]
         for tag, key in ((TAG_BEST_RUN, "best_run_id"), (TAG_BASELINE_RUN, "baseline_run_id")):
             if outcome.get(key):
                 tags[tag] = str(outcome[key])
+        trial_run = outcome.get("best_trial_run_id")
+        if trial_run:  # the study's best, which a resumed study may have found in an earlier part
+            tags["rageval.best_run_id"] = str(trial_run)
+            metrics = {**client.get_run(trial_run).data.metrics, **metrics}
         note = client.get_run(parent).data.tags.get(DESCRIPTION_TAG, "")
         tags[DESCRIPTION_TAG] = (summary.markdown() + "\n\n" + note)[:20000]
     if outcome.get("error"):

@@ -112,6 +112,10 @@ def test_a_bm25_study_runs_resumes_and_its_holdout_decides_promote(
     assert resumed["study"] == study["study"]
     assert resumed["trials"] == {"complete": 2, "failed": 2}  # the grid's four points, once each
     assert children().count("trial") == 2
+    # the parent shows the study's best trial, whichever part of the study found it
+    best_trial_run = resumed["best_trial_run_id"]
+    assert client.get_run(parent_id).data.tags["rageval.best_run_id"] == best_trial_run
+    assert client.get_run(best_trial_run).data.tags["mlflow.parentRunId"] == parent_id
     # the final runs are scored again only when their configuration changed
     same_best = resumed["best_trial"] == study["best_trial"]
     assert (s2 / "final-best").exists() != same_best
