@@ -182,7 +182,7 @@ def _run_study(sweeper, arguments: list[str]) -> list:
     if parent:
         study.set_user_attr(PARENT_ATTR, parent)
     for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING, TrialState.WAITING)):
-        study.tell(t.number, state=TrialState.FAIL)  # left over by a study that was stopped
+        _tell(study, t.number, None)  # left over by a study that was stopped
         study.set_user_attr(f"stale_{t.number}", "marked failed on resume")
     finished = len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)))
     n_trials = s.n_trials
