@@ -158,11 +158,19 @@ def run_check(
     from rageval.formats.atomic import atomic_write_text
     from rageval.gate.baseline import load_baseline
     from rageval.gate.compare import compare
+    from rageval.gate.slices import check_spec
     from rageval.report.html import write_diff_page
 
     baseline = load_baseline(baseline_path)
     overrides = list(overrides or [])
     cfg = compose_from_baseline(baseline, overrides, mlflow)
+    # a mistyped slice or metric fails now, not after the re-run
+    check_spec(
+        _plain(cfg.gate.get("slices")),
+        [str(m) for m in cfg.gate.metrics],
+        baseline["per_query"],
+        int(cfg.min_slice_size),
+    )
     refuse_other_labels(baseline, str(cfg.get("labels", "gold")), baseline_path)
     out_dir = Path(out) if out else Path("outputs") / "check" / time.strftime("%Y-%m-%d_%H-%M-%S")
     choices = effective_choices(baseline, overrides)
@@ -177,7 +185,7 @@ def run_check(
         require_significance=bool(gate.require_significance),
         alpha=float(gate.alpha),
         resamples=int(gate.resamples),
-        slices=_plain(gate.get("slices")),
+        slices=_plain(gate.get("slices")),  # checked above
         min_slice_size=int(cfg.min_slice_size),
     )
     atomic_write_text(out_dir / "gate.json", json.dumps(cmp.to_dict(), indent=2))

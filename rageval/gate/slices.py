@@ -141,6 +141,21 @@ def _groups(rows: Sequence[Mapping[str, Any]], key: str, min_size: int) -> list[
     return groups
 
 
+def check_spec(
+    spec: Mapping[str, Any] | None,
+    gate_metrics: Sequence[str],
+    rows: Sequence[Mapping[str, Any]],
+    min_size: int = DEFAULT_MIN_SIZE,
+) -> None:
+    """Refuse a bad ``gate.slices`` before anything runs: tolerances that are not numbers, metric
+    names that are none, and (when the baseline's ``rows`` carry the slice fields) slices no
+    query is in."""
+    wanted = parse_tolerances(spec, gate_metrics)
+    if rows and any(_has_fields(r) for r in rows):
+        for key, _ in wanted:
+            _groups(rows, key, min_size)
+
+
 def _num(x: Any) -> float:
     return math.nan if x is None else float(x)
 

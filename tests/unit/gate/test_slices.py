@@ -197,3 +197,16 @@ def test_the_gate_page_shows_the_gated_slices_above_the_queries():
     assert cells[:6] == ["source=adversarial", "10", "recall@5", "1.000", "0.500", "-0.500"]
     assert cells[-1] == "regressed"
     assert "<h2>Slices</h2>" not in render_diff(BASE, {}, CUR, {})
+
+
+def test_a_bad_gate_slices_is_refused_before_the_rerun_from_the_baselines_rows():
+    from rageval.gate.slices import check_spec
+
+    rows = BASE["per_query"]
+    check_spec({"source=adversarial": {"recall@5": 0.05}}, METRICS, rows)
+    with pytest.raises(ConfigError, match="slices of source: adversarial, ticket"):
+        check_spec({"source=adversrial": 0.05}, METRICS, rows)
+    with pytest.raises(ConfigError, match="unknown metric"):
+        check_spec({"source=adversarial": {"recal@5": 0.05}}, METRICS, [])
+    old = [{k: v for k, v in r.items() if k not in ("source", "tags")} for r in rows]
+    check_spec({"source=adversrial": 0.05}, METRICS, old)  # no fields yet: checked after the run
