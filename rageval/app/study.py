@@ -181,9 +181,7 @@ def _run_study(sweeper, arguments: list[str]) -> list:
     parent = parent_run_id(str(sweep_dir))
     if parent:
         study.set_user_attr(PARENT_ATTR, parent)
-    for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING, TrialState.WAITING)):
-        _tell(study, t.number, None)  # left over by a study that was stopped
-        study.set_user_attr(f"stale_{t.number}", "marked failed on resume")
+    _fail_stale(study)
     finished = len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)))
     n_trials = s.n_trials
     if (s.sampler or {}).get("name") == "grid":  # each point once: the grid is the budget
@@ -222,6 +220,17 @@ def _run_study(sweeper, arguments: list[str]) -> list:
         to_go -= batch
     _finish(sweeper, study, s, space, fixed, metric)
     return returns
+
+
+def _fail_stale(study) -> list[int]:
+    """Mark failed the trials a stopped study left running (or waiting); returns their numbers."""
+    from optuna.trial import TrialState
+
+    stale = study.get_trials(deepcopy=False, states=(TrialState.RUNNING, TrialState.WAITING))
+    for t in stale:
+        _tell(study, t.number, None)
+        study.set_user_attr(f"stale_{t.number}", "marked failed on resume")
+    return [t.number for t in stale]
 
 
 def _same_golden_set(study, report: Mapping[str, Any], trial) -> None:

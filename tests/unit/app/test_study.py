@@ -5,7 +5,14 @@ from __future__ import annotations
 import optuna
 import pytest
 
-from rageval.app.study import _grid_size, _same_golden_set, _sampler, _tell, _trial_overrides
+from rageval.app.study import (
+    _fail_stale,
+    _grid_size,
+    _same_golden_set,
+    _sampler,
+    _tell,
+    _trial_overrides,
+)
 from rageval.app.tuning import StudySettings, search_space
 from rageval.errors import ConfigError
 
@@ -48,3 +55,15 @@ def test_a_grid_study_runs_each_point_once_and_a_resumed_sampler_draws_anew():
     tpe = StudySettings(sampler={"name": "random", "seed": 0})
     draws = [_sampler(tpe, space, done)._rng.rng.random() for done in (0, 0, 5)]
     assert draws[0] == draws[1] != draws[2]
+
+
+def test_trials_a_stopped_study_left_running_are_marked_failed_when_it_resumes(tmp_path):
+    storage = f"sqlite:///{tmp_path / 'optuna.db'}"
+    study = optuna.create_study(study_name="s", storage=storage)
+    done, left = study.ask(), study.ask()
+    _tell(study, done, 0.5)
+    resumed = optuna.load_study(study_name="s", storage=storage)  # as a new process would
+    assert _fail_stale(resumed) == [left.number]
+    states = [t.state for t in resumed.get_trials()]
+    assert states == [optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.FAIL]
+    assert _fail_stale(resumed) == []
