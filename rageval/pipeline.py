@@ -30,6 +30,7 @@ from rageval.inputs.judgements import (
     load_judgements,
     merge_qrels,
 )
+from rageval.inputs.split import SplitSpec, split_golden
 from rageval.ranking import break_ties
 from rageval.relevance import Resolution, resolve
 from rageval.report.costs import costs_block
@@ -89,6 +90,8 @@ class RunSpec:
     judgements: str | None = None
     labels: str = "gold"
     judged_warn_below: float = 0.5
+    # which part of the golden set is scored: all, or the tune or holdout side of the split
+    split: SplitSpec = field(default_factory=SplitSpec)
 
     def __post_init__(self) -> None:
         if self.k <= 0 or any(int(x) <= 0 for x in self.ks):
@@ -152,6 +155,7 @@ def evaluate(
             "to null for judgements.jsonl next to the golden set (none when that is missing)"
         )
     judgements = load_judgements(spec.judgements or default_path(golden.path), by_id, golden)
+    golden, split = split_golden(golden, spec.split)
     clock.lap("load_s")
     _warn_if_invisible(spec, retriever, encoder)
     tokenizer = load_tokenizer(spec.tokenizer_dir)
@@ -159,6 +163,9 @@ def evaluate(
     clock.lap("chunk_s")
     res = resolve(golden, by_id, chunks, spec.level)
     res = with_judgements(res, judgements, spec.labels, chunks)
+    if spec.split.name != "all":  # judgements of the other side's queries stay out of qrels.trec
+        kept = {q.id for q in golden.queries}
+        res = Resolution({q: r for q, r in res.qrels.items() if q in kept}, res.spans, res.level)
     extents = chunk_extents(chunks, {d.id: len(d.text) for d in docs})
     # The documents' text is not needed past this point: drop it before the index is built, so
     # the corpus text is not held twice (documents and chunks) while embeddings fill memory.
@@ -234,6 +241,7 @@ def evaluate(
     report.warnings += judged_warnings(report, spec.judged_warn_below)
     for message in report.warnings:
         warnings.warn(message, LowJudgedWarning, stacklevel=2)
+    report.split = split
     report.chunks = chunk_rows(chunks, extents)
     add_readable_ids(report, golden, chunks, res.spans)
     return report

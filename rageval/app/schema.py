@@ -79,6 +79,11 @@ class RagevalConfig:
     judgements: str | None = None
     labels: str = "gold"
     judged_warn_below: float = 0.5
+    # Golden-set split (tuning studies, rageval.inputs.split): all | tune | holdout, the share of
+    # queries held out, and the seed of the query-id hash that draws the split.
+    split: str = "all"
+    holdout_fraction: float = 0.3
+    split_seed: int = 0
     mlflow: MlflowConfig = field(default_factory=MlflowConfig)
     sweep: SweepConfig = field(default_factory=SweepConfig)
     gate: dict[str, Any] = field(default_factory=dict)

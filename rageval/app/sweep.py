@@ -54,16 +54,22 @@ def start_sweep(config) -> dict[str, Any]:
         client = client_for(uri)
         exp_id = ensure_experiment(client, config.mlflow.experiment)
         overrides = " ".join(redact_override(o) for o in config.hydra.overrides.task)
-        run = client.create_run(
-            exp_id,
-            run_name=f"sweep {sweep_dir.name}: {run_name(list(config.hydra.overrides.task))}"[:250],
-            tags={
-                **source_tags(git_info()),
-                "rageval.sweep": "parent",
-                "rageval.sweep_id": str(sweep_dir),
-                "rageval.sweep_overrides": overrides,
-            },
-        )
+        resumed = _resumed_study_parent(config, client)
+        if resumed:  # a tuning study that is resumed carries on under its first parent run
+            client.set_tag(resumed, "rageval.sweep_id", str(sweep_dir))
+            run = client.get_run(resumed)
+        else:
+            name = f"sweep {sweep_dir.name}: {run_name(list(config.hydra.overrides.task))}"
+            run = client.create_run(
+                exp_id,
+                run_name=name[:250],
+                tags={
+                    **source_tags(git_info()),
+                    "rageval.sweep": "parent",
+                    "rageval.sweep_id": str(sweep_dir),
+                    "rageval.sweep_overrides": overrides,
+                },
+            )
     except Exception as err:  # the jobs still run and write their reports
         _mlflow_warning("starting the sweep's parent run", uri, err)
         return settings
@@ -73,6 +79,12 @@ def start_sweep(config) -> dict[str, Any]:
     os.environ[PARENT_ENV] = run.info.run_id
     os.environ[SWEEP_ENV] = str(sweep_dir)
     return settings
+
+
+def _resumed_study_parent(config, client) -> str | None:
+    from rageval.app.tuning import is_study, resumed_parent
+
+    return resumed_parent(config, client) if is_study(config) else None
 
 
 def sweep_settings(config) -> dict[str, Any]:
@@ -188,6 +200,11 @@ def finish_sweep(config, stopped: str | None = None) -> int:
         print(f"Pareto plot: {plot}")
     for j in failed:
         print(f"job {j.job} ({' '.join(j.overrides)}) failed: {j.error}", file=sys.stderr)
+    from rageval.app.tuning import load_outcome, print_outcome
+
+    study = load_outcome(sweep_dir)  # a tuning study: its verdict on the holdout
+    if study is not None:
+        print_outcome(study)
     parent = parent_run_id(str(sweep_dir))
     if config.mlflow.enabled and parent:
         uri = tracking_uri(config.mlflow.tracking_uri)
@@ -221,12 +238,20 @@ def finish_sweep(config, stopped: str | None = None) -> int:
                 best_job=board.best,
             )
             tag_pareto_front(client, parent, rows, board)
-            client.set_terminated(parent, "FAILED" if failed or stopped else "FINISHED")
+            if study is not None:
+                from rageval.app.tuning import log_outcome
+
+                log_outcome(client, parent, sweep_dir, study)
+            # a study's failed trials are part of its search, not a failure of the study
+            broken = (failed and study is None) or stopped or (study or {}).get("error")
+            client.set_terminated(parent, "FAILED" if broken else "FINISHED")
             print(f"MLflow parent run {parent}; see it with: {ui_command(scrub(uri, ()))}")
         except Exception as err:  # the leaderboard is on disk already
             _mlflow_warning("closing the sweep's parent run", uri, err)
     os.environ.pop(PARENT_ENV, None)
     os.environ.pop(SWEEP_ENV, None)
+    if study is not None:
+        return 2 if study.get("error") or bad_metric or stopped else 0
     return 2 if failed or bad_metric else 0
 
 

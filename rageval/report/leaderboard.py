@@ -19,7 +19,7 @@ import io
 import json
 import math
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -114,11 +114,18 @@ def deciding_metric(jobs: Sequence[Job], chosen: str | None = None) -> tuple[str
     ok = [j for j in jobs if j.status == "ok"]
     names = {m for j in ok for m in j.metrics}
     k = ok[0].report.get("k", 5) if ok else 5
+    varies = [key for key in swept_keys(jobs) if key in CHUNKING_KEYS]
+    return default_metric(names, k, varies)
+
+
+def default_metric(names: Collection[str], k: int, varies: Sequence[str]) -> tuple[str, str]:
+    """The default rule of :func:`deciding_metric` for runs reporting the metrics ``names`` at
+    cutoff ``k``, where ``varies`` lists the chunking keys that differ between them (a tuning
+    study: those in its search space)."""
     evidence = any(n.startswith("evidence_recall@") for n in names)
     budgets = sorted(
         {int(n.split("@")[1][:-1]) for n in names if n.startswith("recall@") and n.endswith("t")}
     )
-    varies = [key for key in swept_keys(jobs) if key in CHUNKING_KEYS]
     if budgets and (evidence or varies):
         b = DEFAULT_BUDGET if DEFAULT_BUDGET in budgets else budgets[len(budgets) // 2]
         why = "the golden set has evidence quotes" if evidence else f"the sweep varies {varies[0]}"

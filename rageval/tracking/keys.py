@@ -189,6 +189,9 @@ def run_params(config: Mapping[str, Any], choices: Mapping[str, str]) -> dict[st
                 params[f"{key}.{sub}"] = v
         elif key != "allow_model_mismatch" or value:
             params[key] = value
+    if params.get("split", "all") == "all":  # no split drawn: its fraction and seed mean nothing
+        params.pop("holdout_fraction", None)
+        params.pop("split_seed", None)
     # a masked secret stays (as ***): the run needed one, and a rerun must supply it
     return {k: _param(v) for k, v in params.items() if v is not None and v != ""}
 

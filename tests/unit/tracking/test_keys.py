@@ -123,6 +123,9 @@ def test_params_are_what_a_user_varies_without_repeats_or_plumbing(search):
     assert ("search.bm25.k1" in params) == (search != "vector")
     assert ("search.rrf_k" in params) == (search == "hybrid")
     assert len(params) <= 30
+    assert params["split"] == "all" and "holdout_fraction" not in params
+    tuned = run_params({**config, "split": "tune"}, choices)
+    assert (tuned["split"], tuned["holdout_fraction"], tuned["split_seed"]) == ("tune", "0.3", "0")
     hnsw = run_params(composed("backend.faiss.index_type=hnsw"), choices)
     assert hnsw["backend.faiss.hnsw_m"] == "32" and "backend.faiss.ivf_nprobe" not in hnsw
 
