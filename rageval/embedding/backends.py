@@ -5,8 +5,10 @@ int8. Anything but plain torch needs an exported copy of the model, written once
 ``<cache_dir>/models/<source fingerprint>-<backend>-<quantize>/`` and reused by every later run:
 
 - ``onnx``: the model exported to ONNX (sentence-transformers' ``backend="onnx"``, through
-  optimum); ``int8`` is ONNX Runtime's *dynamic* quantization (int8 weights, activations
-  quantized on the fly, kernels chosen for this CPU's instruction set).
+  optimum), its attention, layer-norm and GELU sub-graphs fused into ONNX Runtime's kernels;
+  ``int8`` is *dynamic quantization per token* (int8 weights per output column, each token's
+  activations scaled by their own largest value at run time: rageval.embedding.onnx_graph), so a
+  text's vector does not depend on its batch.
 - ``openvino``: the model exported to OpenVINO IR; ``int8`` compresses the weights to int8 (NNCF
   weight compression; activations stay float, no calibration data needed, so it runs offline).
 - ``static``: a model2vec static embedding distilled from the model (a vector per token of its
@@ -38,7 +40,7 @@ from rageval.errors import ConfigError
 
 BACKENDS = ("torch", "onnx", "openvino", "static")
 QUANTIZE = ("none", "int8")
-EXPORT_FORMAT = 1
+EXPORT_FORMAT = 2  # 2: fused ONNX graph, per-token int8
 STATIC_DIMS = 256  # PCA dimensions of a distilled static model
 
 # backend -> (module that must import, the rageval extra that installs it)
@@ -47,7 +49,19 @@ EXTRAS = {
     "openvino": ("optimum.intel", "openvino"),
     "static": ("model2vec", "static"),
 }
-_INT8_EXTRA = {"onnx": ("onnxruntime.quantization", "onnx"), "openvino": ("nncf", "openvino")}
+_INT8_EXTRA = {"onnx": ("onnx", "onnx"), "openvino": ("nncf", "openvino")}
+
+# what each export is, for export.json and the docs
+METHODS = {
+    ("onnx", "none"): "ONNX, fp32, attention/layer-norm/GELU fused for ONNX Runtime (BERT models)",
+    ("onnx", "int8"): "ONNX, dynamic int8 per token: int8 weights per output column, each "
+    "token's activations scaled by their own max |x| at run time (batch-independent)",
+    ("openvino", "none"): "OpenVINO IR; runs in the plugin's default precision (bf16 on CPUs "
+    "with AMX or AVX512-BF16, fp32 otherwise)",
+    ("openvino", "int8"): "OpenVINO IR, int8 weights (NNCF weight compression, asymmetric)",
+    ("static", "none"): f"model2vec static embedding, PCA to {STATIC_DIMS} dims, float32",
+    ("static", "int8"): f"model2vec static embedding, PCA to {STATIC_DIMS} dims, int8 table",
+}
 
 # A fixed probe set: short and long, prose and identifiers, so the measured distance covers
 # several padded lengths. Changing it changes EXPORT_FORMAT (the stored distances would differ).
@@ -193,6 +207,7 @@ def prepare(
                 "source": str(source),
                 "source_fingerprint": source_fingerprint,
                 "file_name": file_name,
+                "method": METHODS.get((backend, quantize), ""),
                 "max_cosine_distance": distance,
                 "probe_texts": len(PROBE_TEXTS),
                 "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -230,23 +245,6 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def onnx_int8_target() -> str:
-    """The ONNX Runtime quantization preset for this CPU (its fastest int8 instructions)."""
-    import platform
-
-    if platform.machine().lower() in ("arm64", "aarch64"):
-        return "arm64"
-    try:
-        flags = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        flags = ""
-    if "avx512_vnni" in flags:
-        return "avx512_vnni"
-    if "avx512f" in flags:
-        return "avx512"
-    return "avx2"
-
-
 def _st(source: Path, backend: str, **kw):
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -258,22 +256,33 @@ def _st(source: Path, backend: str, **kw):
     return SentenceTransformer(str(source), backend=backend, device="cpu", **kw)
 
 
+def _model_type(folder: Path) -> str:
+    try:
+        return str(json.loads((folder / "config.json").read_text()).get("model_type", ""))
+    except (OSError, ValueError):
+        return ""
+
+
 @exporter("onnx", "none")
 def _export_onnx(source: Path, target: Path) -> str:
+    from rageval.embedding.onnx_graph import fuse_transformer
+
     _st(source, "onnx").save_pretrained(str(target))
+    fuse_transformer(target / "onnx" / "model.onnx", _model_type(target))
     return "onnx/model.onnx"
 
 
 @exporter("onnx", "int8")
 def _export_onnx_int8(source: Path, target: Path) -> str:
-    from sentence_transformers.backend import export_dynamic_quantized_onnx_model
+    from rageval.embedding.onnx_graph import int8_weight_max, quantize_per_token
 
-    model = _st(source, "onnx")
-    model.save_pretrained(str(target))
-    preset = onnx_int8_target()
-    export_dynamic_quantized_onnx_model(model, preset, str(target))
-    (target / "onnx" / "model.onnx").unlink()  # only the quantized graph is ever loaded
-    return f"onnx/model_qint8_{preset}.onnx"
+    _st(source, "onnx").save_pretrained(str(target))
+    plain = target / "onnx" / "model.onnx"
+    name = "onnx/model_int8_per_token.onnx"
+    # the unfused graph: its Q, K and V are plain MatMuls that quantize like the others
+    quantize_per_token(plain, target / name, weight_max=int8_weight_max())
+    plain.unlink()  # only the quantized graph is ever loaded
+    return name
 
 
 @exporter("openvino", "none")

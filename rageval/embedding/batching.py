@@ -16,9 +16,9 @@ row alone, for any shape and thread count, at no measured cost. ``import rageval
 torch was imported first, which :func:`warn_if_mkl_unpinned` then reports once.
 
 Every sentence-transformers backend (torch, ONNX Runtime, OpenVINO) takes the same features and
-goes through here. ONNX Runtime's dynamic int8 scales activations over the whole batch, so the
-encoder runs that backend one text per batch; ONNX Runtime and OpenVINO otherwise keep every
-row's bits at any batch shape and thread count.
+goes through here. ONNX Runtime and OpenVINO keep every row's bits at any batch shape and thread
+count; rageval's ONNX int8 scales each token's activations by that token's own values
+(rageval.embedding.onnx_graph), so it batches like the others.
 """
 
 from __future__ import annotations

@@ -165,12 +165,6 @@ class SentenceTransformerEncoder:
         return self._prepare().max_cosine_distance
 
     @property
-    def batch_independent_size(self) -> int:
-        """The batch size the backend runs: dynamic int8 ONNX scales activations over the whole
-        batch, so it runs one text at a time to keep each vector its text's alone."""
-        return 1 if (self.backend, self.quantize) == ("onnx", "int8") else self.batch_size
-
-    @property
     def max_seq_length(self) -> int | None:
         """From sentence_bert_config.json, without loading the model."""
         cfg = self.model_path / "sentence_bert_config.json"
@@ -241,7 +235,7 @@ class SentenceTransformerEncoder:
             if progress is not None:
                 progress(len(texts))
             return vec
-        return encode_stable(model, texts, self.batch_independent_size, progress=progress)
+        return encode_stable(model, texts, self.batch_size, progress=progress)
 
     def close(self) -> None:
         """Drop the loaded model (the cache and the export stay on disk)."""

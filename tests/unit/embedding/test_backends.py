@@ -37,7 +37,7 @@ def test_a_bad_backend_or_quantization_names_the_valid_values(tmp_path, backend,
     ("backend", "quantize", "missing", "extra"),
     [
         ("onnx", "none", "optimum.onnxruntime", "onnx"),
-        ("onnx", "int8", "onnxruntime.quantization", "onnx"),
+        ("onnx", "int8", "onnx", "onnx"),
         ("openvino", "none", "optimum.intel", "openvino"),
         ("openvino", "int8", "nncf", "openvino"),
         ("static", "none", "model2vec", "static"),
