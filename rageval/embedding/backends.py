@@ -40,7 +40,9 @@ from rageval.errors import ConfigError
 
 BACKENDS = ("torch", "onnx", "openvino", "static")
 QUANTIZE = ("none", "int8")
-EXPORT_FORMAT = 2  # 2: fused ONNX graph, per-token int8
+EXPORT_FORMAT = 1
+# a backend whose export changed: its older exports are rebuilt, the others' stay valid
+EXPORT_FORMATS = {"onnx": 2}  # 2: fused fp32 graph, per-token int8
 STATIC_DIMS = 256  # PCA dimensions of a distilled static model
 
 # backend -> (module that must import, the rageval extra that installs it)
@@ -194,14 +196,14 @@ def prepare(
         found = _read(final)  # another process finished it while this one waited
         if found is not None:
             return found
-        if final.exists():  # a folder without export.json: left by an older, interrupted layout
+        if final.exists():  # an older export format, or a folder left by an interrupted export
             shutil.rmtree(final, ignore_errors=True)
         tmp = final.parent / f".{final.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp"
         try:
             file_name = EXPORTERS[(backend, quantize)](source, tmp)
             distance = measure(tmp, file_name) if measure is not None else None
             info = {
-                "format": EXPORT_FORMAT,
+                "format": export_format(backend),
                 "backend": backend,
                 "quantize": quantize,
                 "source": str(source),
@@ -224,12 +226,17 @@ def prepare(
         lock.release()
 
 
+def export_format(backend: str) -> int:
+    """The export layout version of ``backend``: an export of another version is rebuilt."""
+    return EXPORT_FORMATS.get(backend, EXPORT_FORMAT)
+
+
 def _read(folder: Path) -> Export | None:
     try:
         info = json.loads((folder / "export.json").read_text())
     except (OSError, ValueError):
         return None
-    if info.get("format") != EXPORT_FORMAT:
+    if info.get("format") != export_format(str(info.get("backend"))):
         return None
     d = info.get("max_cosine_distance")
     return Export(folder, info.get("file_name"), None if d is None else float(d), info)

@@ -219,3 +219,27 @@ def test_vectors_that_may_not_agree_are_refused(query):
         check_query_model(index, query, allow=False)
     with pytest.warns(UserWarning, match="different embedding models"):
         assert isinstance(check_query_model(index, query, allow=True), PairedEncoder)
+
+
+def test_an_export_of_an_older_format_is_rebuilt_and_the_others_kept(tmp_path, monkeypatch):
+    built = []
+
+    def fake(source, target):
+        built.append(target.name)
+        target.mkdir(parents=True)
+        (target / "m.bin").write_bytes(b"new")
+        return "m.bin"
+
+    for backend in ("onnx", "openvino"):
+        monkeypatch.setitem(backends.EXPORTERS, (backend, "none"), fake)
+        old = backends.export_dir(tmp_path, "c" * 64, backend, "none")
+        old.mkdir(parents=True)
+        (old / "m.bin").write_bytes(b"old")
+        info = {"format": 1, "backend": backend, "file_name": "m.bin", "max_cosine_distance": 0}
+        (old / "export.json").write_text(json.dumps(info))
+    assert backends.export_format("onnx") > 1 == backends.export_format("openvino")
+    onnx = backends.prepare(Path("/src"), "c" * 64, "onnx", "none", tmp_path)
+    openvino = backends.prepare(Path("/src"), "c" * 64, "openvino", "none", tmp_path)
+    assert (onnx.path / "m.bin").read_bytes() == b"new" and len(built) == 1
+    assert json.loads((onnx.path / "export.json").read_text())["format"] == 2
+    assert (openvino.path / "m.bin").read_bytes() == b"old"
