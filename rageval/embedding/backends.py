@@ -274,16 +274,27 @@ def _model_type(folder: Path) -> str:
 def _export_onnx(source: Path, target: Path) -> str:
     from rageval.embedding.onnx_graph import fuse_transformer
 
-    _st(source, "onnx").save_pretrained(str(target))
+    model = _st(source, "onnx")
+    model.save_pretrained(str(target))
     fuse_transformer(target / "onnx" / "model.onnx", _model_type(target))
+    _record_runner(model, target)
     return "onnx/model.onnx"
+
+
+def _record_runner(model, target: Path) -> None:
+    from rageval.embedding import onnx_runner
+
+    found = onnx_runner.matches_sentence_transformers(model, target, PROBE_TEXTS)
+    onnx_runner.write_runner(target, found)
 
 
 @exporter("onnx", "int8")
 def _export_onnx_int8(source: Path, target: Path) -> str:
     from rageval.embedding.onnx_graph import int8_weight_max, quantize_per_token
 
-    _st(source, "onnx").save_pretrained(str(target))
+    model = _st(source, "onnx")
+    model.save_pretrained(str(target))
+    _record_runner(model, target)
     plain = target / "onnx" / "model.onnx"
     name = "onnx/model_int8_per_token.onnx"
     # the unfused graph: its Q, K and V are plain MatMuls that quantize like the others
@@ -344,10 +355,15 @@ def load(export: Export, backend: str):
     if backend == "onnx":
         import onnxruntime
 
+        from rageval.embedding import onnx_runner
+
         # idle threads sleep instead of spinning: the same speed, less CPU taken from the
         # other jobs of a sweep (or the other users of a shared machine)
         options = onnxruntime.SessionOptions()
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        if export.file_name and onnx_runner.runs_direct(export.path):
+            # tokenizer.json + ONNX Runtime + numpy: no torch or sentence-transformers import
+            return onnx_runner.OnnxEncoderModel(export.path, export.file_name, options)
         model_kwargs["session_options"] = options
     return _st(export.path, backend, model_kwargs=model_kwargs)
 
