@@ -42,7 +42,8 @@ BACKENDS = ("torch", "onnx", "openvino", "static")
 QUANTIZE = ("none", "int8")
 EXPORT_FORMAT = 1
 # a backend whose export changed: its older exports are rebuilt, the others' stay valid
-EXPORT_FORMATS = {"onnx": 2}  # 2: fused fp32 graph, per-token int8
+# onnx 2: fused fp32 graph, per-token int8; onnx and openvino 2: may run without torch
+EXPORT_FORMATS = {"onnx": 2, "openvino": 2}
 STATIC_DIMS = 256  # PCA dimensions of a distilled static model
 
 # backend -> (module that must import, the rageval extra that installs it)
@@ -282,10 +283,10 @@ def _export_onnx(source: Path, target: Path) -> str:
 
 
 def _record_runner(model, target: Path) -> None:
-    from rageval.embedding import onnx_runner
+    from rageval.embedding import runner
 
-    found = onnx_runner.matches_sentence_transformers(model, target, PROBE_TEXTS)
-    onnx_runner.write_runner(target, found)
+    found = runner.matches_sentence_transformers(model, target, PROBE_TEXTS)
+    runner.write_runner(target, found)
 
 
 @exporter("onnx", "int8")
@@ -305,7 +306,9 @@ def _export_onnx_int8(source: Path, target: Path) -> str:
 
 @exporter("openvino", "none")
 def _export_openvino(source: Path, target: Path) -> str:
-    _st(source, "openvino").save_pretrained(str(target))
+    model = _st(source, "openvino")
+    model.save_pretrained(str(target))
+    _record_runner(model, target)
     return "openvino/openvino_model.xml"
 
 
@@ -314,7 +317,9 @@ def _export_openvino_int8(source: Path, target: Path) -> str:
     import nncf
     import openvino as ov
 
-    _st(source, "openvino").save_pretrained(str(target))
+    model = _st(source, "openvino")
+    model.save_pretrained(str(target))
+    _record_runner(model, target)
     xml = target / "openvino" / "openvino_model.xml"
     compressed = nncf.compress_weights(ov.Core().read_model(str(xml)))  # int8, asymmetric
     name = "openvino/openvino_model_int8_weights.xml"
@@ -355,16 +360,21 @@ def load(export: Export, backend: str):
     if backend == "onnx":
         import onnxruntime
 
-        from rageval.embedding import onnx_runner
+        from rageval.embedding import runner
 
         # idle threads sleep instead of spinning: the same speed, less CPU taken from the
         # other jobs of a sweep (or the other users of a shared machine)
         options = onnxruntime.SessionOptions()
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        if export.file_name and onnx_runner.runs_direct(export.path):
+        if export.file_name and runner.runs_direct(export.path):
             # tokenizer.json + ONNX Runtime + numpy: no torch or sentence-transformers import
-            return onnx_runner.OnnxEncoderModel(export.path, export.file_name, options)
+            return runner.DirectEncoderModel(export.path, export.file_name, "onnx", options)
         model_kwargs["session_options"] = options
+    if backend == "openvino" and export.file_name:
+        from rageval.embedding import runner
+
+        if runner.runs_direct(export.path):
+            return runner.DirectEncoderModel(export.path, export.file_name, "openvino")
     return _st(export.path, backend, model_kwargs=model_kwargs)
 
 

@@ -55,7 +55,7 @@ def encode_stable(
     model, texts: Sequence[str], batch_size: int, progress: Callable[[int], None] | None = None
 ) -> np.ndarray:
     """L2-normalised float32 vectors of ``texts`` from a sentence-transformers ``model`` (or a
-    model with its interface whose features are numpy arrays, rageval.embedding.onnx_runner);
+    model with its interface whose features are numpy arrays, rageval.embedding.runner);
     each row depends on its text alone. Models that do not pad tokens use their own ``encode``.
     ``progress(n)`` is called after each batch with the number of texts it encoded."""
     preprocess = getattr(model, "preprocess", None) or model.tokenize  # tokenize before ST 6

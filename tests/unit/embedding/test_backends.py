@@ -230,16 +230,16 @@ def test_an_export_of_an_older_format_is_rebuilt_and_the_others_kept(tmp_path, m
         (target / "m.bin").write_bytes(b"new")
         return "m.bin"
 
-    for backend in ("onnx", "openvino"):
+    for backend in ("onnx", "static"):
         monkeypatch.setitem(backends.EXPORTERS, (backend, "none"), fake)
         old = backends.export_dir(tmp_path, "c" * 64, backend, "none")
         old.mkdir(parents=True)
         (old / "m.bin").write_bytes(b"old")
         info = {"format": 1, "backend": backend, "file_name": "m.bin", "max_cosine_distance": 0}
         (old / "export.json").write_text(json.dumps(info))
-    assert backends.export_format("onnx") > 1 == backends.export_format("openvino")
+    assert backends.export_format("onnx") > 1 == backends.export_format("static")
     onnx = backends.prepare(Path("/src"), "c" * 64, "onnx", "none", tmp_path)
-    openvino = backends.prepare(Path("/src"), "c" * 64, "openvino", "none", tmp_path)
+    static = backends.prepare(Path("/src"), "c" * 64, "static", "none", tmp_path)
     assert (onnx.path / "m.bin").read_bytes() == b"new" and len(built) == 1
     assert json.loads((onnx.path / "export.json").read_text())["format"] == 2
-    assert (openvino.path / "m.bin").read_bytes() == b"old"
+    assert (static.path / "m.bin").read_bytes() == b"old"

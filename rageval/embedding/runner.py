@@ -1,16 +1,15 @@
-"""An exported ONNX encoder run by ONNX Runtime alone: no torch, transformers or
+"""An exported ONNX or OpenVINO encoder run by its runtime alone: no torch, transformers or
 sentence-transformers import.
 
 Importing sentence-transformers (with torch, transformers and their dependencies) takes longer
-than ONNX Runtime needs to embed a few hundred texts, and the ONNX path only used it to tokenize
-and pool. For the usual stack (``Transformer`` -> ``Pooling`` [-> ``Normalize``]) this module does
-both with the model's ``tokenizer.json`` (the ``tokenizers`` library, which chunking loads anyway)
-and numpy. Whether an export may run this way is decided once, when it is built
+than ONNX Runtime or OpenVINO need to embed a few hundred texts, and those backends only used it
+to tokenize and pool. For the usual stack (``Transformer`` -> ``Pooling`` [-> ``Normalize``]) this
+module does both with the model's ``tokenizer.json`` (the ``tokenizers`` library, which chunking
+loads anyway) and numpy. Whether an export may run this way is decided once, when it is built
 (:func:`matches_sentence_transformers`): its token ids must equal sentence-transformers' own over
 the probe texts, and the probe distance stored with the export is measured through this runner.
 Any other model (a Dense layer, a pooling mode not listed here, lower-casing, another tokenizer
-setting) keeps
-the sentence-transformers path.
+setting) keeps the sentence-transformers path.
 """
 
 from __future__ import annotations
@@ -25,12 +24,11 @@ RUNNER_FILE = "rageval_runner.json"
 _POOLING = ("mean", "cls", "max")
 
 
-class OnnxEncoderModel:
+class DirectEncoderModel:
     """Tokenize, run the ONNX graph, pool: the part of a SentenceTransformer rageval uses
     (``preprocess``, ``max_seq_length``, ``tokenizer.pad_token_id``, ``model(features)``)."""
 
-    def __init__(self, folder: Path, file_name: str, session_options=None):
-        import onnxruntime
+    def __init__(self, folder: Path, file_name: str, runtime: str = "onnx", session_options=None):
         from tokenizers import Tokenizer
 
         folder = Path(folder)
@@ -47,10 +45,7 @@ class OnnxEncoderModel:
         self.tokenizer = _Pad(pad_id or 0)
         self._tok.no_padding()
         self._tok.enable_truncation(max_length=self.max_seq_length)
-        self.session = onnxruntime.InferenceSession(
-            str(folder / file_name), session_options, providers=["CPUExecutionProvider"]
-        )
-        self._inputs = [i.name for i in self.session.get_inputs()]
+        self._run = _RUNTIMES[runtime](folder / file_name, session_options)
         self.device = None
 
     def preprocess(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
@@ -71,8 +66,7 @@ class OnnxEncoderModel:
 
     def __call__(self, features: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """``{"sentence_embedding": (texts, dim) float32}`` for padded ``features``."""
-        feed = {k: features[k] for k in self._inputs}
-        hidden = self.session.run(None, feed)[0]
+        hidden = self._run(features)
         mask = features["attention_mask"]
         rows = []
         for h, m in zip(hidden, mask, strict=True):  # row by row: no row depends on another
@@ -87,6 +81,33 @@ class OnnxEncoderModel:
         if self.normalize:
             emb = emb / np.maximum(np.linalg.norm(emb, axis=1, keepdims=True), 1e-12)
         return {"sentence_embedding": emb}
+
+
+def _onnx(path: Path, options):
+    import onnxruntime
+
+    session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    names = [i.name for i in session.get_inputs()]
+    return lambda features: session.run(None, {k: features[k] for k in names})[0]
+
+
+def _openvino(path: Path, options):
+    import openvino
+
+    # the configuration sentence-transformers' OpenVINO backend compiles with (none: the
+    # plugin's defaults), so both paths compute the same vectors
+    compiled = openvino.Core().compile_model(str(path), "CPU", options or {})
+    names = [p.get_any_name() for p in compiled.inputs]
+    request = compiled.create_infer_request()
+
+    def run(features):
+        out = request.infer({k: features[k] for k in names})
+        return np.array(out[compiled.output(0)], copy=True)  # the request reuses its buffers
+
+    return run
+
+
+_RUNTIMES = {"onnx": _onnx, "openvino": _openvino}
 
 
 class _Pad:
