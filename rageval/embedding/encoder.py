@@ -181,10 +181,14 @@ class SentenceTransformerEncoder:
         """Vector length, read from the model folder without loading the model when it can be."""
         cfg = self.model_path / "1_Pooling" / "config.json"
         try:
-            source = int(json.loads(cfg.read_text())["word_embedding_dimension"])
-        except (OSError, ValueError, KeyError):
+            pooling = json.loads(cfg.read_text())
+            # the key before and after sentence-transformers 5.6
+            source = int(pooling.get("word_embedding_dimension") or pooling["embedding_dimension"])
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             if self.backend == "static":
                 return int(self._load().dim)
+            if self.backend != "torch":  # a direct runner has no dimension method: ask torch's
+                return int(_torch_model(self.model_path, "cpu").get_sentence_embedding_dimension())
             return int(self._load().get_sentence_embedding_dimension())
         return min(source, backends.STATIC_DIMS) if self.backend == "static" else source
 

@@ -243,3 +243,12 @@ def test_an_export_of_an_older_format_is_rebuilt_and_the_others_kept(tmp_path, m
     assert (onnx.path / "m.bin").read_bytes() == b"new" and len(built) == 1
     assert json.loads((onnx.path / "export.json").read_text())["format"] == 2
     assert (static.path / "m.bin").read_bytes() == b"old"
+
+
+@pytest.mark.parametrize("key", ["word_embedding_dimension", "embedding_dimension"])
+def test_dims_are_read_from_either_pooling_config_format(tmp_path, key):
+    model = tmp_path / "model"
+    (model / "1_Pooling").mkdir(parents=True)
+    (model / "1_Pooling" / "config.json").write_text(json.dumps({key: 12}))
+    enc = SentenceTransformerEncoder(model=str(model), cache_dir=str(tmp_path), backend="onnx")
+    assert enc.dim == 12 and not enc.model_loaded
