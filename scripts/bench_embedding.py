@@ -63,6 +63,11 @@ def load() -> str:
 
 
 def worker(name: str, cache_dir: str, texts_file: str, vec_dir: str) -> None:
+    global _PROTOCOL
+    # answers go to the parent on the original stdout; anything a library prints (NNCF's export
+    # tables, say) goes to stderr instead of into the protocol
+    _PROTOCOL = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
     from rageval.embedding import SentenceTransformerEncoder
     from rageval.embedding.cache import EmbeddingCache
 
@@ -92,9 +97,12 @@ def worker(name: str, cache_dir: str, texts_file: str, vec_dir: str) -> None:
             return
 
 
+_PROTOCOL = sys.stdout
+
+
 def reply(obj: dict) -> None:
-    sys.stdout.write(json.dumps(obj) + "\n")
-    sys.stdout.flush()
+    _PROTOCOL.write(json.dumps(obj) + "\n")
+    _PROTOCOL.flush()
 
 
 class Worker:

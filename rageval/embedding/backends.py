@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import json
+import logging
 import os
 import shutil
 import time
@@ -261,7 +262,15 @@ def _st(source: Path, backend: str, **kw):
 
     hf_logging.disable_progress_bar()
     hf_logging.set_verbosity_error()
-    return SentenceTransformer(str(source), backend=backend, device="cpu", **kw)
+    # sentence-transformers logs "exporting ..." and advises saving the export into the source
+    # folder (site-packages for the packaged model): rageval saves it into its cache itself
+    st_log = logging.getLogger("sentence_transformers")
+    level = st_log.level
+    st_log.setLevel(logging.ERROR)
+    try:
+        return SentenceTransformer(str(source), backend=backend, device="cpu", **kw)
+    finally:
+        st_log.setLevel(level)
 
 
 def _model_type(folder: Path) -> str:
