@@ -62,61 +62,34 @@ def parse_ks(text: str) -> tuple[int, ...]:
     return check_ks(int(p) for p in parts)
 
 
-def evaluated_queries(
-    qrels: dict[str, dict[str, int]], run_ids, complete: bool = False
-) -> list[str]:
-    """The queries trec_eval averages over: in both files, or every qrels query with ``-c``."""
-    return list(qrels) if complete else [q for q in qrels if q in run_ids]
-
-
 def handle(args: argparse.Namespace) -> int:
     """Score ``args.run`` against ``args.qrels`` and print the means; returns the exit code."""
     import json
     import sys
-    import warnings
 
-    from rageval.errors import InputError
-    from rageval.formats.trec import read_qrels, read_run
-    from rageval.scoring.metrics import score_rankings
-    from rageval.types import RankedList
+    from rageval.scoring.trec_files import score_trec_files
 
     ks = parse_ks(args.k)
-    qrels = read_qrels(args.qrels, fmt=getattr(args, "format", "auto"))
-    results = read_run(args.run)
-    if not any(g >= 1 for judged in qrels.values() for g in judged.values()):
-        raise InputError(
-            "no query has a relevant judgement (grade >= 1); nothing to score", path=args.qrels
-        )
     complete = bool(getattr(args, "complete", False))
-    query_ids = evaluated_queries(qrels, results, complete)
-    if not query_ids:
-        raise InputError(
-            f"no query of the run is judged in {args.qrels} (run ids like {next(iter(results))!r}, "
-            f"qrels ids like {next(iter(qrels))!r}); check that the files belong together, or "
-            "pass -c to score every judged query"
-        )
-    empty = RankedList((), ())
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        scores = score_rankings(query_ids, [results.get(q, empty) for q in query_ids], qrels, ks)
-    for warning in caught:
-        print(f"rageval: warning: {warning.message}", file=sys.stderr)
-    missing = sum(q not in results for q in qrels)
-    run_only = sum(q not in qrels for q in results)
-    if missing or run_only:
+    fmt = getattr(args, "format", "auto")
+    result = score_trec_files(args.qrels, args.run, ks, complete=complete, fmt=fmt)
+    for warning in result.warnings:
+        print(f"rageval: warning: {warning}", file=sys.stderr)
+    if result.missing or result.run_only:
         fate = "scored 0 (-c)" if complete else "not averaged; pass -c to score them 0"
         print(
-            f"rageval: note: {missing} judged queries have no results in the run ({fate}); "
-            f"{run_only} run-only queries ignored",
+            f"rageval: note: {result.missing} judged queries have no results in the run "
+            f"({fate}); {result.run_only} run-only queries ignored",
             file=sys.stderr,
         )
-    means = scores.mean()
+    means = result.scores.mean()
+    n_queries = len(result.scores.query_ids)
     if args.json:
         averaging = "complete" if complete else "trec_eval"
-        out = {"queries": len(query_ids), "averaging": averaging, "metrics": means}
+        out = {"queries": n_queries, "averaging": averaging, "metrics": means}
         print(json.dumps(out, indent=2))
     else:
-        print(format_table(means, ks, len(query_ids)))
+        print(format_table(means, ks, n_queries))
     return 0
 
 
