@@ -54,12 +54,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def parse_ks(text: str) -> tuple[int, ...]:
     """Parse ``"1,5,10"`` into cutoffs; anything else is a :class:`ConfigError`."""
     from rageval.errors import ConfigError
-    from rageval.scoring.metrics import check_ks
+    from rageval.scoring.file_scores import plain_ks
 
     parts = [p.strip() for p in text.split(",")]
     if not all(p.lstrip("-").isdecimal() for p in parts):
         raise ConfigError(f"--k takes comma-separated positive integers like 1,5,10, not {text!r}")
-    return check_ks(int(p) for p in parts)
+    ks = [int(p) for p in parts]
+    checked = plain_ks(ks)
+    if checked is None:
+        from rageval.scoring.metrics import check_ks
+
+        return check_ks(ks)  # says what is wrong
+    return checked
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -82,8 +88,8 @@ def handle(args: argparse.Namespace) -> int:
             f"({fate}); {result.run_only} run-only queries ignored",
             file=sys.stderr,
         )
-    means = result.scores.mean()
-    n_queries = len(result.scores.query_ids)
+    means = result.means()
+    n_queries = len(result.query_ids)
     if args.json:
         averaging = "complete" if complete else "trec_eval"
         out = {"queries": n_queries, "averaging": averaging, "metrics": means}
@@ -95,12 +101,11 @@ def handle(args: argparse.Namespace) -> int:
 
 def format_table(means: dict[str, float], ks: tuple[int, ...], n_queries: int) -> str:
     """A small aligned table: one row per metric, one column per k, then the query count."""
-    from rageval.scoring.metrics import METRICS
-
-    width = max(len(m) for m in METRICS)
+    metrics = list(dict.fromkeys(key.rpartition("@")[0] for key in means))
+    width = max(len(m) for m in metrics)
     header = "metric".ljust(width) + "".join(f"{'@' + str(k):>9}" for k in ks)
     lines = [header]
-    for metric in METRICS:
+    for metric in metrics:
         cells = "".join(f"{means[f'{metric}@{k}']:>9.4f}" for k in ks)
         lines.append(metric.ljust(width) + cells)
     lines.append(f"queries: {n_queries}")

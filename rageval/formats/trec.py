@@ -14,7 +14,8 @@
 Both readers are vectorised (numpy over the whole file's bytes), so a run of millions of lines
 reads in about a second. Every problem in a file is an :class:`~rageval.errors.InputError` naming
 the file and line. Writes are atomic (:mod:`rageval.formats.atomic`): a reader sees the old file or
-the new one. numpy is imported only by the readers, so importing this module stays cheap.
+the new one. numpy is imported only by the readers (and the atomic writer by the writers), so
+importing this module stays cheap.
 """
 
 from __future__ import annotations
@@ -26,8 +27,6 @@ from pathlib import Path
 from typing import Any
 
 from rageval.errors import InputError
-from rageval.formats.atomic import atomic_write_text
-from rageval.formats.textio import read_text
 from rageval.ranking import order_like_trec_eval  # noqa: F401 (re-exported)
 from rageval.types import Qrels, RankedList
 
@@ -97,7 +96,7 @@ def _space_table() -> Any:
     return table
 
 
-def _read_bytes(path: str | os.PathLike) -> bytes:
+def read_bytes(path: str | os.PathLike) -> bytes:
     """The file's bytes, a byte-order mark dropped; UTF-8 checked (with the line of a bad byte)."""
     try:
         data = Path(path).read_bytes()
@@ -105,11 +104,13 @@ def _read_bytes(path: str | os.PathLike) -> bytes:
         raise InputError(f"cannot read the file: {err.strerror or err}", path=str(path)) from None
     if data.isascii():  # the usual case, checked in C without decoding
         return data
+    from rageval.formats.textio import read_text
+
     return read_text(path).encode()
 
 
 def _split_fields(path: str | os.PathLike) -> _Fields:
-    return _split_data(_read_bytes(path) + b"\n")  # a final newline ends every field
+    return _split_data(read_bytes(path) + b"\n")  # a final newline ends every field
 
 
 def _split_data(data: bytes) -> _Fields:
@@ -175,7 +176,7 @@ def columns(path: str | os.PathLike, n_fields: int, wanted: Sequence[int], exact
     """
     import numpy as np
 
-    data = _read_bytes(path)
+    data = read_bytes(path)
     if not data.endswith(b"\n"):
         data += b"\n"  # a final newline ends every field
     padded = np.frombuffer(data + bytes(16 - len(data) % 8), dtype=np.uint8)
@@ -495,6 +496,8 @@ def write_qrels(path: str | os.PathLike, qrels: Qrels) -> None:
 
 
 def _write_atomic(path: str | os.PathLike, text: str) -> None:
+    from rageval.formats.atomic import atomic_write_text  # imported by writers only
+
     try:
         atomic_write_text(path, text)
     except OSError as err:
