@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import time
 import warnings
 from collections.abc import Sequence
@@ -21,6 +22,14 @@ from rageval.embedding.guard import check_query_model
 from rageval.errors import BackendError, ConfigError
 from rageval.inputs.corpus import corpus_digest, load_corpus
 from rageval.inputs.golden import load_golden
+from rageval.inputs.judgements import (
+    Judgements,
+    default_path,
+    judgement_qrels,
+    label_kinds,
+    load_judgements,
+    merge_qrels,
+)
 from rageval.ranking import break_ties
 from rageval.relevance import Resolution, resolve
 from rageval.report.eval_report import EvalReport, RunFacts, Scored, summarise
@@ -34,11 +43,18 @@ from rageval.scoring.budget import (
     token_counts,
     tokenizer_truncate,
 )
+from rageval.scoring.judged import judged_metrics
 from rageval.scoring.metrics import score_rankings
+from rageval.scoring.slices import DEFAULT_FIELDS, DEFAULT_MIN_SIZE, check_fields
 from rageval.scoring.spans import chunk_extents, span_metrics
 from rageval.types import Chunk, Document, GoldenSet, RankedList
 
 log = logging.getLogger("rageval")
+
+
+class LowJudgedWarning(UserWarning):
+    """judged@k of a run is below ``judged_warn_below``: its metrics understate it. Also in
+    ``EvalReport.warnings`` (report.json, the console table)."""
 
 
 @dataclass(frozen=True)
@@ -61,6 +77,15 @@ class RunSpec:
     max_document_mb: float = 50
     # token budgets (of the embedding model's tokenizer) for the ``...@Bt`` metrics
     budgets: tuple[int, ...] = DEFAULT_BUDGETS
+    # fields the report slices by (source, tags, meta keys) and the smallest slice of its own
+    slices: tuple[str, ...] = DEFAULT_FIELDS
+    min_slice_size: int = DEFAULT_MIN_SIZE
+    # judgements beyond the golden set (rageval.inputs.judgements): a JSONL file, or None for
+    # judgements.jsonl next to the golden set (a missing file holds none); which of them count
+    # (gold: human ones; all: also LLM ones); the judged@k below which a run warns
+    judgements: str | None = None
+    labels: str = "gold"
+    judged_warn_below: float = 0.5
 
     def __post_init__(self) -> None:
         if self.k <= 0 or any(int(x) <= 0 for x in self.ks):
@@ -74,6 +99,18 @@ class RunSpec:
                 f"budgets must be positive token counts like [256, 512, 1024, 2048], got {bad[0]!r}"
             )
         object.__setattr__(self, "budgets", tuple(sorted(set(self.budgets))))
+        check_fields(self.slices)  # names, not a string
+        object.__setattr__(self, "slices", tuple(self.slices))
+        size = self.min_slice_size
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise ConfigError(f"min_slice_size must be a whole number >= 1, got {size!r}")
+        label_kinds(self.labels)  # ConfigError naming the label sets
+        warn = self.judged_warn_below
+        if isinstance(warn, bool) or not isinstance(warn, int | float) or not 0 <= warn <= 1:
+            raise ConfigError(
+                f"judged_warn_below must be a share between 0 and 1 (0 turns the warning off), "
+                f"got {warn!r}"
+            )
 
 
 def collapse_to_documents(rl: RankedList, doc_of: dict[str, str]) -> RankedList:
@@ -103,17 +140,27 @@ def evaluate(
     """Run one evaluation and return its report (metrics, per-query rows, timings, digests)."""
     clock = _Clock()
     golden, docs = _load(spec)
+    slice_rows = [{"source": q.source, "tags": q.tags, "meta": q.meta} for q in golden.queries]
+    check_fields(spec.slices, slice_rows, golden.path)  # a typo fails before the index is built
+    by_id = {d.id: d for d in docs}
+    if spec.judgements and not os.path.exists(spec.judgements):
+        raise ConfigError(
+            f"judgements file {spec.judgements!r} not found; fix the judgements key, or set it "
+            "to null for judgements.jsonl next to the golden set (none when that is missing)"
+        )
+    judgements = load_judgements(spec.judgements or default_path(golden.path), by_id, golden)
     clock.lap("load_s")
     _warn_if_invisible(spec, retriever, encoder)
     tokenizer = load_tokenizer(spec.tokenizer_dir)
     chunks = chunk_documents(docs, spec.chunking, tokenizer)
     clock.lap("chunk_s")
-    res = resolve(golden, {d.id: d for d in docs}, chunks, spec.level)
+    res = resolve(golden, by_id, chunks, spec.level)
+    res = with_judgements(res, judgements, spec.labels, chunks)
     extents = chunk_extents(chunks, {d.id: len(d.text) for d in docs})
     # The documents' text is not needed past this point: drop it before the index is built, so
     # the corpus text is not held twice (documents and chunks) while embeddings fill memory.
     n_docs, digest = len(docs), corpus_digest(docs)
-    del docs
+    del docs, by_id
     clock.lap("resolve_s")
 
     if encoder is not None and query_encoder is not None:
@@ -142,6 +189,8 @@ def evaluate(
             "model": getattr(encoder, "fingerprint", "") or "",
             # which model and how it ran (backend, quantization): the fingerprint says it is another
             "embedding": str(getattr(encoder, "description", "") or ""),
+            # the judgements the label set counted (the digest of none when there are none)
+            "judgements": judgements.digest(spec.labels),
         },
         counts={
             "documents": n_docs,
@@ -152,11 +201,60 @@ def evaluate(
             **chunk_token_stats(chunks),
         },
         config=config or {},
+        slices=spec.slices,
+        min_slice_size=spec.min_slice_size,
     )
     report = summarise(golden, scored, facts)
+    report.label_set = spec.labels
+    report.judgements = judgements_summary(judgements, spec.labels)
+    report.warnings += judged_warnings(report, spec.judged_warn_below)
+    for message in report.warnings:
+        warnings.warn(message, LowJudgedWarning, stacklevel=2)
     report.chunks = chunk_rows(chunks, extents)
     add_readable_ids(report, golden, chunks, res.spans)
     return report
+
+
+def with_judgements(
+    res: Resolution, judgements: Judgements, labels: str, chunks: Sequence[Chunk]
+) -> Resolution:
+    """``res`` with the judgements label set ``labels`` counts laid over its qrels (grade = max;
+    a chunk judged 0 is judged). Evidence spans stay the golden set's own."""
+    counted = judgements.counted(labels)
+    if not counted:
+        return res
+    extra = judgement_qrels(counted, chunks, res.level)
+    return Resolution(qrels=merge_qrels(res.qrels, extra), spans=res.spans, level=res.level)
+
+
+def judgements_summary(judgements: Judgements, labels: str) -> dict:
+    """What report.json says about the judgements: file, how many counted (by kind), how many the
+    label set left out, and the digest of those counted."""
+    counted = judgements.counted(labels)
+    kinds = label_kinds(labels)
+    return {
+        "file": judgements.path,
+        "counted": len(counted),
+        "human": sum(j.kind == "human" for j in counted),
+        "llm": sum(j.kind == "llm" for j in counted),
+        "not_counted": sum(j.kind not in kinds for j in judgements),
+        "digest": judgements.digest(labels),
+    }
+
+
+def judged_warnings(report: EvalReport, below: float) -> list[str]:
+    """A warning when judged@k of the run is below ``below``: its metrics then understate it."""
+    name = f"judged@{report.k}"
+    share = report.metrics.get(name)
+    if share is None or math.isnan(share) or share >= below:
+        return []
+    where = (report.judgements or {}).get("file") or "the judgements file"
+    return [
+        f"{name} = {share:.2f} is below judged_warn_below={below:g}: {1 - share:.0%} of the top "
+        f"{report.k} results carry no label and count as misses, so the metrics understate this "
+        f"run (the condensed ones set them aside); judge those results into {where}, or set "
+        "judged_warn_below=0 to silence this"
+    ]
 
 
 class _Clock:
@@ -249,6 +347,7 @@ def score_run(
     qids = [q.id for q in golden.queries]
     scores = score_rankings(qids, [r.ids for r in results], res.qrels, spec.ks)
     values = dict(scores.values)
+    values.update(judged_metrics(qids, [r.ids for r in results], res.qrels, spec.ks))
     ranked = [r.ids for r in chunk_rankings]
     if any(res.spans.values()):
         values.update(span_metrics(qids, ranked, res.spans, extents, spec.ks))

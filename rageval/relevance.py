@@ -248,7 +248,9 @@ def resolve(
             add(chunk.doc_id if level == "doc" else chunk.id, grade)
         for doc_id, grade in q.relevant_docs.items():
             if doc_id not in docs:
-                raise fail(f"relevant_docs names unknown document {doc_id!r}{_hint(doc_id, docs)}")
+                raise fail(
+                    f"relevant_docs names unknown document {doc_id!r}{did_you_mean(doc_id, docs)}"
+                )
             if level == "doc":
                 add(doc_id, grade)
             else:
@@ -258,7 +260,9 @@ def resolve(
         for i, ev in enumerate(q.evidence):
             doc = docs.get(ev.doc)
             if doc is None:
-                raise fail(f"evidence[{i}] names unknown document {ev.doc!r}{_hint(ev.doc, docs)}")
+                raise fail(
+                    f"evidence[{i}] names unknown document {ev.doc!r}{did_you_mean(ev.doc, docs)}"
+                )
             matches = quote_occurrences(doc.text, ev.quote, norm_cache)
             if not matches:
                 raise fail(_not_found(i, ev, doc, norm_cache))
@@ -270,14 +274,16 @@ def resolve(
             if level == "doc":
                 add(ev.doc, ev.grade)
             else:
-                for chunk_id in _chunks_for_span(span, by_doc.get(ev.doc, ())):
+                for chunk_id in chunks_for_span(span, by_doc.get(ev.doc, ())):
                     add(chunk_id, ev.grade)
         qrels[q.id] = rel
         spans[q.id] = q_spans
     return Resolution(qrels=qrels, spans=spans, level=level)
 
 
-def _chunks_for_span(span: Span, doc_chunks: Sequence[Chunk]) -> list[str]:
+def chunks_for_span(span: Span, doc_chunks: Sequence[Chunk]) -> list[str]:
+    """Ids of the chunks of ``span``'s document that a located passage labels: those holding most
+    of it or mostly made of it, else the one with the largest overlap (a passage always lands)."""
     qlen = span.end - span.start
     best, best_overlap, hits = None, 0, []
     for c in doc_chunks:
@@ -294,15 +300,22 @@ def _chunks_for_span(span: Span, doc_chunks: Sequence[Chunk]) -> list[str]:
 
 
 def _not_found(i: int, ev: Evidence, doc: Document, cache: dict) -> str:
-    msg = f"evidence[{i}] quote not found in document {ev.doc!r}: {_short(ev.quote)!r}"
-    near = nearest_passage(doc.text, ev.quote, cache)
+    return f"evidence[{i}] " + quote_not_found(ev.doc, ev.quote, doc.text, cache)
+
+
+def quote_not_found(doc_id: str, quote: str, text: str, cache: dict | None = None) -> str:
+    """``quote not found in document 'd': '...'; nearest passage (line N, 80% alike): '...';
+    copy the quote verbatim from the document`` (the hint only when a passage is alike)."""
+    msg = f"quote not found in document {doc_id!r}: {_short(quote)!r}"
+    near = nearest_passage(text, quote, cache)
     if near is not None and near[2] >= 0.5:
         line, passage, ratio = near
         msg += f"; nearest passage (line {line}, {ratio:.0%} alike): {_short(passage, 120)!r}"
     return msg + "; copy the quote verbatim from the document"
 
 
-def _hint(name: str, docs: Mapping[str, Document]) -> str:
+def did_you_mean(name: str, docs: Mapping[str, Document]) -> str:
+    """`` (did you mean 'x'?)`` for the closest document id, else an empty string."""
     close = difflib.get_close_matches(name, list(docs), n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
 

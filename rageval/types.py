@@ -62,6 +62,9 @@ class GoldenQuery:
     source: str | None = None
     tags: tuple[str, ...] = ()
     line: int = 0
+    # free-form fields a team slices by (``"meta": {"difficulty": "hard", "lang": "de"}``):
+    # strings, numbers, booleans or lists of them
+    meta: Mapping[str, object] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

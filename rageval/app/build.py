@@ -93,8 +93,27 @@ def build(cfg) -> Components:
         allow_model_mismatch=cfg.allow_model_mismatch,
         max_document_mb=float(cfg.max_document_mb),
         budgets=tuple(cfg.budgets),
+        slices=tuple(str(f) for f in cfg.slices),
+        min_slice_size=cfg.min_slice_size,
+        judgements=_judgements_path(cfg.get("judgements")),
+        labels=str(cfg.get("labels", "gold")),
+        judged_warn_below=float(cfg.get("judged_warn_below", 0.5)),
     )
     return Components(spec, encoder, query_encoder, retriever)
+
+
+def _judgements_path(value) -> str | None:
+    """The ``judgements`` key: a path (``~`` expanded), or None for the golden set's folder."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise ConfigError(
+            f"judgements must be the path of a JSONL file (or null for judgements.jsonl next to "
+            f"the golden set), got {value!r}"
+        )
+    from pathlib import Path
+
+    return str(Path(value).expanduser())
 
 
 def _encoders(node) -> tuple[Encoder, Encoder | None]:

@@ -17,13 +17,24 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from rageval.errors import ConfigError
 
 # top-level keys that are not replayed from the baseline
-NOT_REPLAYED = ("hydra", "mlflow", "gate", "cache_dir", "latency_sample", "query_batch")
+NOT_REPLAYED = (
+    "hydra",
+    "mlflow",
+    "gate",
+    "cache_dir",
+    "latency_sample",
+    "query_batch",
+    # how the report breaks the queries down, not what is measured: this machine's conf/ decides
+    "slices",
+    "min_slice_size",
+)
 
 
 def _groups() -> tuple[str, ...]:
@@ -114,6 +125,23 @@ def _replay(cfg, values: Mapping[str, Any], skip: set[str] = frozenset(), top: b
             cfg[key] = value
 
 
+def refuse_other_labels(baseline: Mapping[str, Any], labels: str, where: str | Path) -> None:
+    """InputError (exit 2) before any work when the check would measure with another label set
+    than the baseline's: the gate never compares across label sets."""
+    from rageval.errors import InputError
+    from rageval.gate.compare import label_info
+
+    then = label_info(baseline)["label_set"]
+    if labels != then:
+        raise InputError(
+            f"the baseline was measured with labels={then}, this check would measure with "
+            f"labels={labels}; the gate never compares across label sets: drop the labels "
+            f"override (or pass labels={then}), or promote a run measured with labels={labels} "
+            "as the baseline (rageval promote RUN --force)",
+            path=str(where),
+        )
+
+
 def run_check(
     baseline_path: str | Path,
     overrides: Sequence[str] | None = None,
@@ -128,11 +156,20 @@ def run_check(
     from rageval.formats.atomic import atomic_write_text
     from rageval.gate.baseline import load_baseline
     from rageval.gate.compare import compare
+    from rageval.gate.slices import check_spec
     from rageval.report.html import write_diff_page
 
     baseline = load_baseline(baseline_path)
     overrides = list(overrides or [])
     cfg = compose_from_baseline(baseline, overrides, mlflow)
+    # a mistyped slice or metric fails now, not after the re-run
+    check_spec(
+        _plain(cfg.gate.get("slices")),
+        [str(m) for m in cfg.gate.metrics],
+        baseline["per_query"],
+        int(cfg.min_slice_size),
+    )
+    refuse_other_labels(baseline, str(cfg.get("labels", "gold")), baseline_path)
     out_dir = Path(out) if out else Path("outputs") / "check" / time.strftime("%Y-%m-%d_%H-%M-%S")
     choices = effective_choices(baseline, overrides)
     report = run_job(cfg, out_dir, overrides=overrides, choices=choices, quiet=quiet)
@@ -146,9 +183,31 @@ def run_check(
         require_significance=bool(gate.require_significance),
         alpha=float(gate.alpha),
         resamples=int(gate.resamples),
+        slices=_plain(gate.get("slices")),  # checked above
+        min_slice_size=int(cfg.min_slice_size),
     )
     atomic_write_text(out_dir / "gate.json", json.dumps(cmp.to_dict(), indent=2))
     atomic_write_text(out_dir / "gate.md", cmp.markdown())
     # the per-query page of the baseline against the re-run: rank moves, chunks gained and lost
-    write_diff_page(out_dir / "gate.html", baseline, out_dir)
+    write_diff_page(
+        out_dir / "gate.html",
+        baseline,
+        out_dir,
+        slice_rows=[asdict(r) for r in cmp.slices],
+    )
     return cmp, out_dir
+
+
+def _plain(node) -> dict[str, Any]:
+    """``gate.slices`` as plain data (an OmegaConf node, a mapping, or None)."""
+    from omegaconf import DictConfig, OmegaConf
+
+    if node is None:
+        return {}
+    if isinstance(node, DictConfig):
+        return OmegaConf.to_container(node, resolve=True)
+    if not isinstance(node, Mapping):
+        raise ConfigError(
+            "gate.slices must map slices to tolerances, e.g. {source=adversarial: {recall@5: 0.05}}"
+        )
+    return dict(node)

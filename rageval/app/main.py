@@ -63,7 +63,8 @@ def run_job(
     from rageval.chunking import write_chunks_jsonl
     from rageval.formats.atomic import atomic_write_text
     from rageval.formats.trec import write_qrels, write_run
-    from rageval.pipeline import evaluate
+    from rageval.pipeline import LowJudgedWarning, evaluate
+    from rageval.report.eval_report import slice_console
     from rageval.report.run_files import write_run_files
 
     out = Path(output_dir)
@@ -71,9 +72,16 @@ def run_job(
     parts = build(cfg)
     config = OmegaConf.to_container(cfg, resolve=True)
     try:
-        report = evaluate(
-            parts.spec, parts.retriever, parts.encoder, parts.query_encoder, config=redact(config)
-        )
+        with warnings.catch_warnings():
+            # printed with the metrics it is about (report.table()), and kept in report.json
+            warnings.simplefilter("ignore", LowJudgedWarning)
+            report = evaluate(
+                parts.spec,
+                parts.retriever,
+                parts.encoder,
+                parts.query_encoder,
+                config=redact(config),
+            )
     finally:
         parts.close()
     report.overrides = list(overrides or [])
@@ -91,6 +99,10 @@ def run_job(
             shown = [o for o in report.overrides if not o.startswith(("hydra.", "hydra/"))]
             print(f"job {out.name} ({' '.join(shown)}):")
         print(report.table())
+        slices = slice_console(report)
+        if slices:
+            print()
+            print(slices)
         print(f"per-query page: {out / 'report.html'}")
     if cfg.mlflow.enabled:
         from rageval.app.sweep import parent_run_id

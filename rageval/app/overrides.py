@@ -9,7 +9,8 @@ override, what was wrong and the closest valid keys or options (difflib).
 It also makes per-metric tolerances work as documented: ``gate.tolerances.recall@5=0.05`` and
 ``gate.tolerances.recall_at_5=0.05`` both become ``++gate.tolerances.recall_at_5=0.05`` (the key
 is added to the empty mapping; ``@`` never reaches Hydra's lexer). A metric name that is not one
-is an error listing the valid names.
+is an error listing the valid names. Slice tolerances (``gate.slices.source=adversarial.recall@5=
+0.05``) become a mapping override Hydra parses (rageval.gate.slices.normalize_slice_override).
 """
 
 from __future__ import annotations
@@ -27,7 +28,9 @@ INTERNAL_OPTIONS = ("base",)
 
 
 def normalize_tolerances(overrides: Iterable[str]) -> list[str]:
-    """``gate.tolerances.<metric>=x`` in either spelling -> ``++gate.tolerances.<mlflow_key>=x``."""
+    """``gate.tolerances.<metric>=x`` in either spelling -> ``++gate.tolerances.<mlflow_key>=x``;
+    ``gate.slices.<slice>[.<metric>]=x`` -> a mapping merged into ``gate.slices``."""
+    from rageval.gate.slices import normalize_slice_override
     from rageval.scoring.spec import MetricSpec
 
     out = []
@@ -39,7 +42,7 @@ def normalize_tolerances(overrides: Iterable[str]) -> list[str]:
             except ConfigError as err:
                 raise ConfigError(f"override {text!r}: {err}") from None
             text = f"++gate.tolerances.{key}={m.group(3)}"
-        out.append(text)
+        out.append(normalize_slice_override(text))
     return out
 
 

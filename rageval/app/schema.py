@@ -66,6 +66,16 @@ class RagevalConfig:
     retries: int = 2
     retry_backoff: float = 0.5
     cache_dir: str = MISSING
+    # slices (rageval.scoring.slices): the fields the report slices by (source, tags, any key
+    # of a golden line's meta) and the smallest slice reported on its own (smaller: <field>=other)
+    slices: list[str] = field(default_factory=lambda: ["source"])
+    min_slice_size: int = 10
+    # judgements (issue #20, docs/metrics.md "Judgements"): the judgements file (null:
+    # judgements.jsonl next to the golden set), the label set (gold: golden labels + human
+    # judgements; all: adds the accepted LLM judgements) and the judged@k below which a run warns
+    judgements: str | None = None
+    labels: str = "gold"
+    judged_warn_below: float = 0.5
     mlflow: MlflowConfig = field(default_factory=MlflowConfig)
     sweep: SweepConfig = field(default_factory=SweepConfig)
     gate: dict[str, Any] = field(default_factory=dict)

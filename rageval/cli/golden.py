@@ -9,12 +9,15 @@ import argparse
 import importlib
 import json
 import sys
+from pathlib import Path
 
 from rageval.authoring.inspect import describe_files, label_problems
 from rageval.cli.paths import golden_and_corpus
+from rageval.errors import InputError
 
 HELP = {
-    "validate": "every quote found in its document, ids unique, labels non-empty",
+    "validate": "every quote found in its document, ids unique, labels non-empty; "
+    "the judgements file too",
     "stats": "queries per source, labels per query, documents covered, evidence lengths",
 }
 # action -> (module with add_arguments + handle, one-line help), imported when used
@@ -48,6 +51,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=256,
         help="chunking to check chunk labels against (default 256)",
     )
+    v.add_argument(
+        "--judgements",
+        metavar="JSONL",
+        help="judgements file to check too (default: judgements.jsonl beside the golden set, "
+        "when there is one)",
+    )
     s = sub.add_parser("stats", help=HELP["stats"])
     s.add_argument("path", nargs="?", help="golden JSONL (default: golden/retriever.jsonl)")
     s.add_argument("--corpus", help="corpus, to report how many documents the labels cover")
@@ -67,15 +76,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def handle(args: argparse.Namespace) -> int:
     """Run the chosen action; returns its exit code."""
     if args.golden_command == "validate":
-        return validate(*golden_and_corpus(args.path, args.corpus), chunk=args.chunk)
+        golden, corpus = golden_and_corpus(args.path, args.corpus)
+        return validate(golden, corpus, chunk=args.chunk, judgements=args.judgements)
     if args.golden_command == "stats":
         golden, corpus = golden_and_corpus(args.path, args.corpus)
         return stats(golden, corpus, as_json=args.json, with_paths=args.with_paths)
     return importlib.import_module(ACTIONS[args.golden_command][0]).handle(args)
 
 
-def validate(golden_path, corpus_path, chunk: int = 256) -> int:
-    """Print every problem as ``file:line: message``; exit 2 if there is any, else 0."""
+def validate(golden_path, corpus_path, chunk: int = 256, judgements: str | None = None) -> int:
+    """Print every problem as ``file:line: message``; exit 2 if there is any, else 0. The
+    judgements file (``judgements``, else judgements.jsonl beside the golden set when present)
+    is checked too: its first problem is an InputError (exit 2)."""
     golden, n_docs, problems, warnings = label_problems(golden_path, corpus_path, chunk)
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)
@@ -93,6 +105,21 @@ def validate(golden_path, corpus_path, chunk: int = 256) -> int:
         f"ok: {len(golden.queries)} queries, every label resolves against {n_docs} documents "
         f"({golden_path})"
     )
+    from rageval.inputs.judgements import default_path
+
+    path = Path(judgements) if judgements else default_path(golden_path)
+    if judgements and not path.is_file():
+        raise InputError("judgements file not found; check the path", path=str(path))
+    if path.is_file():
+        from rageval.inputs.corpus import load_corpus
+        from rageval.inputs.judgements import load_judgements
+
+        js = load_judgements(path, load_corpus(str(corpus_path)), golden)
+        kinds = {k: sum(j.kind == k for j in js) for k in ("human", "llm")}
+        print(
+            f"ok: {len(js)} judgements ({kinds['human']} human, {kinds['llm']} LLM), every "
+            f"passage found in its document ({path})"
+        )
     return 0
 
 

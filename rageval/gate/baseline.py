@@ -3,13 +3,15 @@
 ``golden/baseline.json`` (schema 2) holds where the baseline came from, the resolved config and
 group choices of that run (``rageval check`` rebuilds the run from them), the digests of the
 golden set, corpus and model, and the metrics with their CIs. The per-query values live in
-``golden/baseline.per_query.csv``, one line per query (id, query, first relevant rank and each
-metric), so promoting a run that changed a few queries changes a few lines of a pull request.
+``golden/baseline.per_query.csv``, one line per query (id, query, first relevant rank, the slice
+fields source, tags and meta (JSON) and each metric), so promoting a run that changed a few
+queries changes a few lines of a pull request.
 The summary records the CSV's sha256: a CSV edited by hand or left half-written is refused.
 
 Both files are written atomically, the CSV first: a crash leaves the old baseline readable (its
 summary still names the old CSV digest, so a new CSV without its summary is caught). Baselines
-of schema 1 (a report.json with everything inline) still read.
+of schema 1 (a report.json with everything inline) and CSVs without the slice columns (the gate
+then slices by the current run's rows) still read.
 """
 
 from __future__ import annotations
@@ -28,8 +30,23 @@ from rageval.formats.atomic import atomic_write_text
 
 SCHEMA = 2
 # summary keys copied from the report
-SUMMARY_KEYS = ("level", "k", "ks", "mlflow_run_id", "choices", "overrides", "config", "digests")
+SUMMARY_KEYS = (
+    "level",
+    "k",
+    "ks",
+    "mlflow_run_id",
+    "choices",
+    "overrides",
+    "config",
+    "digests",
+    # the label set the metrics counted and the judgements behind it (absent before judgements
+    # existed: such a baseline reads as "gold" with no judgements)
+    "label_set",
+    "judgements",
+)
 ID_COLUMNS = ("id", "query", "n_relevant", "first_relevant_rank")
+# what gate.slices groups queries by (rageval.scoring.slices); tags and meta as JSON text
+SLICE_COLUMNS = ("source", "tags", "meta")
 
 
 def sidecar_path(path: str | Path) -> Path:
@@ -99,6 +116,15 @@ def _read_sidecar(path: Path, summary: Mapping[str, Any]) -> list[dict[str, Any]
 def _cell(column: str, text: str) -> Any:
     if column in ("id", "query"):
         return text
+    if column in SLICE_COLUMNS:
+        if column == "source":
+            return text or None
+        try:
+            return json.loads(text) if text else ([] if column == "tags" else {})
+        except ValueError:
+            raise InputError(
+                f"column {column!r} holds {text[:40]!r}, not JSON; re-promote the baseline"
+            ) from None
     if text == "":
         return None
     if column in ("n_relevant", "first_relevant_rank"):
@@ -114,7 +140,9 @@ def _metric_columns(report: Mapping[str, Any]) -> list[str]:
 
 def per_query_csv(report: Mapping[str, Any]) -> str:
     """The per-query values as CSV text: one line per query, floats written to round-trip."""
-    columns = [*ID_COLUMNS, *_metric_columns(report)]
+    rows = report["per_query"]
+    slices = [c for c in SLICE_COLUMNS if any(c in r for r in rows)]
+    columns = [*ID_COLUMNS, *slices, *_metric_columns(report)]
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(columns)
@@ -126,6 +154,8 @@ def per_query_csv(report: Mapping[str, Any]) -> str:
 def _text(value: Any) -> str:
     if value is None or isinstance(value, float) and math.isnan(value):
         return ""
+    if isinstance(value, list | dict):  # tags, meta
+        return json.dumps(value, ensure_ascii=False, sort_keys=True) if value else ""
     if isinstance(value, float):
         return repr(value)
     return str(value)

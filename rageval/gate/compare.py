@@ -5,10 +5,15 @@
    also gets a paired randomization test on the per-query values, Holm-adjusted across metrics
    (``require_significance`` makes a drop count only when that test confirms it);
 3. win/tie/loss: per metric, the queries that went up, stayed, went down;
-4. queries: those that lost their hit at k (split into "fell out of the top k" and "no longer
+4. slices (``gate.slices``, rageval.gate.slices): each gated slice and metric with the same
+   tolerance rule and paired test, Holm-adjusted over the slice tests; a slice beyond its
+   tolerance fails the gate even when the mean does not;
+5. queries: those that lost their hit at k (split into "fell out of the top k" and "no longer
    retrieved" within the search depth), those that gained one, the largest first-rank drops.
 
 A golden set that changed since the baseline is its own verdict: neither a pass nor a regression.
+So is another label set (``labels=gold`` against ``labels=all``) or other judgements counted: the
+numbers were measured against other labels (``rageval check`` refuses before it re-runs).
 :func:`compare` returns a :class:`Comparison`; ``console()``, ``markdown()`` and ``to_dict()`` are
 views of it (``rageval check`` writes gate.md and gate.json).
 """
@@ -23,15 +28,27 @@ from typing import Any
 import numpy as np
 
 from rageval.errors import InputError
+from rageval.gate import slices as slice_gate
 from rageval.gate.baseline import config_summary
 from rageval.scoring.spec import MetricSpec
 from rageval.scoring.stats import holm, paired_randomization_test
 
 PASS, REGRESSED, GOLDEN_CHANGED = "pass", "regressed", "golden_changed"
+LABELS_CHANGED = "labels_changed"
 OUT_OF_TOP_K, NOT_RETRIEVED = "out_of_top_k", "not_retrieved"
 SHOWN = 10  # queries listed before the rest goes into a <details> block / "and N more"
 # config keys that say where a run happened, not what it measured: left out of the config diff
-WHERE_KEYS = ("hydra", "mlflow", "gate", "cache_dir", "latency_sample", "query_batch")
+WHERE_KEYS = (
+    "hydra",
+    "mlflow",
+    "gate",
+    "cache_dir",
+    "latency_sample",
+    "query_batch",
+    "judged_warn_below",  # when a run warns, not what it measures
+    "slices",
+    "min_slice_size",
+)
 
 
 @dataclass
@@ -66,6 +83,10 @@ class Comparison:
     baseline_info: dict[str, Any] = field(default_factory=dict)
     current_info: dict[str, Any] = field(default_factory=dict)
     config_diff: list[str] = field(default_factory=list)
+    # label set and judgements of each side: {"baseline": {...}, "current": {...}}
+    labels: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # gate.slices: one row per gated (slice, metric)
+    slices: list[slice_gate.SliceRow] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
@@ -75,6 +96,12 @@ class Comparison:
     def to_dict(self) -> dict[str, Any]:
         """Every field as plain JSON-ready data (what gate.json holds)."""
         return asdict(self)
+
+    def regressed(self) -> list[str]:
+        """What regressed: ``recall@5`` for a metric, ``recall@5 on source=adversarial`` for a
+        slice."""
+        out = [r.metric for r in self.rows if r.verdict == "regressed"]
+        return out + [f"{r.metric} on {r.slice}" for r in self.slices if r.verdict == "regressed"]
 
     def header_lines(self) -> list[str]:
         """Baseline run, current config, what changed between them, how it was tested."""
@@ -88,6 +115,8 @@ class Comparison:
             f"Queries compared: {self.n_queries}; tolerance: absolute drop of the mean per metric; "
             f"p: paired randomization test, Holm-adjusted over {len(self.rows)} metrics",
         ]
+        if self.labels:
+            lines.append("Labels: " + labels_text(self.labels))
         return lines
 
     def markdown(self) -> str:
@@ -96,6 +125,7 @@ class Comparison:
             PASS: "✅ No retrieval regression",
             REGRESSED: "❌ Retrieval regressed",
             GOLDEN_CHANGED: "⚠️ Golden set changed since the baseline",
+            LABELS_CHANGED: "⚠️ Labels differ from the baseline's",
         }[self.status]
         lines = [f"### {head}", ""]
         lines += [f"- {line}" for line in self.header_lines()]
@@ -111,6 +141,7 @@ class Comparison:
                 f"{r.tolerance:.4f} | {r.p_value:.3g} | {r.wins}/{r.ties}/{r.losses} | "
                 f"{r.verdict} |"
             )
+        lines += slice_gate.markdown(self.slices)
         sections = [
             (f"Queries that lost their hit@{self.k}", self.lost_hits, _lost_line),
             ("Largest drops of the first relevant rank", self.rank_drops, _drop_line),
@@ -142,6 +173,7 @@ class Comparison:
                 f"{r.metric:<{w}}  {r.baseline:8.4f}  {r.current:8.4f}  {r.delta:+8.4f}  "
                 f"{r.tolerance:9.4f}  {r.p_value:8.3g}  {wtl:>12}  {r.verdict}"
             )
+        out += slice_gate.console(self.slices)
         for items, line in (
             (self.lost_hits, _lost_line),
             (self.rank_drops, _drop_line),
@@ -153,11 +185,13 @@ class Comparison:
         out += self.notes
         verdict = {
             PASS: "PASS: nothing regressed beyond tolerance",
-            REGRESSED: "FAIL: "
-            + ", ".join(r.metric for r in self.rows if r.verdict == "regressed")
-            + " regressed",
+            REGRESSED: "FAIL: " + ", ".join(self.regressed()) + " regressed",
             GOLDEN_CHANGED: (
                 "GOLDEN SET CHANGED: neither a pass nor a regression; re-promote a baseline"
+            ),
+            LABELS_CHANGED: (
+                "LABELS DIFFER: neither a pass nor a regression; measure with the baseline's "
+                "labels or re-promote a baseline"
             ),
         }[self.status]
         return "\n".join([*out, verdict])
@@ -235,6 +269,56 @@ def config_diff(
     return diffs
 
 
+def label_info(report: Mapping[str, Any]) -> dict[str, Any]:
+    """A report's label set and the judgements it counted; a report or baseline from before
+    judgements existed reads as ``gold`` with none."""
+    from rageval.inputs.judgements import DEFAULT_LABELS, judgements_digest
+
+    j = report.get("judgements") or {}
+    return {
+        "label_set": str(report.get("label_set") or DEFAULT_LABELS),
+        "judgements": int(j.get("counted") or 0),
+        "digest": str(
+            (report.get("digests") or {}).get("judgements")
+            or j.get("digest")
+            or judgements_digest([])
+        ),
+    }
+
+
+def labels_text(labels: Mapping[str, Mapping[str, Any]]) -> str:
+    """``gold, 12 judgements (digest 1a2b3c4d5e6f)`` for both sides, or one when they agree."""
+
+    def one(x: Mapping[str, Any]) -> str:
+        return f"{x['label_set']}, {x['judgements']} judgements (digest {x['digest'][:12]})"
+
+    b, c = labels.get("baseline") or {}, labels.get("current") or {}
+    if b == c:
+        return one(b) + ", both"
+    return f"{one(b)} (baseline) vs {one(c)} (now)"
+
+
+def labels_problem(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> str | None:
+    """Why two reports' numbers were measured against different labels, with the fix; None when
+    they were not."""
+    b, c = label_info(baseline), label_info(current)
+    if b["label_set"] != c["label_set"]:
+        return (
+            f"label set {b['label_set']!r} (baseline) != {c['label_set']!r} (now): the gate "
+            f"never compares across label sets; measure with labels={b['label_set']} (rageval "
+            f"check labels={b['label_set']}), or promote a run measured with "
+            f"labels={c['label_set']} as the baseline (rageval promote RUN --force)"
+        )
+    if b["digest"] != c["digest"]:
+        return (
+            f"the {c['label_set']!r} judgements counted changed since the baseline "
+            f"({b['judgements']} -> {c['judgements']}, digest {b['digest'][:12]} -> "
+            f"{c['digest'][:12]}): the metrics count other labels; review the judgements and "
+            "promote a baseline measured with them"
+        )
+    return None
+
+
 def _info(report: Mapping[str, Any]) -> dict[str, Any]:
     source = report.get("promoted_from") or {}
     return {
@@ -256,8 +340,12 @@ def compare(
     alpha: float = 0.05,
     resamples: int = 10000,
     top_drops: int = 10,
+    slices: Mapping[str, Any] | None = None,
+    min_slice_size: int = 10,
 ) -> Comparison:
-    """Compare two reports query by query (see the module docstring)."""
+    """Compare two reports query by query (see the module docstring); ``slices`` is
+    ``gate.slices`` (rageval.gate.slices), ``min_slice_size`` pools a gated field's small
+    slices."""
     tolerances = tolerances or {}
     metrics = [str(MetricSpec.parse(m)) for m in metrics]
     golden = {
@@ -315,7 +403,19 @@ def compare(
             r.verdict = "regressed"
         elif gain > r.tolerance + 1e-12:
             r.verdict = "improved"
-    # phase 4: the queries behind the numbers
+    # phase 4: the gated slices (their own Holm family)
+    slice_rows = slice_gate.compare_slices(
+        base_q,
+        cur_q,
+        shared,
+        slices,
+        metrics,
+        min_size=min_slice_size,
+        require_significance=require_significance,
+        alpha=alpha,
+        resamples=resamples,
+    )
+    # phase 5: the queries behind the numbers
     k = int(baseline["k"])
     hit = f"hit_rate@{k}"
     lost, gained, drops = [], [], []
@@ -331,7 +431,7 @@ def compare(
         elif a and (b == 0 or b > a):
             drops.append({**row, "fall": (b or 10**6) - a})
     drops.sort(key=lambda d: (-d["fall"], d["id"]))
-    labels = [str(r.get("label_set") or "gold") for r in (baseline, current)]
+    labels = labels_problem(baseline, current)
     if golden["baseline"] != golden["current"]:
         status = GOLDEN_CHANGED
         notes.append(
@@ -339,14 +439,12 @@ def compare(
             f"{golden['current'][:12]} (now): "
             "promote a new baseline after reviewing the change"
         )
-    elif labels[0] != labels[1]:
-        status = GOLDEN_CHANGED
-        notes.append(
-            f"label set {labels[0]!r} (baseline) != {labels[1]!r} (now): the gate never compares "
-            "across label sets; re-promote a baseline judged with the same labels"
-        )
+    elif labels:
+        status = LABELS_CHANGED
+        notes.append(labels)
     else:
-        status = REGRESSED if any(r.verdict == "regressed" for r in rows) else PASS
+        regressed = [r for r in [*rows, *slice_rows] if r.verdict == "regressed"]
+        status = REGRESSED if regressed else PASS
     improved = [r.metric for r in rows if r.verdict == "improved"]
     if improved:
         notes.append(
@@ -365,6 +463,8 @@ def compare(
         _info(baseline),
         _info(current),
         config_diff(baseline, current),
+        {"baseline": label_info(baseline), "current": label_info(current)},
+        slices=slice_rows,
     )
 
 

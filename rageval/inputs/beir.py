@@ -82,10 +82,16 @@ def beir_files(path: str | Path, split: str = "test") -> BeirFiles:
     return files
 
 
-def load_beir(path: str | Path, split: str = "test") -> BeirData:
-    """Read and cross-check one BEIR split; see the module docstring for what is skipped."""
+def load_beir(
+    path: str | Path, split: str = "test", max_document_mb: float | None = None
+) -> BeirData:
+    """Read and cross-check one BEIR split; see the module docstring for what is skipped.
+    A document above ``max_document_mb`` (default: the corpus loader's limit) is an error."""
     files = beir_files(path, split)
-    docs = load_corpus(files.corpus)
+    if max_document_mb is None:
+        docs = load_corpus(files.corpus)
+    else:
+        docs = load_corpus(files.corpus, max_document_mb)
     known = {d.id for d in docs}
     bad = next((d for d in known if not _is_token(d)), None)
     if bad is not None:
@@ -129,10 +135,12 @@ def load_beir(path: str | Path, split: str = "test") -> BeirData:
     return BeirData(files=files, docs=docs, golden=golden, skipped=skipped)
 
 
-def beir_dataset(path: str | Path, split: str = "test") -> tuple[tuple[Document, ...], GoldenSet]:
+def beir_dataset(
+    path: str | Path, split: str = "test", max_document_mb: float | None = None
+) -> tuple[tuple[Document, ...], GoldenSet]:
     """The documents (already read, so the run does not parse corpus.jsonl again) and the golden
     set of ``split``; warns with the counts of what was skipped."""
-    data = load_beir(path, split)
+    data = load_beir(path, split, max_document_mb)
     note = data.summary()
     if note:
         warnings.warn(f"BEIR {data.files.root.name}/{split}: skipped {note}", stacklevel=2)

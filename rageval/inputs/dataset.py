@@ -28,10 +28,17 @@ def files(corpus: str, golden: str, name: str = "custom", **notes: Any) -> Datas
     return Dataset(name, str(Path(corpus).expanduser()), str(Path(golden).expanduser()))
 
 
-def beir(path: str, split: str = "test", name: str = "beir", **notes: Any) -> Dataset:
+def beir(
+    path: str,
+    split: str = "test",
+    name: str = "beir",
+    max_document_mb: float | None = None,
+    **notes: Any,
+) -> Dataset:
     """A BEIR folder's corpus and the ``split`` qrels as a golden set of document labels (other
-    keys of the dataset node stay in the run's config)."""
+    keys of the dataset node stay in the run's config). ``max_document_mb`` caps one document
+    as it does for every corpus (conf/dataset/beir.yaml passes the run's ``max_document_mb``)."""
     from rageval.inputs.beir import beir_dataset
 
-    docs, golden = beir_dataset(path, split)
+    docs, golden = beir_dataset(path, split, max_document_mb)
     return Dataset(name, docs, golden)

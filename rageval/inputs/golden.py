@@ -89,6 +89,7 @@ def entry_from_dict(obj: Any, *, path: str = "<golden>", lineno: int = 0) -> Gol
     tags = obj.get("tags", [])
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
         raise fail(f'query {qid!r}: "tags" must be a list of strings')
+    meta = _meta(obj.get("meta"), qid, fail)
     return GoldenQuery(
         id=qid,
         query=query,
@@ -98,7 +99,30 @@ def entry_from_dict(obj: Any, *, path: str = "<golden>", lineno: int = 0) -> Gol
         source=source,
         tags=tuple(tags),
         line=lineno,
+        meta=meta,
     )
+
+
+def _scalar(v: Any) -> bool:
+    return v is None or isinstance(v, str | int | float | bool)
+
+
+def _meta(value: Any, qid: str, fail) -> dict[str, Any]:
+    """``meta``: an object of fields to slice by; values are strings, numbers, booleans or lists
+    of them (a query with a list is in the slice of each item)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise fail(f'query {qid!r}: "meta" must be an object like {{"difficulty": "hard"}}')
+    for key, v in value.items():
+        if not key.strip():
+            raise fail(f'query {qid!r}: "meta" holds an empty key; name every field')
+        if not (_scalar(v) or isinstance(v, list) and all(_scalar(x) for x in v)):
+            raise fail(
+                f'query {qid!r}: "meta"[{key!r}] must be a string, number, boolean or a list of '
+                f"them (got {type(v).__name__}); slices group queries by these values"
+            )
+    return dict(value)
 
 
 def _grade(value: Any, where: str, fail) -> int:
@@ -193,6 +217,8 @@ def entry_to_dict(q: GoldenQuery) -> dict[str, Any]:
         obj["source"] = q.source
     if q.tags:
         obj["tags"] = list(q.tags)
+    if q.meta:
+        obj["meta"] = dict(q.meta)
     return obj
 
 

@@ -1,11 +1,14 @@
-"""The EvalReport of one run: means with bootstrap CIs, per-query rows, slices by source and tag,
-and its console, JSON and markdown forms."""
+"""The EvalReport of one run: means with bootstrap CIs, per-query rows, slices (the configured
+fields, each slice with n, means and CIs; rageval.scoring.slices), and its console and JSON
+forms."""
 
 from __future__ import annotations
 
 import copy
+import csv
+import io
 import json
-from collections import defaultdict
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -14,7 +17,14 @@ from typing import Any
 import numpy as np
 
 from rageval.formats.atomic import atomic_write_text
-from rageval.scoring.spec import HEADLINE
+from rageval.scoring.slices import (
+    DEFAULT_FIELDS,
+    DEFAULT_MIN_SIZE,
+    KEY_PREFIX,
+    key_part,
+    slice_table,
+)
+from rageval.scoring.spec import CONDENSED, HEADLINE
 from rageval.scoring.stats import bootstrap_ci
 from rageval.types import GoldenSet, RankedList
 
@@ -29,7 +39,8 @@ class EvalReport:
     metrics: dict[str, float]
     ci: dict[str, list[float]]
     per_query: list[dict[str, Any]]
-    slices: dict[str, dict[str, float]]
+    # {"fields", "min_slice_size", "metrics", "rows": [{slice, field, value, n, metrics, ci}]}
+    slices: dict[str, Any]
     config: dict[str, Any]
     digests: dict[str, str]
     timings: dict[str, float]
@@ -45,6 +56,12 @@ class EvalReport:
     qrels: dict[str, dict[str, int]] = field(default_factory=dict, repr=False)
     # the rows of chunks.jsonl (rageval.chunking.chunk_rows); kept out of report.json
     chunks: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    # which labels the metrics counted: "gold" (golden set + human judgements) or "all" (also
+    # accepted LLM judgements); the judgements file, counts and digest
+    # (rageval.pipeline.judgements_summary); what the user should know about the numbers
+    label_set: str = "gold"
+    judgements: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
 
     def headline(self) -> dict[str, float]:
         """The headline metrics at the report's k, in the usual order."""
@@ -82,19 +99,55 @@ class EvalReport:
                 f"evidence_recall@{b}" if f"evidence_recall@{b}" in self.metrics else f"recall@{b}"
             )
         names.append(f"tokens@{k}")
+        names.append(f"judged@{k}")
         return [n for n in names if n in self.metrics]
 
     def table(self) -> str:
-        """A console table of the summary metrics with 95% CIs."""
-        rows = [("metric", "mean", "95% CI")]
+        """A console table of the summary metrics with 95% CIs, the condensed-list value beside
+        each headline metric, then the label set and any warnings."""
+        condensed = dict(zip(HEADLINE, CONDENSED, strict=True))
+        rows = [("metric", "mean", "95% CI", "condensed")]
         for name in self.summary_names():
             lo, hi = self.ci.get(name, [float("nan")] * 2)
             fmt = ".1f" if name.startswith("tokens@") else ".4f"
-            rows.append((name, f"{self.metrics[name]:{fmt}}", f"[{lo:{fmt}}, {hi:{fmt}}]"))
-        w = [max(len(r[i]) for r in rows) for i in range(3)]
+            family, _, cut = name.partition("@")
+            cond = self.metrics.get(f"{condensed.get(family)}@{cut}")
+            rows.append(
+                (
+                    name,
+                    f"{self.metrics[name]:{fmt}}",
+                    f"[{lo:{fmt}}, {hi:{fmt}}]",
+                    "" if cond is None else f"{cond:.4f}",
+                )
+            )
+        if not any(r[3] for r in rows[1:]):
+            rows = [r[:3] for r in rows]
+        w = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
         lines = ["  ".join(c.ljust(w[i]) for i, c in enumerate(r)).rstrip() for r in rows]
         lines.insert(1, "  ".join("-" * x for x in w))
+        lines.append(self.labels_line())
+        lines += [f"warning: {w}" for w in self.warnings]
         return "\n".join(lines)
+
+    def labels_line(self) -> str:
+        """``labels: gold (golden set + 12 human judgements, digest 1a2b3c4d5e6f)``: which labels
+        the numbers count."""
+        j = self.judgements or {}
+        n = int(j.get("counted") or 0)
+        if not n:
+            counted = "golden set only"
+        else:
+            kinds = [
+                f"{j.get(kind) or 0} {name}" for kind, name in (("human", "human"), ("llm", "LLM"))
+            ]
+            counted = "golden set + " + " + ".join(x for x in kinds if not x.startswith("0 "))
+            counted += f" judgement{'s' * (n != 1)}, digest {str(j.get('digest', ''))[:12]}"
+        left = int(j.get("not_counted") or 0)
+        if left:
+            counted += (
+                f"; {left} LLM judgement{'s' * (left != 1)} not counted (labels=all counts them)"
+            )
+        return f"labels: {self.label_set} ({counted})"
 
 
 def _jsonable(o: Any) -> Any:
@@ -136,6 +189,9 @@ class RunFacts:
     digests: dict
     counts: dict
     config: dict
+    # the fields to slice by and the smallest slice reported on its own (rageval.scoring.slices)
+    slices: Sequence[str] = DEFAULT_FIELDS
+    min_slice_size: int = DEFAULT_MIN_SIZE
 
 
 # Families with a CI at every k; the others (quote, evidence precision, tokens) get one at the
@@ -167,6 +223,7 @@ def summarise(golden: GoldenSet, scored: Scored, facts: RunFacts) -> EvalReport:
             "query": q.query,
             "source": q.source,
             "tags": list(q.tags),
+            **({"meta": dict(q.meta)} if q.meta else {}),
             "n_relevant": sum(1 for g in scored.qrels.get(q.id, {}).values() if g > 0),
             "first_relevant_rank": int(scored.first_relevant_rank[i]),
             "retrieved": list(scored.rankings[i].ids[: facts.k]),
@@ -179,7 +236,7 @@ def summarise(golden: GoldenSet, scored: Scored, facts: RunFacts) -> EvalReport:
         metrics=metrics,
         ci=ci,
         per_query=rows,
-        slices=_slices(golden, values, facts.k),
+        slices=slices_block(rows, list(values), facts),
         config=facts.config,
         digests=facts.digests,
         timings=facts.timings,
@@ -193,23 +250,94 @@ def summarise(golden: GoldenSet, scored: Scored, facts: RunFacts) -> EvalReport:
     )
 
 
-def _slices(
-    golden: GoldenSet, values: Mapping[str, np.ndarray], k: int
-) -> dict[str, dict[str, float]]:
-    """Headline (and quote and evidence recall) means by ``source:<name>`` and ``tag:<name>`` (with
-    the query count as ``n``)."""
-    groups: dict[str, list[int]] = defaultdict(list)
-    for i, q in enumerate(golden.queries):
-        if q.source:
-            groups[f"source:{q.source}"].append(i)
-        for t in q.tags:
-            groups[f"tag:{t}"].append(i)
-    out = {}
-    for g, idx in sorted(groups.items()):
-        row: dict[str, float] = {"n": len(idx)}
-        for m in (*HEADLINE, "quote_recall", "evidence_recall"):
-            name = f"{m}@{k}"
-            if name in values:
-                row[name] = _mean(np.asarray(values[name], dtype=float)[idx])
-        out[g] = row
-    return out
+def slice_metrics(names: Sequence[str], k: int) -> list[str]:
+    """The metrics each slice reports: the headline metrics, quote and evidence recall at k, and
+    the recall at the budget a sweep decides by (1,024 tokens, else the middle budget), those
+    present. Each costs one bootstrap per slice; other metrics are sliced on demand from the
+    per-query rows (the sweep's section does that for another deciding metric)."""
+    wanted = [f"{m}@{k}" for m in (*HEADLINE, "quote_recall", "evidence_recall")]
+    budgets = sorted(
+        {int(n.split("@")[1][:-1]) for n in names if n.endswith("t") and "@" in n},
+    )
+    if budgets:
+        b = 1024 if 1024 in budgets else budgets[len(budgets) // 2]
+        wanted += [f"evidence_recall@{b}t", f"recall@{b}t"]
+    return [n for n in dict.fromkeys(wanted) if n in names]
+
+
+def slices_block(
+    rows: Sequence[Mapping[str, Any]], names: Sequence[str], facts: RunFacts
+) -> dict[str, Any]:
+    """report.json's ``slices``: the fields, the pooling threshold, the metrics and one row per
+    slice with n, means and 95% bootstrap CIs."""
+    metrics = slice_metrics(names, facts.k)
+    fields = list(facts.slices)
+    return {
+        "fields": fields,
+        "min_slice_size": int(facts.min_slice_size),
+        "metrics": metrics,
+        "rows": slice_table(rows, fields, metrics, facts.min_slice_size),
+    }
+
+
+SLICE_WIDTH = 120
+
+
+def slice_console(report: EvalReport, width: int = SLICE_WIDTH) -> str:
+    """The slice table for a terminal (``width`` columns at most): slice, n and up to four metrics
+    as ``mean [low, high]``, then what each ``other`` slice pooled. Empty without slices."""
+    block = report.slices or {}
+    rows = block.get("rows") or []
+    if not rows:
+        return ""
+    k = report.k
+    evidence = f"evidence_recall@{k}" in block.get("metrics", [])
+    wanted = [f"hit_rate@{k}", f"recall@{k}", f"ndcg@{k}"]
+    wanted.append(f"evidence_recall@{k}" if evidence else f"mrr@{k}")
+    shown = [m for m in wanted if m in block.get("metrics", [])]
+    name_w = min(max(len(r["slice"]) for r in rows), 32)
+    while shown and name_w + 7 + 22 * len(shown) > width:
+        shown.pop()
+    head = ["slice".ljust(name_w), f"{'n':>5}", *[m.rjust(20) for m in shown]]
+    lines = [
+        f"Slices by {', '.join(block.get('fields', []))} (95% bootstrap CIs; slices under "
+        f"{block.get('min_slice_size')} queries pooled into <field>=other)",
+        "  ".join(head),
+        "  ".join("-" * len(h) for h in head),
+    ]
+    for r in rows:
+        name = r["slice"] if len(r["slice"]) <= name_w else r["slice"][: name_w - 1] + "…"
+        cells = [name.ljust(name_w), f"{r['n']:>5}"]
+        for m in shown:
+            mean, (lo, hi) = r["metrics"].get(m, math.nan), r["ci"].get(m, [math.nan] * 2)
+            cells.append(f"{mean:.3f} [{lo:.2f}, {hi:.2f}]".rjust(20))
+        lines.append("  ".join(cells).rstrip())
+    for r in rows:
+        if r.get("pooled"):
+            text = f"{r['slice']} pools {len(r['pooled'])}: {', '.join(r['pooled'])}"
+            lines.append(text if len(text) <= width else text[: width - 1] + "…")
+    return "\n".join(lines)
+
+
+def slice_csv(block: Mapping[str, Any]) -> str:
+    """slices.csv: one line per slice (slice, field, value, n, the prefix of its MLflow keys, then
+    each metric's mean, low and high), the values an ``other`` slice pooled in the last column."""
+    metrics = list(block.get("metrics") or [])
+    head = ["slice", "field", "value", "n", "mlflow_prefix"]
+    for m in metrics:
+        head += [m, f"{m}_low", f"{m}_high"]
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow([*head, "pooled"])
+    for r in block.get("rows") or []:
+        prefix = f"{KEY_PREFIX}/{key_part(r['field'])}.{key_part(r['value'])}"
+        row: list[Any] = [r["slice"], r["field"], r["value"], r["n"], prefix]
+        for m in metrics:
+            lo, hi = r["ci"].get(m, [math.nan] * 2)
+            row += [_cell(r["metrics"].get(m)), _cell(lo), _cell(hi)]
+        w.writerow([*row, " ".join(r.get("pooled") or [])])
+    return out.getvalue()
+
+
+def _cell(x: Any) -> str:
+    return "" if x is None or math.isnan(float(x)) else repr(float(x))

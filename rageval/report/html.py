@@ -155,6 +155,7 @@ def render(report: Mapping[str, Any], chunks: Mapping[str, Mapping[str, Any]]) -
         _all_slices(report),
         decide_col=len(head) - len(names),
         toggle="misses only",
+        before=run_slice_section(report, names),
     )
 
 
@@ -177,6 +178,7 @@ def render_diff(
     b_chunks: Mapping[str, Any],
     a_name: str = "A",
     b_name: str = "B",
+    slice_rows: Sequence[Mapping[str, Any]] = (),
 ) -> str:
     """The page comparing run A (e.g. the baseline) with run B (the candidate), query by query:
     the deciding metric in both, its change, first relevant ranks and the rank moves of B's
@@ -243,6 +245,7 @@ def render_diff(
         _all_slices(b),
         decide_col=5,
         toggle="changed only",
+        before=slice_section(slice_rows),
     )
 
 
@@ -263,7 +266,8 @@ def _all_slices(report) -> list[str]:
 
 CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:1.2em;color:#222}
-h1{font-size:1.2em;margin:.2em 0} .summary{color:#555;margin-bottom:.6em}
+h1{font-size:1.2em;margin:.2em 0} h2{font-size:1.05em;margin:.8em 0 .2em}
+.summary{color:#555;margin-bottom:.6em}
 .filters{display:flex;gap:.8em;align-items:center;margin:.6em 0;flex-wrap:wrap}
 table{border-collapse:collapse;width:100%} th,td{border-bottom:1px solid #ddd;padding:.3em .5em;
 vertical-align:top;text-align:left} th{cursor:pointer;background:#f4f4f4;position:sticky;top:0;
@@ -319,6 +323,65 @@ sortBy(parseInt(table.dataset.decide), 1); filter();
 """
 
 
+def slice_section(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The gate's slice results (rageval.gate.slices rows as dicts) as a table above the queries;
+    empty without gated slices."""
+    if not rows:
+        return ""
+    head = ["slice", "n", "metric", "baseline", "current", "change", "tolerance", "p (Holm)"]
+    head.append("verdict")
+    body = []
+    for r in rows:
+        delta = r.get("delta")
+        cls = "down" if r.get("verdict") == "regressed" else "up" if (delta or 0) > 0 else ""
+        pooled = f" ({', '.join(r['pooled'])})" if r.get("pooled") else ""
+        cells = [
+            f"<td>{_esc(r.get('slice'))}{_esc(pooled)}</td>",
+            f'<td class="n">{_esc(r.get("n"))}</td>',
+            f"<td>{_esc(r.get('metric'))}</td>",
+            f'<td class="n">{_num(r.get("baseline"))}</td>',
+            f'<td class="n">{_num(r.get("current"))}</td>',
+            f'<td class="n {cls}">{"" if delta is None else f"{delta:+.3f}"}</td>',
+            f'<td class="n">{_num(r.get("tolerance"))}</td>',
+            f'<td class="n">{float(r.get("p_value", 1.0)):.3g}</td>',
+            f'<td class="{cls}">{_esc(r.get("verdict"))}</td>',
+        ]
+        body.append(f"<tr>{''.join(cells)}</tr>")
+    ths = "".join(f"<th>{_esc(h)}</th>" for h in head)
+    return (
+        f'<h2>Slices</h2><div class="summary">Gated slices (gate.slices): p is the paired '
+        f"randomization test, Holm-adjusted over the {len(rows)} slice tests.</div>"
+        f'<table class="slices"><thead><tr>{ths}</tr></thead><tbody>{"".join(body)}</tbody>'
+        "</table><h2>Queries</h2>"
+    )
+
+
+def run_slice_section(report: Mapping[str, Any], names: Sequence[str]) -> str:
+    """A run's slices (report.json ``slices``) as a table above its queries: n and each shown
+    metric as mean [95% CI]; empty for a report without slices."""
+    block = report.get("slices")
+    rows = block.get("rows") if isinstance(block, Mapping) else None
+    if not rows:
+        return ""
+    shown = [m for m in names if m in (block.get("metrics") or [])]
+    ths = "".join(f"<th>{_esc(h)}</th>" for h in ["slice", "n", *shown])
+    body = []
+    for r in rows:
+        pooled = f" ({', '.join(r['pooled'])})" if r.get("pooled") else ""
+        cells = [f"<td>{_esc(r['slice'])}{_esc(pooled)}</td>", f'<td class="n">{r["n"]}</td>']
+        for m in shown:
+            mean, (lo, hi) = r["metrics"].get(m), r["ci"].get(m, [None, None])
+            ci = "" if lo is None or hi is None else f" [{_num(lo)}, {_num(hi)}]"
+            cells.append(f'<td class="n">{_num(mean)}{ci}</td>')
+        body.append(f"<tr>{''.join(cells)}</tr>")
+    return (
+        f'<h2>Slices</h2><div class="summary">By {_esc(", ".join(block.get("fields", [])))}: '
+        f"means with 95% bootstrap CIs; slices under {_esc(block.get('min_slice_size'))} queries "
+        f'pooled into &lt;field&gt;=other.</div><table class="slices"><thead><tr>{ths}</tr>'
+        f"</thead><tbody>{''.join(body)}</tbody></table><h2>Queries</h2>"
+    )
+
+
 def _page(
     title: str,
     summary: str,
@@ -328,6 +391,7 @@ def _page(
     *,
     decide_col: int,
     toggle: str,
+    before: str = "",
 ) -> str:
     attr = "miss" if toggle.startswith("misses") else "changed"
     options = "".join(f'<option value="{_esc(s)}">{_esc(s)}</option>' for s in slices)
@@ -339,7 +403,8 @@ style-src 'unsafe-inline'; script-src 'unsafe-inline'">
 <style>{CSS}</style></head><body>
 <h1>{_esc(title)}</h1><div class="summary">{_esc(summary)}. Worst queries first; click a column
 to sort, a query to see its top results (evidence highlighted, relevant ones marked).</div>
-<div class="filters"><input id="text" type="search" placeholder="filter by id or query text">
+{before}<div class="filters">
+<input id="text" type="search" placeholder="filter by id or query text">
 <select id="slice"><option value="">all slices</option>{options}</select>
 <label><input id="only" type="checkbox" data-attr="{attr}"> {_esc(toggle)}</label>
 <span id="count" class="count">{len(rows)} queries</span></div>
@@ -361,13 +426,17 @@ def write_diff_page(
     candidate_dir: Path,
     baseline_chunks: Mapping[str, Any] | None = None,
     names: tuple[str, str] = ("baseline", "candidate"),
+    slice_rows: Sequence[Mapping[str, Any]] = (),
 ) -> Path:
     """The gate's page: ``baseline`` (report.json contents, e.g. golden/baseline.json) against
-    the run in ``candidate_dir``; written to ``path`` (e.g. beside gate.md)."""
+    the run in ``candidate_dir``; written to ``path`` (e.g. beside gate.md), with the gate's
+    ``slice_rows`` (rageval.gate.slices) above the queries."""
     from rageval.report.per_query import read_chunks
 
     cand = json.loads((Path(candidate_dir) / "report.json").read_text(encoding="utf-8"))
     cand_chunks = read_chunks(Path(candidate_dir))
-    page = render_diff(baseline, baseline_chunks or {}, cand, cand_chunks, *names)
+    page = render_diff(
+        baseline, baseline_chunks or {}, cand, cand_chunks, *names, slice_rows=slice_rows
+    )
     atomic_write_text(path, page)
     return Path(path)

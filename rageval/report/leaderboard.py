@@ -6,7 +6,8 @@ metric (:func:`rank`, the gate's paired randomization test, Holm-corrected), the
 :class:`Leaderboard` as markdown, CSV or an aligned console table.
 
 A job is ``best`` when it has the highest mean of the deciding metric, ``tied`` when the test
-cannot tell it from the best at ``alpha``: a user never reads noise as a winner.
+cannot tell it from the best at ``alpha``: a user never reads noise as a winner. A section by
+slice (rageval.report.sweep_slices) shows the deciding metric per slice for every job.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from rageval.errors import ConfigError
+from rageval.report.sweep_slices import sweep_slices
 from rageval.scoring.spec import MetricSpec
 from rageval.scoring.stats import holm, paired_randomization_test
 
@@ -126,6 +128,8 @@ class Leaderboard:
     pvalues: dict[int, float]
     alpha: float
     note: str = ""
+    # the deciding metric per slice and job (rageval.report.sweep_slices); None without slices
+    slices: Any = None
 
     @property
     def best(self) -> int | None:
@@ -172,6 +176,8 @@ class Leaderboard:
             else:
                 cells += [""] * len(self.columns) + [f"FAILED: {j.error}"]
             lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+        if self.slices is not None:
+            lines += ["", self.slices.markdown().rstrip("\n")]
         return "\n".join(lines) + "\n"
 
     def csv(self) -> str:
@@ -222,6 +228,8 @@ class Leaderboard:
         Console(file=buf, width=width, no_color=True, highlight=False).print(table)
         head = textwrap.fill(self.header(), width=width)
         body = "\n".join(line.rstrip() for line in buf.getvalue().splitlines()).strip("\n")
+        if self.slices is not None:
+            body += "\n\n" + self.slices.console(width)
         return f"{head}\n\n{body}"
 
 
@@ -234,7 +242,7 @@ def _console_columns(columns: Sequence[str]) -> list[str]:
         family = m.split("@")[0]
         if family in ("ndcg", "recall") and evidence:
             continue
-        if family in ("evidence_precision_max",):
+        if family in ("evidence_precision_max", "ndcg_cond"):
             continue
         keep.append(m)
     return keep
@@ -260,6 +268,8 @@ def columns_for(metric: str, jobs: Sequence[Job]) -> list[str]:
     wanted = [metric, f"ndcg@{k}", f"recall@{k}", f"quote_recall@{k}"]
     wanted += [f"evidence_{m}@{k}" for m in ("recall", "precision", "iou")]
     wanted += ["evidence_precision_max", f"tokens@{k}"]
+    # how much of each job's top k is judged, and nDCG with unjudged results set aside
+    wanted += [f"judged@{k}", f"ndcg_cond@{k}"]
     return [m for m in dict.fromkeys(wanted) if m in names or m == metric]
 
 
@@ -284,6 +294,17 @@ def rank(
     if ok and not scored:
         have = sorted({m for j in ok for m in j.metrics})
         note = f"No job reports {metric}; the jobs report: {', '.join(have)}"
+    label_sets = sorted({str(j.report.get("label_set") or "gold") for j in ok})
+    if len(label_sets) > 1:  # e.g. -m labels=gold,all: each job counted other labels
+        note = " ".join(
+            x
+            for x in (
+                note,
+                f"The jobs were measured with different label sets ({', '.join(label_sets)}): "
+                "their metrics count different labels, so rank jobs of one set only.",
+            )
+            if x
+        )
     if scored:
         sign = 1.0 if MetricSpec.parse(metric).higher_is_better else -1.0  # fewest tokens wins
         best = max(scored, key=lambda j: (sign * j.metrics[metric], -j.job))
@@ -303,6 +324,7 @@ def rank(
             pvalues[j.job] = p
             if p >= alpha:
                 verdict[j.job] = "tied"
+    best_job = next((j for j, v in verdict.items() if v == "best"), None)
     return Leaderboard(
         metric=metric,
         why=why,
@@ -313,4 +335,5 @@ def rank(
         pvalues=pvalues,
         alpha=alpha,
         note=note,
+        slices=sweep_slices(jobs, metric, keys, best_job) if scored else None,
     )

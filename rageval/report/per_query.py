@@ -24,6 +24,7 @@ LEAD = (
     "query",
     "source",
     "tags",
+    "meta",
     "n_relevant",
     "first_relevant_rank",
     "expected_docs",
@@ -54,6 +55,8 @@ def table(rows: Sequence[dict[str, Any]]) -> dict[str, list]:
     for r in rows:
         for c in cols:
             v = r.get(c)
+            if isinstance(v, dict):  # meta: JSON, so a spreadsheet or script can read it back
+                v = json.dumps(v, ensure_ascii=False, sort_keys=True)
             out[c].append(", ".join(map(str, v)) if isinstance(v, list) else v)
     return out
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from rageval.errors import InputError
 from rageval.formats.atomic import atomic_write_text
+from rageval.report.eval_report import slice_csv
 from rageval.report.html import render, render_diff, write_page
 from rageval.report.per_query import per_query_csv, read_chunks, write_chunk_labels
 from rageval.report.plots import curve_png
@@ -16,9 +17,12 @@ from rageval.report.plots import curve_png
 
 def write_run_files(report, out: Path) -> None:
     """The run folder's readable files besides report.json, chunks.jsonl and the TREC files:
-    per_query.csv, chunk_labels.tsv, the metric@k plot and the per-query page report.html."""
+    per_query.csv, slices.csv, chunk_labels.tsv, the metric@k plot and the per-query page
+    report.html."""
     out = Path(out)
     atomic_write_text(out / "per_query.csv", per_query_csv(report.per_query))
+    if (report.slices or {}).get("rows"):
+        atomic_write_text(out / "slices.csv", slice_csv(report.slices))
     write_chunk_labels(out, report.chunks)
     curve_png(report, out / "metrics_at_k.png")
     write_page(out / "report.html", report.to_dict(), {r["id"]: r for r in report.chunks})

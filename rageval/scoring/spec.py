@@ -29,6 +29,14 @@ FAMILIES: dict[str, tuple[str, str]] = {
     "evidence_precision": ("span", "covered / retrieved characters, duplicates included"),
     "evidence_iou": ("span", "covered / (evidence + retrieved - covered) characters"),
     "tokens": ("cost", "tokens of the top k chunks (the embedding model's tokenizer)"),
+    # judged-ness (docs/metrics.md "Judgements"): how much of the top k carries any label, and the
+    # headline metrics on the condensed list (unjudged results removed before the cut at k, as
+    # trec_eval -J): ``ndcg_cond@5`` is nDCG@5 of the condensed list (MLflow: ``ndcg_cond_at_5``)
+    "judged": ("judged", "results in the top k carrying any label or judgement / k"),
+    **{
+        f"{name}_cond": ("judged", f"{name}@k of the condensed list (trec_eval -J)")
+        for name in ("precision", "recall", "hit_rate", "mrr", "ndcg", "map")
+    },
 }
 # Metrics without a cutoff: reported and logged under their plain name.
 PLAIN: dict[str, tuple[str, str]] = {
@@ -39,6 +47,8 @@ PLAIN: dict[str, tuple[str, str]] = {
 }
 # The chunk- and document-counting metrics, equal to trec_eval on run.trec and qrels.trec.
 HEADLINE: tuple[str, ...] = ("precision", "recall", "hit_rate", "mrr", "ndcg", "map")
+# their condensed-list variants, in the same order
+CONDENSED: tuple[str, ...] = tuple(f"{m}_cond" for m in HEADLINE)
 
 _PATTERN = re.compile(r"^\s*([a-z][a-z0-9_]*?)\s*(?:@|_at_)\s*(\d+)\s*(t?)\s*$")
 

@@ -5,7 +5,8 @@ MLflow's run page and compare view group metric charts by the prefix before ``/`
 logs ``headline/ndcg_at_5`` (the ranking metrics at the run's k, with ``_ci_low``/``_ci_high``
 beside each), ``span/evidence_recall_at_5`` (span and token-budget metrics), ``cutoffs/ndcg_at_10``
 (the other cutoffs of the metric@k curve: plain values, not a chart over steps),
-``latency/p95_ms`` and ``time/index_s``. :func:`metric_key` gives the key of a metric name and
+``latency/p95_ms``, ``time/index_s`` and ``slice/source.ticket.recall_at_5`` (each slice's means,
+:func:`slice_entries`). :func:`metric_key` gives the key of a metric name and
 :func:`find_metric` reads one back from a run's metrics whatever its section.
 """
 
@@ -32,6 +33,10 @@ DROP_TOP = {
     "retries",
     "retry_backoff",
     "sweep",
+    "judged_warn_below",
+    # how the report breaks queries down (slices.csv and the slice/ metrics show it)
+    "slices",
+    "min_slice_size",
 }
 DROP_ANY = {"_target_", "cache_dir", "batch_size", "device", "enabled"}
 # search.* keys that matter only to some modes
@@ -98,6 +103,20 @@ def metric_entries(report) -> list[tuple[str, float]]:
     for key, value in report.timings.items():
         if _finite(value):
             out.append((f"time/{key}", float(value)))
+    return out
+
+
+def slice_entries(report) -> list[tuple[str, float]]:
+    """(key, value) of each slice's means: ``slice/<field>.<value>.<metric>`` with the field and
+    value made safe for MLflow by :func:`rageval.scoring.slices.key_part` (slices.csv maps each
+    slice to its key prefix and holds the CIs)."""
+    from rageval.scoring.slices import slice_key
+
+    out = []
+    for row in (getattr(report, "slices", None) or {}).get("rows") or []:
+        for name, value in row["metrics"].items():
+            if _finite(value):
+                out.append((slice_key(row["field"], row["value"], name), float(value)))
     return out
 
 

@@ -11,13 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from rageval.tracking.client import client_for, ensure_experiment, git_info, source_tags
-from rageval.tracking.keys import metric_entries, run_params
+from rageval.tracking.keys import metric_entries, run_params, slice_entries
 from rageval.tracking.keys import run_name as default_run_name
 
 # Files of a run folder logged as artifacts, when present (report.json is logged from memory,
 # with the new run's id in it).
 ARTIFACTS = (
     "per_query.csv",
+    "slices.csv",
     "config.yaml",
     "metrics_at_k.png",
     "run.trec",
@@ -135,6 +136,10 @@ def log_run(
         "rageval.model_fingerprint": report.digests.get("model", ""),
         "rageval.embedding": report.digests.get("embedding", ""),
         "rageval.level": report.level,
+        # which labels the metrics counted (gold | all) and the judgements behind them: promote
+        # --best and the gate never mix label sets
+        "rageval.label_set": getattr(report, "label_set", "gold"),
+        "rageval.judgements_digest": report.digests.get("judgements", ""),
         "rageval.k": str(report.k),
         **({"rageval.git_dirty": info["git_dirty"]} if "git_dirty" in info else {}),
         **(source_tags(info) if git else {}),
@@ -154,7 +159,7 @@ def log_run(
             client,
             run_id,
             params=run_params(redact(dict(config)), choices),
-            metrics=dict(metric_entries(report)),
+            metrics={**dict(metric_entries(report)), **dict(slice_entries(report))},
         )
         inputs = dataset_inputs(report, config)
         if inputs:

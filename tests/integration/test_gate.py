@@ -257,3 +257,31 @@ def test_check_override_mistakes_exit_2_with_one_line(baseline, tmp_path):
     proc = check_cli(baseline, tmp_path, "chunks=32")
     assert proc.returncode == 2 and "did you mean chunk" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_a_slice_regression_fails_the_check_while_every_mean_passes(baseline, tmp_path):
+    from rageval.gate.baseline import write_baseline
+
+    data = load_baseline(baseline)
+    assert {r["source"] for r in data["per_query"]} >= {"ticket"}  # the CSV carries the slices
+    # the ticket queries did better at baseline; the baseline's means stay as they were
+    for r in data["per_query"]:
+        if r["source"] == "ticket":
+            r["precision@5"] = 0.6
+    write_baseline(data, baseline, data["promoted_from"])
+    cmp, out = run_check(
+        baseline, ["gate.slices.source=ticket.precision@5=0.05"], out=tmp_path / "c", quiet=True
+    )
+    assert all(r.verdict != "regressed" for r in cmp.rows)
+    assert cmp.status == "regressed" and cmp.exit_code == 1
+    (row,) = cmp.slices
+    assert (row.slice, row.metric, row.baseline, row.verdict) == (
+        "source=ticket",
+        "precision@5",
+        0.6,
+        "regressed",
+    )
+    assert "FAIL: precision@5 on source=ticket regressed" in cmp.console()
+    assert json.loads((out / "gate.json").read_text())["slices"][0]["slice"] == "source=ticket"
+    assert "| source=ticket |" in (out / "gate.md").read_text()
+    assert "<h2>Slices</h2>" in (out / "gate.html").read_text()

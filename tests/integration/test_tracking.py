@@ -106,3 +106,8 @@ def test_a_sweep_reads_in_mlflow_like_its_comparison(
         assert report["mlflow.source.git.commit"] == commit
         assert report["mlflow.source.type"] == "LOCAL"
         assert all("/" in k for k in r.data.metrics)  # every metric sits in a UI section
+        # which labels the metrics counted, and how much of the top k they cover
+        assert (
+            report["rageval.label_set"] == "gold" and len(report["rageval.judgements_digest"]) == 64
+        )
+        assert {"judged/judged_at_5", "judged/ndcg_cond_at_5"} <= set(r.data.metrics)

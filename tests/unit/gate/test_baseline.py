@@ -4,7 +4,7 @@ import copy
 
 import pytest
 
-from rageval.gate.compare import GOLDEN_CHANGED, PASS, REGRESSED, compare
+from rageval.gate.compare import GOLDEN_CHANGED, LABELS_CHANGED, PASS, REGRESSED, compare
 
 METRICS = ["recall@5", "mrr@5"]
 
@@ -139,7 +139,8 @@ def test_miss_lines_show_readable_labels_when_the_report_has_them():
 def test_another_label_set_is_never_compared():
     cur = {**copy.deepcopy(BASE), "label_set": "llm"}
     cmp = compare(BASE, cur, METRICS)
-    assert cmp.status == GOLDEN_CHANGED and "never compares across label sets" in cmp.console()
+    assert cmp.status == LABELS_CHANGED and cmp.exit_code == 2
+    assert "never compares across label sets" in cmp.console()
 
 
 def test_a_cost_metric_regresses_when_it_rises():

@@ -159,3 +159,16 @@ def test_folder_import_refuses_ids_that_are_not_file_names(beir, tmp_path):
     _append(beir / "corpus.jsonl", json.dumps({"_id": "../up", "title": "", "text": "t"}))
     with pytest.raises(InputError, match=r"'\.\./up' cannot be a file name; .*jsonl"):
         import_beir(beir, tmp_path / "o", split="train", corpus_format="folder")
+
+
+def test_the_runs_max_document_mb_caps_a_beir_corpus(beir):
+    from rageval.app.build import instantiate
+    from rageval.app.config import compose
+
+    big = max(len(json.loads(line)["text"]) for line in (beir / "corpus.jsonl").open())
+    cfg = compose(["dataset=beir", f"dataset.path={beir}", f"max_document_mb={big / 2e6}"])
+    with pytest.raises(Exception, match="above the .* MB limit for one document") as err:
+        instantiate(cfg.dataset, "dataset")
+    assert "max_document_mb" in str(err.value)
+    cfg = compose(["dataset=beir", f"dataset.path={beir}"])
+    assert len(instantiate(cfg.dataset, "dataset").golden.queries) == 30

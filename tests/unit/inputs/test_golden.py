@@ -119,3 +119,22 @@ def test_bom_is_accepted(tmp_path):
         "\ufeff".encode() + json.dumps({"id": "a", "query": "x", "relevant": ["d:0"]}).encode()
     )
     assert load_golden(p).queries[0].id == "a"
+
+
+def test_meta_fields_load_and_count_in_the_digest(tmp_path):
+    line = {"id": "q1", "query": "q", "relevant_docs": ["d"], "meta": {"difficulty": "hard"}}
+    g = load_golden(write(tmp_path, [json.dumps(line)]))
+    assert g.queries[0].meta == {"difficulty": "hard"}
+    plain = load_golden(write(tmp_path, [json.dumps({**line, "meta": {"difficulty": "easy"}})]))
+    assert plain.digest != g.digest  # slices read meta: a change is a change of the golden set
+
+
+@pytest.mark.parametrize(
+    ("meta", "message"),
+    [('"hard"', '"meta" must be an object'), ('{"d": {"x": 1}}', r'"meta"\[\'d\'\] must be')],
+)
+def test_bad_meta_names_the_line_and_the_key(tmp_path, meta, message):
+    text = '{"id": "q1", "query": "q", "relevant_docs": ["d"], "meta": ' + meta + "}"
+    with pytest.raises(InputError, match=message) as err:
+        load_golden(write(tmp_path, [text]))
+    assert "g.jsonl:1: query 'q1'" in str(err.value)

@@ -99,3 +99,18 @@ def test_run_names_come_from_swept_values_and_the_job_number():
         run_name([], config={"chunk": 256, "search": {"mode": "vector"}})
         == "chunk=256 search=vector"
     )
+
+
+def test_slice_metrics_get_mlflow_safe_keys_in_their_own_section():
+    from rageval.tracking.keys import slice_entries
+
+    rows = [
+        {"field": "source", "value": "ticket", "metrics": {"recall@5": 0.5, "ndcg@5": None}},
+        {"field": "tags", "value": "multi hop/2", "metrics": {"recall@1024t": 0.25}},
+    ]
+    entries = dict(slice_entries(SimpleNamespace(slices={"rows": rows})))
+    assert entries.pop("slice/source.ticket.recall_at_5") == 0.5
+    ((key, value),) = entries.items()  # the undefined ndcg@5 is not logged
+    assert key.startswith("slice/tags.multi_hop_2_") and key.endswith(".recall_at_1024t")
+    assert value == 0.25
+    assert slice_entries(SimpleNamespace(slices={"source:ticket": {"n": 3}})) == []  # old report

@@ -1,0 +1,287 @@
+"""Per-slice gates: a slice that drops beyond its tolerance fails the gate even when the mean does
+not (an improving category can hide a collapse in another).
+
+``gate.slices`` maps a slice to its tolerances (absolute drop of the slice's mean)::
+
+    gate:
+      slices:
+        source=adversarial: {recall@5: 0.05}   # these metrics, these tolerances
+        tags=multi-hop: 0.1                     # every gate metric, 0.1
+        source: 0.05                            # every slice of source (small ones pooled)
+
+On the command line: ``gate.slices.source=adversarial.recall@5=0.05`` (one metric),
+``gate.slices.source=adversarial=0.05`` (every gate metric) or ``gate.slices.source=0.05``;
+:func:`normalize_slice_override` turns these into an override Hydra parses.
+
+Each (slice, metric) gets the gate's paired randomization test on the slice's queries; the
+p-values are Holm-adjusted over the family of all slice tests of the check (the headline metrics
+are a family of their own, so adding slice gates never changes their verdict).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from rageval.errors import ConfigError, InputError
+from rageval.scoring.slices import (
+    DEFAULT_MIN_SIZE,
+    SliceGroup,
+    canonical_field,
+    find_group,
+    group_rows,
+)
+from rageval.scoring.spec import MetricSpec
+from rageval.scoring.stats import holm, paired_randomization_test
+
+SLICE_OVERRIDE = re.compile(r"^(\+{0,2})gate\.slices\.(.+)=([^=]*)$", re.DOTALL)
+# characters Hydra's override grammar needs escaped in a dictionary key
+_HYDRA_ESCAPE = re.compile(r"([\\=:,\[\]{}()])")
+
+
+@dataclass
+class SliceRow:
+    """One gated (slice, metric): n queries compared, the slice's means, verdict."""
+
+    slice: str
+    metric: str
+    n: int
+    baseline: float
+    current: float
+    delta: float
+    tolerance: float
+    p_value: float  # Holm-adjusted over every slice test of the check
+    verdict: str  # "regressed", "improved", "ok"
+    wins: int = 0
+    ties: int = 0
+    losses: int = 0
+    pooled: list[str] | None = None
+
+
+def _split_key(rest: str) -> tuple[str, str | None]:
+    """``source=adversarial.recall@5`` -> (``source=adversarial``, ``recall@5``); a key without a
+    trailing metric -> (key, None)."""
+    head, dot, tail = rest.rpartition(".")
+    if dot and head and MetricSpec.is_metric(tail):
+        return head, tail
+    return rest, None
+
+
+def normalize_slice_override(text: str) -> str:
+    """``gate.slices.<slice>[.<metric>]=<tolerance>`` -> ``++gate.slices={<slice>: ...}`` (the
+    slice name escaped for Hydra; merged into the mapping, so several such overrides add up);
+    any other override unchanged."""
+    m = SLICE_OVERRIDE.match(text)
+    if not m:
+        return text
+    key, metric = _split_key(m.group(2))
+    try:
+        float(m.group(3))
+    except ValueError:
+        raise ConfigError(
+            f"override {text!r}: a slice tolerance is a number, e.g. "
+            "gate.slices.source=adversarial.recall@5=0.05"
+        ) from None
+    if any(c in key for c in "'\"") or key != key.strip():
+        raise ConfigError(
+            f"override {text!r}: the slice name holds quotes or surrounding spaces, which an "
+            "override cannot carry; write it under gate.slices in a config file instead"
+        )
+    name = _HYDRA_ESCAPE.sub(r"\\\1", key)
+    if metric is None:
+        return f"++gate.slices={{{name}:{m.group(3)}}}"
+    return f"++gate.slices={{{name}:{{{MetricSpec.parse(metric).mlflow_key}:{m.group(3)}}}}}"
+
+
+def parse_tolerances(
+    spec: Mapping[str, Any] | None, gate_metrics: Sequence[str]
+) -> list[tuple[str, dict[str, float]]]:
+    """``gate.slices`` as (slice key, {metric: tolerance}) pairs, metrics in report spelling; a
+    plain number applies to every gate metric."""
+    out = []
+    for key, value in (spec or {}).items():
+        where = f"gate.slices[{key!r}]"
+        if isinstance(value, Mapping):
+            tol = {str(MetricSpec.parse(str(m))): _tolerance(v, where) for m, v in value.items()}
+            if not tol:
+                raise ConfigError(
+                    f"{where} is empty: give metric tolerances, e.g. {{recall@5: 0.05}}"
+                )
+        else:
+            t = _tolerance(value, where)
+            tol = {str(MetricSpec.parse(m)): t for m in gate_metrics}
+        out.append((str(key), tol))
+    return out
+
+
+def _tolerance(value: Any, where: str) -> float:
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    if not ok or not math.isfinite(value) or value < 0:
+        raise ConfigError(
+            f"{where}: a tolerance is a number >= 0 (an absolute drop of the slice's mean), "
+            f"got {value!r}; e.g. {{recall@5: 0.05}} or 0.05 for every gate metric"
+        )
+    return float(value)
+
+
+def _groups(rows: Sequence[Mapping[str, Any]], key: str, min_size: int) -> list[SliceGroup]:
+    if "=" in key:
+        return [find_group(rows, key, min_size)]
+    groups = group_rows(rows, [canonical_field(key)], min_size)
+    if not groups:
+        raise ConfigError(
+            f"gate.slices names the field {key!r}, which no query of the golden set has; write "
+            "<field>=<value> (source=adversarial) or a field the queries have"
+        )
+    return groups
+
+
+def check_spec(
+    spec: Mapping[str, Any] | None,
+    gate_metrics: Sequence[str],
+    rows: Sequence[Mapping[str, Any]],
+    min_size: int = DEFAULT_MIN_SIZE,
+) -> None:
+    """Refuse a bad ``gate.slices`` before anything runs: tolerances that are not numbers, metric
+    names that are none, and (when the baseline's ``rows`` carry the slice fields) slices no
+    query is in."""
+    wanted = parse_tolerances(spec, gate_metrics)
+    if rows and any(_has_fields(r) for r in rows):
+        for key, _ in wanted:
+            _groups(rows, key, min_size)
+
+
+def _num(x: Any) -> float:
+    return math.nan if x is None else float(x)
+
+
+def _has_fields(row: Mapping[str, Any]) -> bool:
+    return any(k in row for k in ("source", "tags", "meta"))
+
+
+def compare_slices(
+    base_q: Mapping[str, Mapping[str, Any]],
+    cur_q: Mapping[str, Mapping[str, Any]],
+    shared: Sequence[str],
+    spec: Mapping[str, Any] | None,
+    gate_metrics: Sequence[str],
+    *,
+    min_size: int = DEFAULT_MIN_SIZE,
+    require_significance: bool = False,
+    alpha: float = 0.05,
+    resamples: int = 10_000,
+) -> list[SliceRow]:
+    """The gated slices of ``spec`` (``gate.slices``) over the ``shared`` queries: one row per
+    (slice, metric), Holm-adjusted over all of them; a named slice's tolerance wins over its
+    field's (``source=adversarial`` over ``source``). Slice membership comes from the current
+    rows' source, tags and meta (the baseline's when a current row lacks them)."""
+    wanted = parse_tolerances(spec, gate_metrics)
+    if not wanted:
+        return []
+    rows = [cur_q[q] if _has_fields(cur_q[q]) else base_q[q] for q in shared]
+    # (slice, metric) -> tolerance; a named slice overrides its field's tolerance
+    gated: dict[tuple[str, str], tuple[SliceGroup, float, str]] = {}
+    for key, tolerances in sorted(wanted, key=lambda kv: "=" in kv[0]):
+        for g in _groups(rows, key, min_size):
+            for metric, tol in tolerances.items():
+                gated[(g.name, metric)] = (g, tol, key)
+    out: list[SliceRow] = []
+    pvals: list[float] = []
+    for (_, metric), (g, tol, key) in gated.items():
+        ids = [shared[i] for i in g.index]
+        if not any(metric in base_q[q] for q in ids) or not any(metric in cur_q[q] for q in ids):
+            raise InputError(
+                f"gate.slices[{key!r}]: metric {metric!r} is missing from the per-query rows of "
+                "the baseline or the current report; gate a metric both have"
+            )
+        a = np.array([_num(base_q[q].get(metric)) for q in ids])
+        b = np.array([_num(cur_q[q].get(metric)) for q in ids])
+        ok = ~(np.isnan(a) | np.isnan(b))
+        p = (
+            paired_randomization_test(a[ok], b[ok], n_resamples=resamples, seed=0)
+            if ok.any()
+            else 1.0
+        )
+        pvals.append(p)
+        base_mean, cur_mean = _mean(a), _mean(b)
+        d = b[ok] - a[ok]
+        out.append(
+            SliceRow(
+                g.name,
+                metric,
+                len(ids),
+                base_mean,
+                cur_mean,
+                cur_mean - base_mean,
+                tol,
+                p,
+                "ok",
+                int((d > 1e-12).sum()),
+                int((abs(d) <= 1e-12).sum()),
+                int((d < -1e-12).sum()),
+                list(g.pooled) or None,
+            )
+        )
+    for r, p_adj in zip(out, holm(pvals), strict=True):
+        r.p_value = float(p_adj)
+        significant = p_adj < alpha or not require_significance
+        gain = r.delta if MetricSpec.parse(r.metric).higher_is_better else -r.delta
+        if math.isnan(gain):
+            continue
+        if gain < -r.tolerance - 1e-12 and significant:
+            r.verdict = "regressed"
+        elif gain > r.tolerance + 1e-12:
+            r.verdict = "improved"
+    return out
+
+
+def _mean(v: np.ndarray) -> float:
+    v = v[~np.isnan(v)]
+    return float(v.mean()) if v.size else math.nan
+
+
+def markdown(rows: Sequence[SliceRow]) -> list[str]:
+    """gate.md's slice section (empty without gated slices)."""
+    if not rows:
+        return []
+    lines = [
+        "",
+        f"**Slices** (tolerance: absolute drop of the slice's mean; p: paired randomization "
+        f"test, Holm-adjusted over the {len(rows)} slice tests)",
+        "",
+        "| slice | n | metric | baseline | current | delta | tolerance | p (Holm) "
+        "| win/tie/loss | verdict |",
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in rows:
+        name = (r.slice + (f" ({', '.join(r.pooled)})" if r.pooled else "")).replace("|", r"\|")
+        lines.append(
+            f"| {name} | {r.n} | {r.metric} | {r.baseline:.4f} | "
+            f"{r.current:.4f} | {r.delta:+.4f} | {r.tolerance:.4f} | {r.p_value:.3g} | "
+            f"{r.wins}/{r.ties}/{r.losses} | {r.verdict} |"
+        )
+    return lines
+
+
+def console(rows: Sequence[SliceRow]) -> list[str]:
+    """The slice rows as aligned terminal lines (none without gated slices)."""
+    if not rows:
+        return []
+    w = max([len(r.slice) for r in rows] + [5])
+    mw = max([len(r.metric) for r in rows] + [6])
+    out = [
+        f"Slices (p Holm-adjusted over the {len(rows)} slice tests):",
+        f"{'slice':<{w}}  {'n':>5}  {'metric':<{mw}}  baseline   current     delta  tolerance  "
+        "p (Holm)  verdict",
+    ]
+    for r in rows:
+        out.append(
+            f"{r.slice:<{w}}  {r.n:>5}  {r.metric:<{mw}}  {r.baseline:8.4f}  {r.current:8.4f}  "
+            f"{r.delta:+8.4f}  {r.tolerance:9.4f}  {r.p_value:8.3g}  {r.verdict}"
+        )
+    return out
