@@ -51,12 +51,20 @@ def run_group(args, cwd, env_extra=None, timeout=300) -> subprocess.CompletedPro
 
 
 def stop_group(pgid: int) -> None:
+    """SIGTERM the group, then SIGKILL whatever is left of it after 5 s (waiting only as long as
+    some process of the group lives)."""
     for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 0.0)):
         try:
             os.killpg(pgid, sig)
         except ProcessLookupError:
             return
-        time.sleep(wait)
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(pgid, 0)  # anyone left?
+            except ProcessLookupError:
+                return
+            time.sleep(0.1)
 
 
 def runs_of(uri, experiment):
