@@ -46,3 +46,9 @@ class RegressionError(RagevalError):
     """The regression gate found a metric that dropped beyond its tolerance. Exit code 1."""
 
     exit_code = 1
+
+
+class NotConfirmedError(RagevalError):
+    """A tuning study's holdout does not confirm its best configuration's gain. Exit code 1."""
+
+    exit_code = 1

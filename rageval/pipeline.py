@@ -30,11 +30,15 @@ from rageval.inputs.judgements import (
     load_judgements,
     merge_qrels,
 )
+from rageval.inputs.split import SplitSpec, split_golden
 from rageval.ranking import break_ties
 from rageval.relevance import Resolution, resolve
+from rageval.report.costs import costs_block
 from rageval.report.eval_report import EvalReport, RunFacts, Scored, summarise
 from rageval.report.per_query import add_readable_ids
+from rageval.report.stages import StageScores, summarise_stages
 from rageval.retrieval.base import Encoder, Retriever
+from rageval.retrieval.trace import StageTrace, parts, tracing
 from rageval.scoring.budget import (
     DEFAULT_BUDGETS,
     budget_metrics,
@@ -69,7 +73,7 @@ class RunSpec:
     ks: tuple[int, ...] = (1, 3, 5, 10)
     level: str = "auto"
     depth: int | None = None
-    latency_sample: int = 20
+    latency_sample: int = 100
     allow_model_mismatch: bool = False
     # queries searched per retriever call: a golden set of 100,000 queries runs in batches
     query_batch: int = 10_000
@@ -86,6 +90,8 @@ class RunSpec:
     judgements: str | None = None
     labels: str = "gold"
     judged_warn_below: float = 0.5
+    # which part of the golden set is scored: all, or the tune or holdout side of the split
+    split: SplitSpec = field(default_factory=SplitSpec)
 
     def __post_init__(self) -> None:
         if self.k <= 0 or any(int(x) <= 0 for x in self.ks):
@@ -149,6 +155,7 @@ def evaluate(
             "to null for judgements.jsonl next to the golden set (none when that is missing)"
         )
     judgements = load_judgements(spec.judgements or default_path(golden.path), by_id, golden)
+    golden, split = split_golden(golden, spec.split)
     clock.lap("load_s")
     _warn_if_invisible(spec, retriever, encoder)
     tokenizer = load_tokenizer(spec.tokenizer_dir)
@@ -156,6 +163,9 @@ def evaluate(
     clock.lap("chunk_s")
     res = resolve(golden, by_id, chunks, spec.level)
     res = with_judgements(res, judgements, spec.labels, chunks)
+    if spec.split.name != "all":  # judgements of the other side's queries stay out of qrels.trec
+        kept = {q.id for q in golden.queries}
+        res = Resolution({q: r for q, r in res.qrels.items() if q in kept}, res.spans, res.level)
     extents = chunk_extents(chunks, {d.id: len(d.text) for d in docs})
     # The documents' text is not needed past this point: drop it before the index is built, so
     # the corpus text is not held twice (documents and chunks) while embeddings fill memory.
@@ -165,17 +175,26 @@ def evaluate(
 
     if encoder is not None and query_encoder is not None:
         encoder = check_query_model(encoder, query_encoder, spec.allow_model_mismatch)
-    retriever.index(chunks, encoder)
+    timed = TimedEncoder(encoder) if encoder is not None else None
+    embedded_before = _texts_encoded(encoder)  # an encoder reused across runs keeps counting
+    retriever.index(chunks, timed)
+    embed_docs = timed.seconds if timed else 0.0
+    requests_before = request_counts(retriever)
     clock.lap("index_s")
 
     queries = [q.query for q in golden.queries]
     depth = search_depth(spec, res.level, [c.n_tokens for c in chunks])
-    results = _search(retriever, queries, depth, spec.query_batch)
+    with tracing(retriever, StageTrace()) as trace:
+        results = _search(retriever, queries, depth, spec.query_batch)
     clock.lap("search_s")
-    latency = _latency(retriever, queries, depth, spec.latency_sample)
+    embed_queries = (timed.seconds - embed_docs) if timed else 0.0
+    asked = timed.texts if timed else 0
+    requests = _requests_of_search(requests_before, request_counts(retriever))
+    latency, stage_ms = _latency(retriever, queries, depth, spec.latency_sample)
 
     clock.restart()
     scored = score_run(spec, golden, chunks, extents, res, results, tokenizer)
+    stages = _stages(spec, golden, chunks, extents, res, tokenizer, trace, scored, depth, stage_ms)
     clock.lap("score_s")
     clock.total()
     facts = RunFacts(
@@ -197,7 +216,7 @@ def evaluate(
             "chunks": len(chunks),
             "queries": len(golden.queries),
             # texts that went through the embedding model in this run (cache misses)
-            "texts_embedded": int(getattr(encoder, "texts_encoded", 0) or 0),
+            "texts_embedded": _texts_encoded(encoder) - embedded_before,
             **chunk_token_stats(chunks),
         },
         config=config or {},
@@ -205,11 +224,24 @@ def evaluate(
         min_slice_size=spec.min_slice_size,
     )
     report = summarise(golden, scored, facts)
+    sizes = getattr(retriever, "index_bytes", None)
+    report.costs = costs_block(
+        timings=clock.timings,
+        latency=latency,
+        embed_seconds=(embed_docs, embed_queries),
+        rerank_seconds=trace.seconds.get("rerank", 0.0),
+        texts=(asked, facts.counts["texts_embedded"]) if timed else None,
+        index_bytes=sizes() if callable(sizes) else None,
+        tokens_per_query=report.metrics.get(f"tokens@{spec.k}"),
+        requests=requests,
+    )
+    report.stages = stages
     report.label_set = spec.labels
     report.judgements = judgements_summary(judgements, spec.labels)
     report.warnings += judged_warnings(report, spec.judged_warn_below)
     for message in report.warnings:
         warnings.warn(message, LowJudgedWarning, stacklevel=2)
+    report.split = split
     report.chunks = chunk_rows(chunks, extents)
     add_readable_ids(report, golden, chunks, res.spans)
     return report
@@ -417,18 +449,148 @@ def _finite(scores: Sequence[float]) -> bool:
         return False
 
 
-def _latency(retriever: Retriever, queries: Sequence[str], depth: int, n: int) -> dict:
-    """Per-query search latency over a sample of single-query calls (query vectors are cached)."""
+# Each sampled query is searched this often and its fastest time counts: a busy machine's hiccup
+# (another process, a page fault) is not the retriever's latency; the spread between queries stays.
+LATENCY_REPEATS = 3
+
+
+def _latency(
+    retriever: Retriever, queries: Sequence[str], depth: int, n: int
+) -> tuple[dict, dict[str, list[float]]]:
+    """Per-query search latency over a sample of single-query calls (query vectors are cached),
+    and the milliseconds of each stage of a staged retriever in those calls; each query's
+    fastest of ``LATENCY_REPEATS`` searches, after one untimed warm-up search."""
     sample = list(queries[: max(0, n)])
     ms = []
+    by_stage: dict[str, list[float]] = {}
+    if sample:  # lazy set-up (tokenizers, threads) is not latency
+        retriever.search(sample[:1], depth)
     for q in sample:
-        t = time.perf_counter()
-        retriever.search([q], depth)
-        ms.append((time.perf_counter() - t) * 1000)
+        best, stages = math.inf, {}
+        for _ in range(LATENCY_REPEATS):
+            with tracing(retriever, StageTrace()) as trace:
+                t = time.perf_counter()
+                retriever.search([q], depth)
+                took = (time.perf_counter() - t) * 1000
+            if took < best:
+                best, stages = took, dict(trace.seconds)
+        ms.append(best)
+        for stage, seconds in stages.items():
+            by_stage.setdefault(stage, []).append(seconds * 1000)
     if not ms:
-        return {}
+        return {}, by_stage
     return {
         "p50_ms": float(np.percentile(ms, 50)),
         "p95_ms": float(np.percentile(ms, 95)),
         "queries_sampled": len(ms),
-    }
+    }, by_stage
+
+
+def _texts_encoded(encoder: Encoder | None) -> int:
+    return int(getattr(encoder, "texts_encoded", 0) or 0)
+
+
+class TimedEncoder:
+    """The run's encoder, timing and counting the texts asked of it (documents and queries, cache
+    reads included); every other member is the wrapped encoder's."""
+
+    def __init__(self, encoder: Encoder):
+        self.__dict__.update(wrapped=encoder, seconds=0.0, texts=0)
+
+    def __getattr__(self, name: str):
+        wrapped = self.__dict__.get("wrapped")
+        if wrapped is None:  # not set up (a copy being built): no member to lend
+            raise AttributeError(name)
+        return getattr(wrapped, name)
+
+    def _timed(self, fn, texts):
+        t = time.perf_counter()
+        try:
+            return fn(texts)
+        finally:
+            self.__dict__["seconds"] += time.perf_counter() - t
+            self.__dict__["texts"] += len(texts)
+
+    def encode_documents(self, texts):
+        """The wrapped encoder's document vectors, timed."""
+        return self._timed(self.wrapped.encode_documents, texts)
+
+    def encode_queries(self, texts):
+        """The wrapped encoder's query vectors, timed."""
+        return self._timed(self.wrapped.encode_queries, texts)
+
+
+def request_counts(retriever: Retriever) -> dict[str, int] | None:
+    """Backend calls so far (``index``, ``search``) summed over the parts that count them (Azure,
+    Qdrant); None when no part does."""
+    found = [p.requests for p in parts(retriever) if isinstance(p.__dict__.get("requests"), dict)]
+    if not found:
+        return None
+    return {k: sum(int(r.get(k, 0)) for r in found) for k in ("index", "search")}
+
+
+def _requests_of_search(before: dict | None, after: dict | None) -> dict[str, int] | None:
+    """Index calls up to the search, and the search calls of the batch search alone."""
+    if before is None or after is None:
+        return None
+    return {"index": before["index"], "search": after["search"] - before["search"]}
+
+
+def stage_metrics(k: int, names: Sequence[str], budgets: Sequence[int]) -> list[str]:
+    """The metrics a stage table compares: nDCG@k and recall@k, and the budget metric a sweep
+    decides by (``evidence_recall@1024t``, else the middle budget) when the run has it."""
+    wanted = [f"ndcg@{k}", f"recall@{k}"]
+    if budgets:
+        b = 1024 if 1024 in budgets else sorted(budgets)[len(budgets) // 2]
+        wanted.append(f"evidence_recall@{b}t")
+    return [m for m in wanted if m in names]
+
+
+def _stages(
+    spec: RunSpec,
+    golden: GoldenSet,
+    chunks: Sequence[Chunk],
+    extents: dict,
+    res: Resolution,
+    tokenizer,
+    trace: StageTrace,
+    final: Scored,
+    depth: int,
+    stage_ms: dict[str, list[float]],
+) -> dict:
+    """Score every recorded stage like the final rankings (the last stage is the run's result)
+    and summarise them; {} for a run without stages."""
+    n = len(golden.queries)
+    order = [s for s in trace.order if len(trace.lists[s]) == n]
+    if len(order) < 2 or order[-1] != trace.order[-1]:
+        return {}
+    # how deep the stage that reads a ranking reads it: a reranker its candidates
+    read_to = {src: trace.reach[s] for s in order for src in trace.inputs[s] if s in trace.reach}
+    qids = [q.id for q in golden.queries]
+    doc_of = {c.id: c.doc_id for c in chunks}
+    out = []
+    for name in order:
+        scored = (
+            final
+            if name == order[-1]
+            else score_run(spec, golden, chunks, extents, res, trace.lists[name], tokenizer)
+        )
+        d = depth if name == order[-1] else min(trace.depths[name], read_to.get(name, 10**9))
+        cut = [RankedList(r.ids[:d], r.scores[:d]) for r in trace.lists[name]]
+        if res.level == "doc":
+            cut = [collapse_to_documents(r, doc_of) for r in cut]
+        lists = [r.ids for r in cut]
+        ceiling = score_rankings(qids, lists, res.qrels, (max(d, 1),)).values[f"recall@{max(d, 1)}"]
+        out.append(
+            StageScores(
+                name=name,
+                inputs=tuple(i for i in trace.inputs[name] if i in order),
+                depth=d,
+                recall_at_depth=np.asarray(ceiling, dtype=float),
+                values=scored.values,
+                seconds=trace.seconds[name],
+                latency_ms=stage_ms.get(name, ()),
+            )
+        )
+    metrics = stage_metrics(spec.k, list(final.values), spec.budgets)
+    return summarise_stages(out, metrics)

@@ -52,6 +52,7 @@ def build(cfg) -> Components:
     from omegaconf.errors import OmegaConfBaseException
 
     from rageval.chunking import ChunkingSpec
+    from rageval.inputs.split import SplitSpec
     from rageval.retrieval.retry import RetryingRetriever
 
     try:
@@ -98,6 +99,7 @@ def build(cfg) -> Components:
         judgements=_judgements_path(cfg.get("judgements")),
         labels=str(cfg.get("labels", "gold")),
         judged_warn_below=float(cfg.get("judged_warn_below", 0.5)),
+        split=SplitSpec(cfg.split, float(cfg.holdout_fraction), int(cfg.split_seed)),
     )
     return Components(spec, encoder, query_encoder, retriever)
 

@@ -68,6 +68,8 @@ def check_overrides(argv: Sequence[str]) -> None:
     given = [a for a in argv if a not in _MULTIRUN_FLAGS]
     try:
         parsed = OverridesParser.create().parse_overrides(given)
+        if any(o.is_interval_sweep() for o in parsed):
+            return  # an optimiser's search space (hydra/sweeper=optuna): it checks its trials
         choices = [
             list(zip(o.sweep_string_iterator(), o.sweep_iterator(), strict=True))
             if o.is_sweep_override()

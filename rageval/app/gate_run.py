@@ -92,7 +92,7 @@ def compose_from_baseline(
             f"not compose with conf/: {str(err).splitlines()[0]}; re-promote a baseline"
         ) from None
     with open_dict(cfg):
-        _replay(cfg, baseline.get("config") or {}, skip=set(NOT_REPLAYED) | changed)
+        replay_values(cfg, baseline.get("config") or {}, skip=set(NOT_REPLAYED) | changed)
         try:
             ConfigLoaderImpl._apply_overrides_to_config(rest, cfg)
         except (HydraException, OmegaConfBaseException) as err:
@@ -105,7 +105,9 @@ def compose_from_baseline(
     return cfg
 
 
-def _replay(cfg, values: Mapping[str, Any], skip: set[str] = frozenset(), top: bool = True) -> None:
+def replay_values(
+    cfg, values: Mapping[str, Any], skip: set[str] = frozenset(), top: bool = True
+) -> None:
     """Lay the baseline's resolved ``values`` over ``cfg`` (see the module docstring)."""
     from omegaconf import DictConfig
 
@@ -118,7 +120,7 @@ def _replay(cfg, values: Mapping[str, Any], skip: set[str] = frozenset(), top: b
         if node is not None and node._is_interpolation():
             continue  # machine-local or derived: resolved here, not replayed
         if isinstance(value, Mapping) and isinstance(node, DictConfig):
-            _replay(node, value, top=False)
+            replay_values(node, value, top=False)
         elif isinstance(value, str) and MASK in value:
             continue
         else:

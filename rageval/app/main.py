@@ -55,8 +55,10 @@ def run_job(
     sweep_dir: str | None = None,
     quiet: bool = False,
     job: int | None = None,
+    tags: dict[str, str] | None = None,
 ):
-    """Evaluate one composed config; writes report.json (+ TREC files) and logs to MLflow."""
+    """Evaluate one composed config; writes report.json (+ TREC files) and logs to MLflow
+    (``tags`` added to the run's)."""
     import yaml
     from omegaconf import OmegaConf
 
@@ -98,11 +100,18 @@ def run_job(
         if sweep_dir:  # parallel jobs (joblib) print in any order: say whose table this is
             shown = [o for o in report.overrides if not o.startswith(("hydra.", "hydra/"))]
             print(f"job {out.name} ({' '.join(shown)}):")
+        split = report.split or {}
+        if split.get("name", "all") != "all":  # the numbers are one side's: say so first
+            print(
+                f"split={split['name']}: {split['queries']} of {split['of']} golden queries "
+                f"(holdout_fraction={split['holdout_fraction']}, split_seed={split['seed']})"
+            )
         print(report.table())
         slices = slice_console(report)
         if slices:
             print()
             print(slices)
+        _print_costs_and_stages(report)
         print(f"per-query page: {out / 'report.html'}")
     if cfg.mlflow.enabled:
         from rageval.app.sweep import parent_run_id
@@ -122,6 +131,7 @@ def run_job(
                 parent_run_id=parent_run_id(sweep_dir, uri, cfg.mlflow.experiment),
                 sweep_id=sweep_dir,
                 job=job,
+                tags=tags,
             )
         except Exception as err:  # the report is safe on disk; say how to log it later
             secrets = secret_values(config)
@@ -145,6 +155,17 @@ def run_job(
     if not quiet:
         print(f"report: {out / 'report.json'}")
     return report
+
+
+def _print_costs_and_stages(report) -> None:
+    """What the run cost, and for a hybrid or reranked run its stages (rageval.report.costs,
+    rageval.report.stages)."""
+    from rageval.report.costs import costs_summary
+    from rageval.report.stages import stages_table
+
+    for text in (costs_summary(report.costs), stages_table(report.stages)):
+        if text:
+            print(text)
 
 
 @dataclass(frozen=True)
@@ -266,6 +287,9 @@ def run_app(argv: list[str]) -> int:
     try:
         argv = prepare_overrides(argv, CONF_DIR, GROUPS)  # one line with a "did you mean"
         check_overrides(argv)  # a bad override is one line and exit 2, before any job starts
+        from rageval.app.tuning import check_study
+
+        check_study(argv, CONF_DIR)  # a tuning study's settings and search space, likewise
     except ConfigError as err:
         raise ConfigError(scrub(str(err), secrets)) from None
     main = hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")(

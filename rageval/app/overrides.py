@@ -130,7 +130,7 @@ def prepare_overrides(
                 "holding spaces, '@', '=' or brackets)"
             ) from None
         key = parsed.key_or_group
-        values = list(parsed.sweep_string_iterator()) if parsed.is_sweep_override() else None
+        values = _sweep_values(parsed) if parsed.is_sweep_override() else None
         if key in groups:
             options = group_options(conf_dirs, key)
             for value in values or [parsed.get_value_element_as_str()]:
@@ -144,6 +144,17 @@ def prepare_overrides(
         firsts.append(f"{prefix}{key}={first}" if first is not None else text)
     _compose_check(firsts, conf_dir, groups, config_name)
     return overrides
+
+
+def _sweep_values(parsed) -> list[str]:
+    """The values of a sweep override; an optimiser's interval (hydra/sweeper=optuna) is checked
+    at its lower end."""
+    from hydra.errors import HydraException
+
+    try:
+        return list(parsed.sweep_string_iterator())
+    except HydraException:
+        return [str(parsed.value().start)]
 
 
 def _compose_check(

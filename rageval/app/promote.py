@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rageval.errors import InputError
+from rageval.errors import InputError, NotConfirmedError
 from rageval.gate.baseline import config_summary, load_report, write_baseline
 from rageval.rundir import check_complete
 from rageval.scoring.spec import MetricSpec
@@ -128,6 +128,17 @@ def fetch_report(client, run_id: str) -> dict[str, Any]:
         return load_report(path)
 
 
+def _study_parent(client, sweep: str):
+    """The MLflow run ``sweep`` when it is a tuning study's parent run, else None."""
+    from rageval.app.tuning import TAG_STUDY
+
+    try:
+        run = client.get_run(sweep)
+    except Exception:
+        return None  # not a run id: best_run's filter says so
+    return run if run.data.tags.get(TAG_STUDY) else None
+
+
 def promote(
     run: str | None,
     baseline: str,
@@ -153,7 +164,10 @@ def promote(
         from rageval.tracking.runs import client_for, tracking_uri
 
         client = client_for(tracking_uri(uri))
-        if spec is not None:
+        study = _study_parent(client, sweep) if spec is not None and sweep else None
+        if study is not None:  # a tuning study: its best, when the holdout confirms it
+            run_id = confirm_for_promote(client, study, str(spec), force)
+        elif spec is not None:
             found = lookups.best_run(
                 client,
                 experiment,
@@ -186,6 +200,14 @@ def promote(
             f"gates on ({project.golden[:12]}, from {project.where}); re-run it on that golden "
             "set, pass --golden for another one, or --force"
         )
+    split = report.get("split") or {}
+    if split.get("name", "all") != "all" and not force:
+        raise InputError(
+            f"the run scored only the {split['name']} side of the golden-set split "
+            f"({split.get('queries')} of {split.get('of')} queries); a baseline scores every "
+            "golden query: promote a study with --best METRIC --sweep PARENT_RUN_ID, re-run the "
+            "configuration with split=all, or pass --force"
+        )
     labels = str(report.get("label_set") or "gold")
     if labels != project.labels and not force:
         raise InputError(
@@ -202,3 +224,54 @@ def promote(
     if client is not None and run_id:
         lookups.move_baseline_tag(client, run_id)
     return Promoted(path, run_id, report, str(spec) if spec else None)
+
+
+def confirm_for_promote(client, parent_run, metric: str, force: bool) -> str:
+    """The run to promote for a study's parent run: its best configuration scored on every
+    golden query, when the holdout confirms its gain over the baseline (one-sided paired test at
+    the gate's alpha) or ``force``; else NotConfirmedError (exit 1) saying why."""
+    from rageval.app.tuning import (
+        TAG_ALPHA,
+        TAG_BASELINE_RUN,
+        TAG_BEST_RUN,
+        TAG_BEST_TRIAL,
+        TAG_FRACTION,
+        TAG_OBJECTIVE,
+        TAG_SEED,
+        TAG_STUDY,
+    )
+    from rageval.report.study import summarise_study
+
+    tags = parent_run.data.tags
+    objective = tags.get(TAG_OBJECTIVE)
+    if objective and objective != metric:
+        raise InputError(
+            f"study {tags.get(TAG_STUDY)!r} was decided by {objective}, so its best configuration "
+            f"is best by that metric only: rageval promote --best {objective} --sweep "
+            f"{parent_run.info.run_id}"
+        )
+    best_id, base_id = tags.get(TAG_BEST_RUN), tags.get(TAG_BASELINE_RUN)
+    if not best_id or not base_id:
+        raise InputError(
+            f"study {tags.get(TAG_STUDY)!r} (parent run {parent_run.info.run_id}) has no holdout "
+            "evaluation (did a trial finish, and did the study run to its end?); run the study "
+            "again to resume it"
+        )
+    summary = summarise_study(
+        metric,
+        fetch_report(client, best_id),
+        fetch_report(client, base_id),
+        holdout_fraction=float(tags[TAG_FRACTION]),
+        seed=int(tags[TAG_SEED]),
+        alpha=float(tags[TAG_ALPHA]),
+        best_trial=int(tags.get(TAG_BEST_TRIAL, -1)),
+    )
+    if summary.confirmed or force:
+        return best_id
+    raise NotConfirmedError(
+        f"not promoted: the best configuration of study {tags.get(TAG_STUDY)!r} (trial "
+        f"{summary.best_trial}) scored {summary.best_tune.mean:.4f} on the tune queries and "
+        f"{summary.best_holdout.mean:.4f} on the holdout, the baseline "
+        f"{summary.baseline_holdout.mean:.4f}; {summary.verdict()}; keep the baseline, grow the "
+        "golden set, or pass --force"
+    )

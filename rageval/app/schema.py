@@ -38,6 +38,9 @@ class SweepConfig:
     # jobs the paired randomization test cannot tell from the best at this level are "tied"
     alpha: float = 0.05
     resamples: int = 10_000
+    # costs (rageval.report.costs): the cost the Pareto front weighs against the deciding metric
+    # (latency_p95_ms, tokens_per_query, index_disk_bytes, embed_s, ...; docs/costs.md)
+    pareto_cost: str = "latency_p95_ms"
 
 
 @dataclass
@@ -58,7 +61,7 @@ class RagevalConfig:
     budgets: list[int] = field(default_factory=lambda: [256, 512, 1024, 2048])
     level: str = "auto"
     depth: int | None = None
-    latency_sample: int = 20
+    latency_sample: int = 100
     query_batch: int = 10_000
     allow_model_mismatch: bool = False
     # a larger document (MB of UTF-8 text) is refused, naming it
@@ -76,6 +79,11 @@ class RagevalConfig:
     judgements: str | None = None
     labels: str = "gold"
     judged_warn_below: float = 0.5
+    # Golden-set split (tuning studies, rageval.inputs.split): all | tune | holdout, the share of
+    # queries held out, and the seed of the query-id hash that draws the split.
+    split: str = "all"
+    holdout_fraction: float = 0.3
+    split_seed: int = 0
     mlflow: MlflowConfig = field(default_factory=MlflowConfig)
     sweep: SweepConfig = field(default_factory=SweepConfig)
     gate: dict[str, Any] = field(default_factory=dict)

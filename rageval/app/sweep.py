@@ -42,6 +42,7 @@ def start_sweep(config) -> dict[str, Any]:
     config without Hydra's own node, plus the sweep folder.
     """
     settings = sweep_settings(config)
+    pareto_setting(config)  # a misspelt sweep.pareto_cost: one line and exit 2 before any job
     os.environ.pop(PARENT_ENV, None)
     os.environ.pop(SWEEP_ENV, None)
     sweep_dir = _sweep_dir(config)
@@ -53,16 +54,22 @@ def start_sweep(config) -> dict[str, Any]:
         client = client_for(uri)
         exp_id = ensure_experiment(client, config.mlflow.experiment)
         overrides = " ".join(redact_override(o) for o in config.hydra.overrides.task)
-        run = client.create_run(
-            exp_id,
-            run_name=f"sweep {sweep_dir.name}: {run_name(list(config.hydra.overrides.task))}"[:250],
-            tags={
-                **source_tags(git_info()),
-                "rageval.sweep": "parent",
-                "rageval.sweep_id": str(sweep_dir),
-                "rageval.sweep_overrides": overrides,
-            },
-        )
+        resumed = _resumed_study_parent(config, client)
+        if resumed:  # a tuning study that is resumed carries on under its first parent run
+            client.set_tag(resumed, "rageval.sweep_id", str(sweep_dir))
+            run = client.get_run(resumed)
+        else:
+            name = f"sweep {sweep_dir.name}: {run_name(list(config.hydra.overrides.task))}"
+            run = client.create_run(
+                exp_id,
+                run_name=name[:250],
+                tags={
+                    **source_tags(git_info()),
+                    "rageval.sweep": "parent",
+                    "rageval.sweep_id": str(sweep_dir),
+                    "rageval.sweep_overrides": overrides,
+                },
+            )
     except Exception as err:  # the jobs still run and write their reports
         _mlflow_warning("starting the sweep's parent run", uri, err)
         return settings
@@ -72,6 +79,12 @@ def start_sweep(config) -> dict[str, Any]:
     os.environ[PARENT_ENV] = run.info.run_id
     os.environ[SWEEP_ENV] = str(sweep_dir)
     return settings
+
+
+def _resumed_study_parent(config, client) -> str | None:
+    from rageval.app.tuning import is_study, resumed_parent
+
+    return resumed_parent(config, client) if is_study(config) else None
 
 
 def sweep_settings(config) -> dict[str, Any]:
@@ -141,6 +154,14 @@ def compare_settings(config) -> tuple[str | None, float, int]:
     )
 
 
+def pareto_setting(config) -> str:
+    """``sweep.pareto_cost``, checked against the costs a run reports (ConfigError otherwise)."""
+    from rageval.report.costs import DEFAULT_PARETO_COST, cost_spec
+
+    sweep = config.get("sweep") or {}
+    return cost_spec(sweep.get("pareto_cost") or DEFAULT_PARETO_COST).name
+
+
 def finish_sweep(config, stopped: str | None = None) -> int:
     """Print and write the leaderboard, close the parent run; returns the sweep's exit code (2 if
     a job failed or sweep.compare_metric names no metric). ``stopped``: why the launcher gave up,
@@ -157,20 +178,33 @@ def finish_sweep(config, stopped: str | None = None) -> int:
     chosen, alpha, resamples = compare_settings(config)
     bad_metric = False
     try:
-        board = rank(jobs, chosen, alpha=alpha, resamples=resamples)
+        cost = pareto_setting(config)
+    except RagevalError as err:  # checked at the start; a sweep closed from saved settings
+        print(f"rageval: error: {err}", file=sys.stderr)
+        cost, bad_metric = "latency_p95_ms", True
+    try:
+        board = rank(jobs, chosen, alpha=alpha, resamples=resamples, pareto_cost=cost)
     except RagevalError as err:  # a misspelt compare_metric: the jobs' reports are all on disk
         print(f"rageval: error: {err}", file=sys.stderr)
-        board = rank(jobs, None, resamples=resamples)
+        board = rank(jobs, None, resamples=resamples, pareto_cost=cost)
         board.note = f"{err}; decided by the default metric instead"
         bad_metric = True
     md_path, csv_path = sweep_dir / "leaderboard.md", sweep_dir / "leaderboard.csv"
     atomic_write_text(md_path, board.markdown())
     atomic_write_text(csv_path, board.csv())
+    plot = _pareto_plot(board, sweep_dir / "pareto.png")
     print()
     print(board.console())
     print(f"leaderboard: {md_path} ({csv_path.name} for spreadsheets)")
+    if plot is not None:
+        print(f"Pareto plot: {plot}")
     for j in failed:
         print(f"job {j.job} ({' '.join(j.overrides)}) failed: {j.error}", file=sys.stderr)
+    from rageval.app.tuning import load_outcome, print_outcome
+
+    study = load_outcome(sweep_dir)  # a tuning study: its verdict on the holdout
+    if study is not None:
+        print_outcome(study)
     parent = parent_run_id(str(sweep_dir))
     if config.mlflow.enabled and parent:
         uri = tracking_uri(config.mlflow.tracking_uri)
@@ -203,13 +237,46 @@ def finish_sweep(config, stopped: str | None = None) -> int:
                 command=command,
                 best_job=board.best,
             )
-            client.set_terminated(parent, "FAILED" if failed or stopped else "FINISHED")
+            tag_pareto_front(client, parent, rows, board)
+            if study is not None:
+                from rageval.app.tuning import log_outcome
+
+                log_outcome(client, parent, sweep_dir, study)
+            # a study's failed trials are part of its search, not a failure of the study
+            broken = (failed and study is None) or stopped or (study or {}).get("error")
+            client.set_terminated(parent, "FAILED" if broken else "FINISHED")
             print(f"MLflow parent run {parent}; see it with: {ui_command(scrub(uri, ()))}")
         except Exception as err:  # the leaderboard is on disk already
             _mlflow_warning("closing the sweep's parent run", uri, err)
     os.environ.pop(PARENT_ENV, None)
     os.environ.pop(SWEEP_ENV, None)
+    if study is not None:
+        return 2 if study.get("error") or bad_metric or stopped else 0
     return 2 if failed or bad_metric else 0
+
+
+def tag_pareto_front(client, parent: str, rows: list[dict[str, Any]], board) -> None:
+    """The front in MLflow: the parent run names the cost and the jobs on it, and each job on it
+    is tagged ``rageval.pareto_front=true`` (filter the runs table with
+    ``tags.rageval.pareto_front = 'true'``)."""
+    front = " ".join(str(j) for j in board.front)
+    client.set_tag(parent, "rageval.pareto_cost", board.pareto_cost)
+    client.set_tag(parent, "rageval.pareto_front", front)
+    for r in rows:
+        if r.get("run_id") and r["job"] in board.front:
+            client.set_tag(r["run_id"], "rageval.pareto_front", "true")
+
+
+def _pareto_plot(board, path: Path) -> Path | None:
+    """pareto.png beside the leaderboard (logged on the parent run with the sweep's files); a
+    plot that fails costs a warning, never the sweep's result."""
+    from rageval.report.pareto import pareto_png
+
+    try:
+        return pareto_png(board, path)
+    except Exception as err:
+        warnings.warn(f"could not draw {path.name}: {type(err).__name__}: {err}", stacklevel=2)
+        return None
 
 
 def _mlflow_warning(what: str, uri: str, err: Exception) -> None:

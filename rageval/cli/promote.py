@@ -31,7 +31,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--experiment", default="rageval", help="experiment searched by --best (default rageval)"
     )
     p.add_argument(
-        "--sweep", metavar="PARENT_RUN_ID", help="with --best: only the jobs of this sweep"
+        "--sweep",
+        metavar="PARENT_RUN_ID",
+        help="with --best: only the jobs of this sweep; of a tuning study (hydra/sweeper=optuna): "
+        "its best configuration, when the holdout confirms it (exit 1 otherwise)",
     )
     p.add_argument(
         "--golden",
@@ -39,7 +42,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "configured dataset.golden)",
     )
     p.add_argument(
-        "--force", action="store_true", help="promote even if the run used another golden set"
+        "--force",
+        action="store_true",
+        help="promote even if the run used another golden set, or a tuning study's holdout does "
+        "not confirm its best configuration",
     )
     p.add_argument(
         "--tracking-uri",

@@ -21,6 +21,7 @@ import hashlib
 import io
 import json
 import math
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -77,6 +78,7 @@ def load_report(path: str | Path) -> dict[str, Any]:
     data = _read_json(p, "report")
     if data.get("per_query_file"):
         data = {**data, "per_query": _read_sidecar(p, data)}
+    _absolute_again(data, p.parent)
     missing = [k for k in ("metrics", "per_query", "digests", "k") if k not in data]
     if missing:
         raise InputError(f"not a rageval report: missing {', '.join(missing)}", path=str(p))
@@ -161,6 +163,46 @@ def _text(value: Any) -> str:
     return str(value)
 
 
+def portable(
+    value: Any, folder: str | Path, project: str | Path | None = None, prefix: str = ""
+) -> tuple[Any, list[str]]:
+    """``value`` (a config, a judgements block) as a committed file holds it, and the dotted keys
+    it rewrote. Absolute paths inside ``project`` (default: the working directory, the project's
+    root when promote runs there) become paths relative to ``folder`` (the baseline's own), and
+    ``cache_dir`` (this machine's cache, never replayed) is left out. So the file names no
+    machine, and :func:`load_report` turns those keys back into this checkout's paths."""
+    root = Path(project or Path.cwd()).resolve()
+    rewritten: list[str] = []
+
+    def walk(v: Any, at: str) -> Any:
+        if isinstance(v, Mapping):
+            return {k: walk(x, f"{at}{k}.") for k, x in v.items() if k != "cache_dir"}
+        if isinstance(v, list):
+            return [walk(x, f"{at}{i}.") for i, x in enumerate(v)]
+        if isinstance(v, str) and os.path.isabs(v) and Path(v).is_relative_to(root):
+            rewritten.append(at.rstrip("."))
+            return Path(os.path.relpath(v, Path(folder).resolve())).as_posix()
+        return v
+
+    return walk(value, prefix), rewritten
+
+
+def _absolute_again(data: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """Undo :func:`portable` for the keys a baseline lists in ``relative_paths``."""
+    for dotted in data.get("relative_paths") or ():
+        *parents, last = dotted.split(".")
+        node: Any = data
+        for part in parents:
+            node = node[int(part)] if isinstance(node, list) else node.get(part)
+            if node is None:
+                break
+        else:
+            key: Any = int(last) if isinstance(node, list) else last
+            if isinstance(node, (dict, list)) and isinstance(node[key], str):
+                node[key] = os.path.normpath(folder.resolve() / node[key])
+    return data
+
+
 def write_baseline(report: Mapping[str, Any], path: str | Path, source: Mapping[str, Any]) -> Path:
     """Write ``report`` as the baseline at ``path`` (and its CSV), atomically; ``source`` says
     where it came from (run id, file, time)."""
@@ -168,6 +210,13 @@ def write_baseline(report: Mapping[str, Any], path: str | Path, source: Mapping[
     table = per_query_csv(report)
     summary: dict[str, Any] = {"schema": SCHEMA, "promoted_from": dict(source)}
     summary.update({k: report[k] for k in SUMMARY_KEYS if k in report})
+    relative: list[str] = []
+    for key in ("promoted_from", "config", "judgements"):
+        if key in summary:
+            summary[key], keys = portable(summary[key], p.parent, prefix=f"{key}.")
+            relative += keys
+    if relative:
+        summary["relative_paths"] = relative
     summary["n_queries"] = len(report["per_query"])
     summary["metrics"] = report["metrics"]
     if "ci" in report:

@@ -52,6 +52,12 @@ class EvalReport:
     mlflow_run_id: str | None = None
     overrides: list[str] = field(default_factory=list)
     choices: dict[str, str] = field(default_factory=dict)
+    # what the run cost (rageval.report.costs) and, for a hybrid or reranked run, its stages
+    # (rageval.report.stages)
+    costs: dict[str, float] = field(default_factory=dict)
+    stages: dict[str, Any] = field(default_factory=dict)
+    # the golden-set split this run scored (rageval.inputs.split): name, fraction, seed, counts
+    split: dict[str, Any] = field(default_factory=dict)
     rankings: list[RankedList] = field(default_factory=list, repr=False)
     qrels: dict[str, dict[str, int]] = field(default_factory=dict, repr=False)
     # the rows of chunks.jsonl (rageval.chunking.chunk_rows); kept out of report.json

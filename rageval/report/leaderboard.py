@@ -6,8 +6,10 @@ metric (:func:`rank`, the gate's paired randomization test, Holm-corrected), the
 :class:`Leaderboard` as markdown, CSV or an aligned console table.
 
 A job is ``best`` when it has the highest mean of the deciding metric, ``tied`` when the test
-cannot tell it from the best at ``alpha``: a user never reads noise as a winner. A section by
-slice (rageval.report.sweep_slices) shows the deciding metric per slice for every job.
+cannot tell it from the best at ``alpha``: a user never reads noise as a winner. Each job's costs
+(rageval.report.costs) are columns too, and the jobs on the Pareto front of the deciding metric
+against ``sweep.pareto_cost`` are marked ``front`` (rageval.report.pareto). A section by slice
+(rageval.report.sweep_slices) shows the deciding metric per slice for every job.
 """
 
 from __future__ import annotations
@@ -17,12 +19,14 @@ import io
 import json
 import math
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rageval.errors import ConfigError
+from rageval.report.costs import COSTS, DEFAULT_PARETO_COST, cost_spec
+from rageval.report.pareto import Point, pareto_front
 from rageval.report.sweep_slices import sweep_slices
 from rageval.scoring.spec import MetricSpec
 from rageval.scoring.stats import holm, paired_randomization_test
@@ -51,6 +55,16 @@ class Job:
     def values(self) -> dict[str, str]:
         """The job's swept values: override key -> value."""
         return dict(o.split("=", 1) for o in self.overrides if "=" in o)
+
+    @property
+    def costs(self) -> dict[str, float]:
+        """The job's costs block (a report from before the block: its latency and timings)."""
+        costs = self.report.get("costs")
+        if costs:
+            return costs
+        old = {f"latency_{k}": v for k, v in (self.report.get("latency") or {}).items()}
+        old.update(self.report.get("timings") or {})
+        return {k: v for k, v in old.items() if k in COSTS}
 
     def per_query(self, metric: str) -> dict[str, float]:
         """Query id -> value of ``metric`` (queries where it is undefined left out)."""
@@ -100,11 +114,18 @@ def deciding_metric(jobs: Sequence[Job], chosen: str | None = None) -> tuple[str
     ok = [j for j in jobs if j.status == "ok"]
     names = {m for j in ok for m in j.metrics}
     k = ok[0].report.get("k", 5) if ok else 5
+    varies = [key for key in swept_keys(jobs) if key in CHUNKING_KEYS]
+    return default_metric(names, k, varies)
+
+
+def default_metric(names: Collection[str], k: int, varies: Sequence[str]) -> tuple[str, str]:
+    """The default rule of :func:`deciding_metric` for runs reporting the metrics ``names`` at
+    cutoff ``k``, where ``varies`` lists the chunking keys that differ between them (a tuning
+    study: those in its search space)."""
     evidence = any(n.startswith("evidence_recall@") for n in names)
     budgets = sorted(
         {int(n.split("@")[1][:-1]) for n in names if n.startswith("recall@") and n.endswith("t")}
     )
-    varies = [key for key in swept_keys(jobs) if key in CHUNKING_KEYS]
     if budgets and (evidence or varies):
         b = DEFAULT_BUDGET if DEFAULT_BUDGET in budgets else budgets[len(budgets) // 2]
         why = "the golden set has evidence quotes" if evidence else f"the sweep varies {varies[0]}"
@@ -128,6 +149,10 @@ class Leaderboard:
     pvalues: dict[int, float]
     alpha: float
     note: str = ""
+    # the Pareto front against one cost (rageval.report.pareto) and the cost columns shown
+    pareto_cost: str = DEFAULT_PARETO_COST
+    front: list[int] = field(default_factory=list)
+    cost_columns: list[str] = field(default_factory=list)
     # the deciding metric per slice and job (rageval.report.sweep_slices); None without slices
     slices: Any = None
 
@@ -166,19 +191,44 @@ class Leaderboard:
 
     def markdown(self) -> str:
         """A markdown table (means with 95% CIs), headed by the verdict line."""
-        head = ["job", *self.keys, *self.columns, "verdict"]
+        costs = [COSTS[c].header for c in self.cost_columns]
+        head = ["job", *self.keys, *self.columns, *costs, "pareto", "verdict"]
         lines = [f"{self.header()}\n", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for j in self.jobs:
             cells = [str(j.job), *[j.values.get(k, "") for k in self.keys]]
             if j.status == "ok":
                 cells += [self._cells(j, m, ci=True) for m in self.columns]
+                cells += [self._cost(j, c) for c in self.cost_columns]
+                cells.append(self._front_mark(j))
                 cells.append(self.verdict.get(j.job, ""))
             else:
-                cells += [""] * len(self.columns) + [f"FAILED: {j.error}"]
+                cells += [""] * (len(self.columns) + len(costs) + 1) + [f"FAILED: {j.error}"]
             lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+        if self.front:  # what the pareto column means, before the slices' section
+            lines.append(self.pareto_note().rstrip("\n"))
         if self.slices is not None:
             lines += ["", self.slices.markdown().rstrip("\n")]
         return "\n".join(lines) + "\n"
+
+    def _cost(self, job: Job, name: str) -> str:
+        value = job.costs.get(name)
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            return ""
+        return COSTS[name].format(value)
+
+    def _front_mark(self, job: Job) -> str:
+        return "front" if job.job in self.front else ""
+
+    def pareto_note(self) -> str:
+        """What ``front`` means in the table (empty when no job is on a front)."""
+        if not self.front:
+            return ""
+        spec = COSTS[self.pareto_cost]
+        return (
+            f"\n`front`: on the Pareto front of {self.metric} (higher is better) against "
+            f"{self.pareto_cost} ({spec.meaning}; lower is better): no other job is at least as "
+            "good on both and better on one (sweep.pareto_cost chooses the cost).\n"
+        )
 
     def csv(self) -> str:
         """Numbers only: ``<metric>``, ``<metric>_low``, ``<metric>_high`` per column, the p-value
@@ -186,7 +236,8 @@ class Leaderboard:
         head = ["job", *self.keys]
         for m in self.columns:
             head += [m, f"{m}_low", f"{m}_high"]
-        head += ["p_value", "verdict", "status", "mlflow_run_id", "error"]
+        head += list(self.cost_columns)
+        head += ["pareto_front", "p_value", "verdict", "status", "mlflow_run_id", "error"]
         out = io.StringIO()
         w = csv.writer(out, lineterminator="\n")
         w.writerow(head)
@@ -195,6 +246,8 @@ class Leaderboard:
             for m in self.columns:
                 lo, hi = (j.report.get("ci") or {}).get(m, (None, None))
                 row += [_num(j.metrics.get(m)), _num(lo), _num(hi)]
+            row += [_num(j.costs.get(c)) for c in self.cost_columns]
+            row.append(("1" if j.job in self.front else "0") if j.status == "ok" else "")
             p = self.pvalues.get(j.job)
             row += [_num(p), self.verdict.get(j.job, ""), j.status]
             row += [j.report.get("mlflow_run_id") or "", j.error]
@@ -230,7 +283,69 @@ class Leaderboard:
         body = "\n".join(line.rstrip() for line in buf.getvalue().splitlines()).strip("\n")
         if self.slices is not None:
             body += "\n\n" + self.slices.console(width)
-        return f"{head}\n\n{body}"
+        costs = self.costs_console(width)
+        return f"{head}\n\n{body}" + (f"\n\n{costs}" if costs else "")
+
+    def costs_console(self, width: int = CONSOLE_WIDTH) -> str:
+        """The costs of each job as a second aligned table, the Pareto front marked."""
+        from rich import box
+        from rich.console import Console
+        from rich.table import Table
+
+        shown = [c for c in self.cost_columns if c in CONSOLE_COSTS or c == self.pareto_cost]
+        if not shown:
+            return ""
+        table = Table(box=box.SIMPLE_HEAD)
+        table.add_column("job", justify="right")
+        for k in self.keys:
+            table.add_column(k, overflow="fold")
+        for c in shown:
+            table.add_column(
+                COSTS[c].header, justify="right", style="bold" if c == self.pareto_cost else ""
+            )
+        table.add_column("pareto")
+        for j in self.jobs:
+            cells = [str(j.job), *[j.values.get(k, "") for k in self.keys]]
+            if j.status == "ok":
+                cells += [self._cost(j, c) for c in shown] + [self._front_mark(j)]
+            else:
+                cells += [""] * len(shown) + ["FAILED"]
+            table.add_row(*cells)
+        buf = io.StringIO()
+        Console(file=buf, width=width, no_color=True, highlight=False).print(table)
+        body = "\n".join(line.rstrip() for line in buf.getvalue().splitlines()).strip("\n")
+        lead = (
+            f"Costs (front: the Pareto front of {self.metric} against {self.pareto_cost}; "
+            "a job there is beaten on both by no other job)"
+        )
+        return f"{textwrap.fill(lead, width=width)}\n\n{body}"
+
+
+# Costs the console's costs table shows (leaderboard.md and .csv have every cost the jobs report).
+CONSOLE_COSTS = (
+    "total_s",
+    "embed_s",
+    "search_s",
+    "rerank_s",
+    "latency_p50_ms",
+    "latency_p95_ms",
+    "texts_embedded",
+    "index_disk_bytes",
+    "index_memory_bytes",
+    "requests_search",
+)
+
+
+def cost_columns_for(jobs: Sequence[Job], pareto_cost: str) -> list[str]:
+    """The costs any finished job reports, in the registry's order; a cost that is 0 for every job
+    (no reranker, nothing embedded) is left out unless it is the Pareto cost."""
+    ok = [j for j in jobs if j.status == "ok"]
+    out = []
+    for name in COSTS:
+        values = [j.costs.get(name) for j in ok if j.costs.get(name) is not None]
+        if name == pareto_cost or any(v for v in values):
+            out.append(name)
+    return out
 
 
 def _console_columns(columns: Sequence[str]) -> list[str]:
@@ -279,11 +394,14 @@ def rank(
     *,
     alpha: float = 0.05,
     resamples: int = 10_000,
+    pareto_cost: str = DEFAULT_PARETO_COST,
 ) -> Leaderboard:
     """Decide the sweep: the best job by the mean of the deciding metric, and every job the
-    paired randomization test cannot tell from it (Holm-corrected p >= alpha) as tied."""
+    paired randomization test cannot tell from it (Holm-corrected p >= alpha) as tied; and the
+    Pareto front of the deciding metric against ``pareto_cost``."""
     if not 0 < alpha < 1:
         raise ConfigError(f"sweep.alpha must be between 0 and 1, got {alpha!r}")
+    pareto_cost = cost_spec(pareto_cost).name
     metric, why = deciding_metric(jobs, compare_metric)
     keys = swept_keys(jobs)
     ok = [j for j in jobs if j.status == "ok"]
@@ -324,6 +442,15 @@ def rank(
             pvalues[j.job] = p
             if p >= alpha:
                 verdict[j.job] = "tied"
+    front: list[int] = []
+    if scored:
+        sign = 1.0 if MetricSpec.parse(metric).higher_is_better else -1.0
+        points = [
+            Point(j.job, sign * float(j.metrics[metric]), float(j.costs[pareto_cost]))
+            for j in scored
+            if j.costs.get(pareto_cost) is not None
+        ]
+        front = pareto_front(points)
     best_job = next((j for j, v in verdict.items() if v == "best"), None)
     return Leaderboard(
         metric=metric,
@@ -335,5 +462,8 @@ def rank(
         pvalues=pvalues,
         alpha=alpha,
         note=note,
+        pareto_cost=pareto_cost,
+        front=front,
+        cost_columns=cost_columns_for(jobs, pareto_cost),
         slices=sweep_slices(jobs, metric, keys, best_job) if scored else None,
     )

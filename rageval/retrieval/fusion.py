@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from rageval.errors import ConfigError
 from rageval.ranking import ranked
 from rageval.retrieval.base import Encoder, Retriever
+from rageval.retrieval.trace import StageTrace, Stopwatch
 from rageval.types import Chunk, RankedList
 
 FUSION_METHODS = ("rrf", "weighted")
@@ -49,7 +50,12 @@ def weighted(
 
 
 class HybridRetriever:
-    """Runs a dense and a lexical retriever to ``candidate_depth`` and fuses their rankings."""
+    """Runs a dense and a lexical retriever to ``candidate_depth`` and fuses their rankings.
+
+    Under a :class:`~rageval.retrieval.trace.StageTrace` it records three stages: ``dense`` and
+    ``lexical`` (the candidate lists) and ``fusion`` (its result)."""
+
+    trace: StageTrace | None = None
 
     def __init__(
         self,
@@ -79,8 +85,28 @@ class HybridRetriever:
     def search(self, queries: Sequence[str], depth: int) -> list[RankedList]:
         """Top ``depth`` per query, fused (RRF or weighted) from both retrievers."""
         cand = max(depth, self.candidate_depth)
-        dense = self.dense.search(queries, cand)
-        lexical = self.lexical.search(queries, cand)
-        if self.method == "rrf":
-            return [rrf([a, b], self.rrf_k, depth) for a, b in zip(dense, lexical, strict=True)]
-        return [weighted([a, b], self.weights, depth) for a, b in zip(dense, lexical, strict=True)]
+        with Stopwatch() as t_dense:
+            dense = self.dense.search(queries, cand)
+        with Stopwatch() as t_lexical:
+            lexical = self.lexical.search(queries, cand)
+        with Stopwatch() as t_fusion:
+            pairs = zip(dense, lexical, strict=True)
+            if self.method == "rrf":
+                fused = [rrf([a, b], self.rrf_k, depth) for a, b in pairs]
+            else:
+                fused = [weighted([a, b], self.weights, depth) for a, b in pairs]
+        if self.trace is not None:
+            self.trace.record("dense", dense, t_dense.seconds, cand)
+            self.trace.record("lexical", lexical, t_lexical.seconds, cand)
+            inputs = ("dense", "lexical")
+            self.trace.record("fusion", fused, t_fusion.seconds, depth, inputs, reach=cand)
+        return fused
+
+    def index_bytes(self) -> dict[str, int | None]:
+        """Both indexes together (a part that cannot tell its size leaves the sum unknown)."""
+        parts = [getattr(r, "index_bytes", lambda: {})() for r in (self.dense, self.lexical)]
+        out: dict[str, int | None] = {}
+        for key in ("disk", "memory"):
+            values = [p.get(key) for p in parts]
+            out[key] = None if any(v is None for v in values) else sum(values)  # type: ignore[misc]
+        return out

@@ -13,12 +13,18 @@ from pathlib import Path
 from rageval.errors import ConfigError
 from rageval.ranking import ranked
 from rageval.retrieval.base import Encoder, Retriever
+from rageval.retrieval.trace import StageTrace, Stopwatch
 from rageval.types import Chunk, RankedList
 
 
 class CrossEncoderReranker:
     """Wraps ``base``: retrieves ``candidates`` per query, then reorders them with a
-    CrossEncoder."""
+    CrossEncoder.
+
+    Under a :class:`~rageval.retrieval.trace.StageTrace` it records ``rerank`` (its result) and,
+    when ``base`` records no stages of its own, ``retrieval`` (the candidate lists)."""
+
+    trace: StageTrace | None = None
 
     def __init__(
         self,
@@ -63,7 +69,23 @@ class CrossEncoderReranker:
 
     def search(self, queries: Sequence[str], depth: int) -> list[RankedList]:
         """``base``'s top ``candidates`` per query, reordered by CrossEncoder score."""
-        first = self.base.search(queries, max(depth, self.candidates))
+        trace, pool = self.trace, max(depth, self.candidates)
+        before = trace.records if trace is not None else 0
+        with Stopwatch() as t_first:
+            first = self.base.search(queries, pool)
+        with Stopwatch() as t_rerank:
+            out = self._rerank(queries, first, depth)
+        if trace is not None:
+            if trace.records == before or trace.last is None:  # base has no stages of its own
+                trace.record("retrieval", first, t_first.seconds, pool)
+            trace.record(
+                "rerank", out, t_rerank.seconds, depth, (str(trace.last),), reach=self.candidates
+            )
+        return out
+
+    def _rerank(
+        self, queries: Sequence[str], first: Sequence[RankedList], depth: int
+    ) -> list[RankedList]:
         pairs, owner = [], []
         for qi, (q, rl) in enumerate(zip(queries, first, strict=True)):
             for cid in rl.ids[: self.candidates]:
@@ -79,3 +101,8 @@ class CrossEncoderReranker:
         for (qi, cid), s in zip(owner, scores, strict=True):
             per_query[qi].append((cid, float(s)))
         return [ranked(p, depth) for p in per_query]
+
+    def index_bytes(self) -> dict[str, int | None]:
+        """The base retriever's index size (the reranker holds no index)."""
+        sizes = getattr(self.base, "index_bytes", None)
+        return sizes() if callable(sizes) else {}

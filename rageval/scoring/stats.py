@@ -62,19 +62,24 @@ def paired_randomization_test(
     b: Sequence[float] | np.ndarray,
     n_resamples: int = 10000,
     seed: int = 0,
+    alternative: str = "two-sided",
 ) -> float:
-    """Two-sided paired randomization (sign-flip) test of mean(a) == mean(b).
+    """Paired randomization (sign-flip) test of mean(a) == mean(b).
 
     ``a[i]`` and ``b[i]`` are the same query's scores under two systems. Under the null the sign
-    of each difference d_i = a_i - b_i is arbitrary, so the p-value is
+    of each difference d_i = a_i - b_i is arbitrary, so the two-sided p-value is
     ``(1 + #{resamples with |mean(s * d)| >= |mean(d)|}) / (n_resamples + 1)`` for random signs
-    s in {-1, +1}. Identical inputs give 1.0.
+    s in {-1, +1}. Identical inputs give 1.0. ``alternative="greater"`` tests "a is no better
+    than b" one-sided: ``(1 + #{mean(s * d) >= mean(d)}) / (n_resamples + 1)``.
     """
+    if alternative not in ("two-sided", "greater"):
+        raise ConfigError(f"alternative must be 'two-sided' or 'greater', got {alternative!r}")
     x, y = _as_scores(a, "a"), _as_scores(b, "b")
     if x.shape != y.shape:
         raise InputError(f"a and b must score the same queries: {x.size} vs {y.size} values")
     d = x - y
-    observed = abs(d.mean())
+    one_sided = alternative == "greater"
+    observed = d.mean() if one_sided else abs(d.mean())
     # Resampled means can differ from an equal observed mean in the last bits (other summation
     # order); count them as at least as extreme.
     tolerance = 1e-12 * max(1.0, float(np.abs(d).max()))
@@ -82,8 +87,35 @@ def paired_randomization_test(
     extreme = 0
     for size in _blocks(n_resamples, d.size):
         signs = rng.integers(0, 2, size=(size, d.size), dtype=np.int8) * 2 - 1
-        extreme += int(np.count_nonzero(np.abs(signs @ d) / d.size >= observed - tolerance))
+        means = signs @ d / d.size
+        extreme += int(
+            np.count_nonzero((means if one_sided else np.abs(means)) >= observed - tolerance)
+        )
     return (1 + extreme) / (n_resamples + 1)
+
+
+def difference_ci(
+    a: Sequence[float] | np.ndarray,
+    b: Sequence[float] | np.ndarray,
+    confidence: float = 0.95,
+    n_resamples: int = 2000,
+    seed: int = 0,
+) -> tuple[float, float]:
+    """Percentile bootstrap CI of mean(a) - mean(b) for two independent samples (different
+    queries: a study's tune and holdout sides). Each resample draws len(a) values of ``a`` and
+    len(b) of ``b`` with replacement; the interval is the quantiles of the differences."""
+    x, y = _as_scores(a, "a"), _as_scores(b, "b")
+    if not 0.0 < confidence < 1.0:
+        raise ConfigError(f"confidence must be between 0 and 1 (exclusive), got {confidence!r}")
+    rng = np.random.default_rng(seed)
+    diffs = []
+    for size in _blocks(n_resamples, x.size + y.size):
+        mx = x[rng.integers(0, x.size, size=(size, x.size))].mean(axis=1)
+        my = y[rng.integers(0, y.size, size=(size, y.size))].mean(axis=1)
+        diffs.append(mx - my)
+    alpha = (1.0 - confidence) / 2.0
+    low, high = np.quantile(np.concatenate(diffs), [alpha, 1.0 - alpha])
+    return float(low), float(high)
 
 
 def holm(pvalues: Sequence[float]) -> list[float]:

@@ -5,7 +5,8 @@ MLflow's run page and compare view group metric charts by the prefix before ``/`
 logs ``headline/ndcg_at_5`` (the ranking metrics at the run's k, with ``_ci_low``/``_ci_high``
 beside each), ``span/evidence_recall_at_5`` (span and token-budget metrics), ``cutoffs/ndcg_at_10``
 (the other cutoffs of the metric@k curve: plain values, not a chart over steps),
-``latency/p95_ms``, ``time/index_s`` and ``slice/source.ticket.recall_at_5`` (each slice's means,
+``costs/latency_p95_ms`` and ``costs/index_s`` (rageval.report.costs), ``stages/<stage>/...`` for
+a hybrid or reranked run, and ``slice/source.ticket.recall_at_5`` (each slice's means,
 :func:`slice_entries`). :func:`metric_key` gives the key of a metric name and
 :func:`find_metric` reads one back from a run's metrics whatever its section.
 """
@@ -97,12 +98,39 @@ def metric_entries(report) -> list[tuple[str, float]]:
         lo, hi = (report.ci or {}).get(name) or (None, None)
         if not key.startswith(CUTOFFS) and _finite(lo) and _finite(hi):
             out += [(f"{key}_ci_low", float(lo)), (f"{key}_ci_high", float(hi))]
-    for key, value in report.latency.items():
-        if _finite(value):
-            out.append((f"latency/{key}", float(value)))
-    for key, value in report.timings.items():
-        if _finite(value):
-            out.append((f"time/{key}", float(value)))
+    out += cost_entries(report)
+    out += stage_entries(report)
+    return out
+
+
+def cost_entries(report) -> list[tuple[str, float]]:
+    """The run's costs block as ``costs/<name>`` (``costs/latency_p95_ms``, ``costs/embed_s``);
+    a report written before the block existed logs its latency and timings there instead."""
+    costs = dict(getattr(report, "costs", None) or {})
+    if not costs:
+        costs = {
+            f"latency_{k}": v for k, v in (report.latency or {}).items() if k != "queries_sampled"
+        }
+        costs.update(report.timings or {})
+    return [(f"costs/{k}", float(v)) for k, v in costs.items() if _finite(v)]
+
+
+def stage_entries(report) -> list[tuple[str, float]]:
+    """A staged run's stages as ``stages/<stage>/<number>`` (``stages/rerank/ndcg_at_5``,
+    ``stages/retrieval/recall_at_depth``, ``stages/rerank/latency_p95_ms``) and each lift as
+    ``stages/lift/<stage>_over_<input>/<metric>`` with ``..._p_value``."""
+    block = getattr(report, "stages", None) or {}
+    out: list[tuple[str, float]] = []
+    for stage, row in (block.get("stages") or {}).items():
+        for name, value in row.items():
+            if isinstance(value, bool) or not isinstance(value, int | float) or not _finite(value):
+                continue
+            out.append((f"stages/{stage}/{name.replace('@', '_at_')}", float(value)))
+    for x in block.get("lift") or []:
+        if not _finite(x.get("delta")):
+            continue
+        key = f"stages/lift/{x['stage']}_over_{x['over']}/{x['metric'].replace('@', '_at_')}"
+        out += [(key, float(x["delta"])), (f"{key}_p_value", float(x["p_value"]))]
     return out
 
 
@@ -161,6 +189,9 @@ def run_params(config: Mapping[str, Any], choices: Mapping[str, str]) -> dict[st
                 params[f"{key}.{sub}"] = v
         elif key != "allow_model_mismatch" or value:
             params[key] = value
+    if params.get("split", "all") == "all":  # no split drawn: its fraction and seed mean nothing
+        params.pop("holdout_fraction", None)
+        params.pop("split_seed", None)
     # a masked secret stays (as ***): the run needed one, and a rerun must supply it
     return {k: _param(v) for k, v in params.items() if v is not None and v != ""}
 

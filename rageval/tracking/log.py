@@ -141,6 +141,7 @@ def log_run(
         "rageval.label_set": getattr(report, "label_set", "gold"),
         "rageval.judgements_digest": report.digests.get("judgements", ""),
         "rageval.k": str(report.k),
+        "rageval.split": str((getattr(report, "split", None) or {}).get("name", "all")),
         **({"rageval.git_dirty": info["git_dirty"]} if "git_dirty" in info else {}),
         **(source_tags(info) if git else {}),
         **(tags or {}),

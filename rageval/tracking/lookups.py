@@ -15,6 +15,8 @@ BASELINE_TAG = "rageval.baseline"
 GOLDEN_TAG = "rageval.golden_digest"
 CORPUS_TAG = "rageval.corpus_digest"
 LABELS_TAG = "rageval.label_set"
+# The part of the golden set a run scored (rageval.inputs.split); absent or "all": every query.
+SPLIT_TAG = "rageval.split"
 
 
 def quote(value: str) -> str:
@@ -42,7 +44,8 @@ def best_run(
     """The finished run with the highest ``metric_key`` (``ndcg_at_5`` or ``ndcg@5``, found in
     whatever section the run logged it: :func:`rageval.tracking.keys.find_metric`) measured on
     the given golden set and corpus (and label set, when runs record one); None when no run
-    qualifies. Sweep parents, which copy their best child's metrics, are skipped."""
+    qualifies. Sweep parents, which copy their best child's metrics, are skipped, and so are runs
+    that scored only one side of a golden-set split (a study's trials on split=tune)."""
     exp = client.get_experiment_by_name(experiment)
     if exp is None:
         raise InputError(f"no MLflow experiment named {experiment!r}; pass --experiment")
@@ -65,6 +68,8 @@ def best_run(
             if r.data.tags.get("rageval.sweep") == "parent":  # a copy of its best child's metrics
                 continue
             if label_set and r.data.tags.get(LABELS_TAG, "gold") != label_set:
+                continue
+            if r.data.tags.get(SPLIT_TAG, "all") != "all":  # not every golden query
                 continue
             found = find_metric(r.data.metrics, metric_key)
             if found and (best_value is None or found[1] > best_value):

@@ -81,7 +81,13 @@ def test_single_run_writes_report_and_logs_everything_to_mlflow(
     assert run.data.metrics["headline/ndcg_at_5_ci_low"] == pytest.approx(lo)
     assert run.data.metrics["headline/ndcg_at_5_ci_high"] == pytest.approx(hi)
     assert "recall" not in run.data.metrics  # no stepped curve that reads like a headline metric
-    assert "latency/p95_ms" in run.data.metrics and "time/index_s" in run.data.metrics
+    assert run.data.metrics["costs/latency_p95_ms"] == pytest.approx(rep["latency"]["p95_ms"])
+    assert run.data.metrics["costs/embed_s"] == pytest.approx(rep["costs"]["embed_s"])
+    # a hybrid run reports its stages: the dense and lexical candidates and their fusion
+    assert rep["stages"]["order"] == ["dense", "lexical", "fusion"]
+    lifted = {(x["stage"], x["over"]) for x in rep["stages"]["lift"]}
+    assert lifted == {("fusion", "dense"), ("fusion", "lexical")}
+    assert run.data.metrics["stages/fusion/ndcg_at_5"] == pytest.approx(rep["metrics"]["ndcg@5"])
     tags = run.data.tags
     assert tags["rageval.golden_digest"] == rep["digests"]["golden"]
     assert tags["rageval.corpus_digest"] == rep["digests"]["corpus"]
@@ -130,10 +136,16 @@ def test_sweep_2x2_nests_four_runs_under_a_parent_with_the_leaderboard(
         ("64", "vector"),
         ("64", "bm25"),
     }
-    assert {"leaderboard.md", "leaderboard.csv"} <= artifacts(c, parent)
+    assert {"leaderboard.md", "leaderboard.csv", "pareto.png"} <= artifacts(c, parent)
+    on_front = {
+        r.data.tags["rageval.job"] for r in children if "rageval.pareto_front" in r.data.tags
+    }
+    assert parents[0].data.tags["rageval.pareto_cost"] == "latency_p95_ms"
+    assert set(parents[0].data.tags["rageval.pareto_front"].split()) == on_front != set()
     md = (sweep / "leaderboard.md").read_text()
+    table = md.split("\n\n")[1]  # the leaderboard itself (the slices and costs notes follow)
     assert (
-        sum(line.startswith("| ") for line in md.splitlines()) == 5
+        sum(line.startswith("| ") for line in table.splitlines()) == 5
         and md.count("| best |") == 1
         and "| chunk | search | evidence_recall@1024t |" in md
     )
@@ -141,6 +153,8 @@ def test_sweep_2x2_nests_four_runs_under_a_parent_with_the_leaderboard(
     assert "Sweep of 4 jobs (0 failed), decided by evidence_recall@1024t" in out
     board = out[out.index("Sweep of 4 jobs") : out.index("leaderboard: ")]
     assert max(map(len, board.splitlines())) <= 120 and "tokens@5" in board
+    assert "Costs (front: the Pareto front of evidence_recall@1024t against latency_p95_ms" in board
+    assert f"Pareto plot: {sweep / 'pareto.png'}" in out
     # every job's own table is labelled with its job number and swept values
     label = next(line for line in out.splitlines() if line.startswith("job 3 ("))
     assert "chunk=64" in label and "search=bm25" in label and "hydra.sweep.dir" not in label
@@ -152,6 +166,10 @@ def test_sweep_2x2_nests_four_runs_under_a_parent_with_the_leaderboard(
         assert float(r["evidence_recall@1024t"]) == m
         assert float(r["evidence_recall@1024t_low"]) <= m <= float(r["evidence_recall@1024t_high"])
         assert r["mlflow_run_id"] == rep["mlflow_run_id"] and r["verdict"] in ("best", "tied", "")
+        # the costs are columns: the job's own numbers, the front marked against p95 latency
+        assert float(r["latency_p95_ms"]) == rep["costs"]["latency_p95_ms"]
+        assert float(r["index_memory_bytes"]) == rep["costs"]["index_memory_bytes"] > 0
+        assert r["pareto_front"] in ("0", "1")
         chunks = [json.loads(x) for x in (sweep / r["job"] / "chunks.jsonl").open()]
         assert len(chunks) == rep["counts"]["chunks"]
         assert {

@@ -11,7 +11,7 @@ from rageval.app.gate_run import run_check
 from rageval.app.main import run_app
 from rageval.app.promote import promote
 from rageval.errors import ConfigError, InputError
-from rageval.gate.baseline import load_baseline
+from rageval.gate.baseline import load_baseline, portable
 from rageval.testing import assert_no_regression
 from rageval.tracking.lookups import BASELINE_TAG
 
@@ -74,9 +74,11 @@ def test_promote_by_run_id_writes_the_report_and_moves_the_mlflow_tag(store, tmp
     path, run_id = done.path, done.run_id
     base = load_baseline(path)
     assert run_id == r64["mlflow_run_id"] and base["promoted_from"]["run_id"] == run_id
-    assert {k: base[k] for k in ("metrics", "digests", "config", "choices")} == {
-        k: r64[k] for k in ("metrics", "digests", "config", "choices")
+    assert {k: base[k] for k in ("metrics", "digests", "choices")} == {
+        k: r64[k] for k in ("metrics", "digests", "choices")
     }
+    # paths come back as this checkout's; cache_dir (never replayed) is not kept
+    assert base["config"] == portable(r64["config"], tmp_path, project=tmp_path / "x")[0]
     assert [r["ndcg@5"] for r in base["per_query"]] == [r["ndcg@5"] for r in r64["per_query"]]
     assert f"promoted run {run_id}" in done.summary() and "chunk=64" in done.summary()
     assert tagged(store["uri"], r64["mlflow_run_id"]) == "true"

@@ -35,9 +35,13 @@ def test_is_a_retriever():
 def test_on_disk_collection_persists(corpus, tmp_path):
     chunks, queries = corpus
     enc = HashEncoder()
-    with QdrantRetriever(path=str(tmp_path), collection="kept", mode="hybrid") as r:
+    with QdrantRetriever(
+        path=str(tmp_path), collection="kept", mode="hybrid", upload_batch_size=16
+    ) as r:
         r.index(chunks, enc)
         before = r.search(queries, 5)
+        # the calls the costs block reports: 40 chunks upserted 16 at a time, one batched query
+        assert r.requests == {"index": 3, "search": 1}
     client = QdrantClient(path=str(tmp_path))
     try:
         assert client.count("kept").count == len(chunks)

@@ -12,23 +12,9 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def tiny_cross_encoder(tmp_path_factory, model_dir):
-    import torch
-    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
+    from tiny_models import build_tiny_cross_encoder
 
-    torch.manual_seed(0)
-    path = tmp_path_factory.mktemp("tiny-ce")
-    tok = AutoTokenizer.from_pretrained(model_dir)
-    cfg = BertConfig(
-        vocab_size=tok.vocab_size,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        num_labels=1,
-    )
-    BertForSequenceClassification(cfg).save_pretrained(path)
-    tok.save_pretrained(path)
-    return str(path)
+    return build_tiny_cross_encoder(tmp_path_factory.mktemp("tiny-ce"), model_dir)
 
 
 class _Base:

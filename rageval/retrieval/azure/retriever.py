@@ -112,6 +112,8 @@ class AzureSearchRetriever:
         self._encoder: Encoder | None = None
         self._created = False
         self._clients: dict[str, Any] = {}
+        # calls rageval made to the service (the SDK's own retries of a call not counted)
+        self.requests = {"index": 0, "search": 0}
 
     def __repr__(self) -> str:
         name, mode = self.index_name, self.mode
@@ -199,6 +201,7 @@ class AzureSearchRetriever:
                 "were kept; check the service's limits, raise max_retries or lower parallelism.",
                 failed_queries=[queries[i] for i, _ in failed],
             )
+        self.requests["search"] += len(queries)  # one search call per query
         return [f.result() for f in futures]
 
     def close(self) -> None:
@@ -268,6 +271,7 @@ class AzureSearchRetriever:
     def _upload(self, client: Any, docs: list[dict[str, Any]]) -> None:
         pending = docs
         for attempt in range(self.max_retries + 1):
+            self.requests["index"] += 1  # threads: += on an int attribute is atomic enough here
             results = client.upload_documents(documents=pending)
             failed = {r.key: r for r in results if not r.succeeded}
             if not failed:

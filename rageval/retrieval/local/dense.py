@@ -76,6 +76,7 @@ class FaissRetriever:
         self.built_type = ""
         self.build_seconds = 0.0
         self.loaded_from_cache = False
+        self.index_path: Path | None = None
 
     def index(self, chunks: Sequence[Chunk], encoder: Encoder | None) -> None:
         """Embed the chunks batch by batch (through the encoder's cache) into the index."""
@@ -118,6 +119,7 @@ class FaissRetriever:
         n = len(ids)
         kind = self.built_type = self.kind_for(n)
         path = self._cache_path(kind, fingerprint)
+        self.index_path = path
         self.loaded_from_cache = path is not None and path.is_file()
         if self.loaded_from_cache:
             index = faiss.read_index(str(path))
@@ -147,6 +149,19 @@ class FaissRetriever:
         h.update(json.dumps([kind, self.params], sort_keys=True).encode())
         return self.cache_dir / "indexes" / f"faiss-{kind}-{h.hexdigest()[:24]}.faiss"
 
+    def index_bytes(self) -> dict[str, int | None]:
+        """Bytes the index holds in memory (vectors, graph or lists) and needs on disk: its cached
+        file (HNSW, IVF), or for a flat index the vectors it is rebuilt from (embedding cache)."""
+        if self._index is None:
+            return {"disk": 0, "memory": 0}
+        memory = faiss_memory_bytes(self._index)
+        path = self.index_path
+        if path is not None and path.is_file():
+            disk = path.stat().st_size
+        else:
+            disk = int(self._index.ntotal) * int(self._index.d) * 4
+        return {"disk": disk, "memory": memory}
+
     def search(self, queries: Sequence[str], depth: int) -> list[RankedList]:
         """Top ``depth`` chunks per query by inner product; RuntimeError before ``index()``."""
         if self.encoder is None or not self.built_type:
@@ -175,6 +190,25 @@ class FaissRetriever:
                 )
             )
         return out
+
+
+def faiss_memory_bytes(index) -> int:
+    """The bytes of a FAISS index's arrays: codes, plus the HNSW graph or the IVF lists' ids and
+    the coarse quantizer (other index types: the size of their serialised form)."""
+    import faiss
+
+    index = faiss.downcast_index(index)
+    if isinstance(index, faiss.IndexFlat):
+        return int(index.codes.size())
+    if isinstance(index, faiss.IndexHNSW):
+        graph = index.hnsw
+        links = graph.neighbors.size() * 4 + graph.levels.size() * 4 + graph.offsets.size() * 8
+        return faiss_memory_bytes(index.storage) + int(links)
+    if isinstance(index, faiss.IndexIVF):
+        lists = index.invlists
+        n = sum(lists.list_size(i) for i in range(lists.nlist))
+        return int(n * (index.code_size + 8)) + faiss_memory_bytes(index.quantizer)
+    return int(len(faiss.serialize_index(index)))
 
 
 def _save_index(faiss, index, path: Path) -> None:

@@ -76,6 +76,23 @@ class BM25Retriever:
                     shutil.rmtree(tmp, ignore_errors=True)
         self.build_seconds = time.perf_counter() - start
 
+    def index_bytes(self) -> dict[str, int | None]:
+        """Bytes of the BM25 score matrix and vocabulary in memory, and of the saved index in
+        ``cache_dir`` (None without a cache: nothing is stored)."""
+        if self._bm25 is None:
+            return {"disk": 0, "memory": 0}
+        import sys
+
+        arrays = [v for v in self._bm25.scores.values() if isinstance(v, np.ndarray)]
+        vocab = getattr(self._bm25, "vocab_dict", None) or {}
+        memory = sum(a.nbytes for a in arrays) + sys.getsizeof(vocab)
+        memory += sum(sys.getsizeof(k) for k in vocab)
+        path = self._cache_path()
+        disk = None
+        if path is not None and path.is_dir():
+            disk = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+        return {"disk": disk, "memory": int(memory)}
+
     def _cache_path(self) -> Path | None:
         if self.cache_dir is None:
             return None

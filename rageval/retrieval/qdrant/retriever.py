@@ -109,6 +109,8 @@ class QdrantRetriever:
         self._bm25 = BM25Vectors(k1, b, stemmer, stopwords) if sparse else None
         self._client: Any = None
         self._created = False
+        # calls to the Qdrant client: upserts (index) and batched queries (search)
+        self.requests = {"index": 0, "search": 0}
         self._encoder: Encoder | None = None
         self._chunk_ids: tuple[str, ...] = ()
 
@@ -165,6 +167,7 @@ class QdrantRetriever:
                     models, chunks[start : start + self.upload_batch_size], start, dense, sparse
                 )
                 self._call("upsert", client.upsert, self.collection, points=batch, wait=True)
+                self.requests["index"] += 1
                 bar.update(len(batch))
         self._encoder = encoder if self._dense else None
         self._chunk_ids = tuple(c.id for c in chunks)
@@ -186,6 +189,7 @@ class QdrantRetriever:
         for start in range(0, len(flat), _QUERY_BATCH):
             batch = flat[start : start + _QUERY_BATCH]
             answers += self._call("query", self._client.query_batch_points, self.collection, batch)
+            self.requests["search"] += 1
         results, cursor = [], 0
         for requests in per_query:
             mine, cursor = answers[cursor : cursor + len(requests)], cursor + len(requests)

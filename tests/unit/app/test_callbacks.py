@@ -57,7 +57,12 @@ def test_the_outcome_file_carries_the_exit_code_of_the_sweep(tmp_path, capsys):
     assert started["state"] == "started"
     assert started["config"]["hydra"]["sweep"]["dir"] == str(tmp_path / "sweep")
     assert started["config"]["chunk"] == 32
-    assert started["config"]["sweep"] == {"compare_metric": None, "alpha": 0.05, "resamples": 10000}
+    assert started["config"]["sweep"] == {
+        "compare_metric": None,
+        "alpha": 0.05,
+        "resamples": 10000,
+        "pareto_cost": "latency_p95_ms",
+    }
     job(tmp_path / "sweep", 0, overrides=("chunk=32",))
     job(tmp_path / "sweep", 1, ok=False, overrides=("chunk=64",))
     cb.on_multirun_end(cfg)
@@ -98,3 +103,26 @@ def test_the_sweep_module_keeps_no_outcome_in_module_state():
         if not name.startswith("__") and isinstance(value, dict | list | set)
     }
     assert state == {}
+
+
+def test_a_sweep_writes_its_pareto_plot_and_refuses_an_unknown_cost_before_any_job(tmp_path):
+    import pytest
+
+    from rageval.errors import ConfigError
+
+    cfg = sweep_config(tmp_path)
+    SweepCallback(outcome_file=str(tmp_path / "outcome.json")).on_multirun_start(cfg)
+    for n, (chunk, p95) in enumerate([(32, 2.0), (64, 1.0)]):
+        job(tmp_path / "sweep", n, overrides=(f"chunk={chunk}",))
+        report = tmp_path / "sweep" / str(n) / "report.json"
+        data = json.loads(report.read_text())
+        data["costs"] = {"latency_p95_ms": p95}
+        report.write_text(json.dumps(data))
+    assert sweep.finish_sweep(cfg) == 0
+    assert (tmp_path / "sweep" / "pareto.png").stat().st_size > 0
+    md = (tmp_path / "sweep" / "leaderboard.md").read_text()
+    assert "| p95 ms | pareto |" in md  # equal metric: only the cheaper job is on the front
+    assert "| 1.00 | front |" in md and "| 2.00 |  |" in md
+    cfg.sweep.pareto_cost = "p95"
+    with pytest.raises(ConfigError, match="valid costs: .*latency_p95_ms"):
+        SweepCallback(outcome_file=str(tmp_path / "outcome2.json")).on_multirun_start(cfg)

@@ -101,3 +101,46 @@ def test_an_edited_or_missing_csv_is_refused(tmp_path):
         load_baseline(path)
     with pytest.raises(InputError, match="baseline not found; create one with `rageval promote"):
         load_baseline(tmp_path / "nope.json")
+
+
+def test_the_committed_baseline_holds_no_machine_paths(tmp_path, monkeypatch):
+    from rageval.gate.compare import config_diff
+
+    project = tmp_path / "checkout"
+    (project / "golden").mkdir(parents=True)
+    monkeypatch.chdir(project)
+    r = report()
+    r["config"] = {
+        "dataset": {"corpus": f"{project}/golden/corpus", "golden": "/data/shared/golden.jsonl"},
+        "embedding": {"model": "m", "cache_dir": "/home/someone/.cache/rageval"},
+        "cache_dir": "/home/someone/.cache/rageval",
+        "extra": [f"{project}/data/a.txt", "en"],
+        "chunk": 256,
+    }
+    r["judgements"] = {"file": f"{project}/golden/judgements.jsonl", "counted": 0}
+    path = write_baseline(r, project / "golden" / "baseline.json", {"file": f"{project}/r.json"})
+    text = path.read_text()
+    assert str(project) not in text and "/home/someone" not in text
+    saved = json.loads(text)
+    assert saved["config"]["dataset"] == {
+        "corpus": "corpus",  # relative to the baseline's folder, golden/
+        "golden": "/data/shared/golden.jsonl",  # outside the project: kept, it is the user's data
+    }
+    assert saved["config"]["extra"] == ["../data/a.txt", "en"]
+    assert saved["judgements"]["file"] == "judgements.jsonl"
+    assert saved["promoted_from"]["file"] == "../r.json"
+    # the checkout moves (a CI machine): the paths read back as the new checkout's
+    moved = tmp_path / "ci" / "work"
+    moved.parent.mkdir()
+    project.rename(moved)
+    monkeypatch.chdir(tmp_path)
+    back = load_baseline(moved / "golden" / "baseline.json")
+    assert back["config"]["dataset"]["corpus"] == str(moved / "golden" / "corpus")
+    assert back["config"]["extra"] == [str(moved / "data" / "a.txt"), "en"]
+    assert back["judgements"]["file"] == str(moved / "golden" / "judgements.jsonl")
+    here = copy.deepcopy(r["config"])
+    here["dataset"]["corpus"] = str(moved / "golden" / "corpus")
+    here["extra"][0] = str(moved / "data" / "a.txt")
+    assert config_diff(back, {"config": here}) == []
+    here["chunk"] = 512
+    assert config_diff(back, {"config": here}) == ["chunk: 256 -> 512"]

@@ -112,6 +112,8 @@ def test_lifecycle_builds_uploads_searches_and_deletes(fake):
     assert encoder.calls == [("documents", 80), ("queries", len(QUERIES))]
     assert [len(r.ids) for r in results] == [5] * len(QUERIES)
     bodies = [r.body for r in fake.seen("search")]
+    # the requests rageval counts (the costs block) are the ones the service saw
+    assert retriever.requests == {"index": 4, "search": len(bodies)} and len(bodies) == 5
     assert all(b["top"] == 5 and b["select"] == "id" and "search" not in b for b in bodies)
     assert all(
         b["vectorQueries"][0]["k"] == 5 and b["vectorQueries"][0]["fields"] == "vector"

@@ -41,8 +41,49 @@ def test_metric_entries_carry_cis_at_k_only_and_skip_nan():
         "headline/ndcg_at_5_ci_low": 0.4,
         "headline/ndcg_at_5_ci_high": 0.6,
         "cutoffs/ndcg_at_10": 0.6,
-        "latency/p95_ms": 3.0,
-        "time/index_s": 1.5,
+        # a report written before the costs block: its latency and timings are the costs
+        "costs/latency_p95_ms": 3.0,
+        "costs/index_s": 1.5,
+    }
+
+
+def test_costs_and_stages_get_their_own_sections():
+    report = SimpleNamespace(
+        k=5,
+        metrics={"ndcg@5": 0.5},
+        ci={},
+        latency={"p95_ms": 3.0},
+        timings={"index_s": 1.5},
+        costs={"latency_p95_ms": 2.5, "embed_s": 4.0, "index_disk_bytes": 1000},
+        stages={
+            "stages": {
+                "retrieval": {"inputs": [], "depth": 20, "recall@depth": 0.9, "ndcg@5": 0.4},
+                "rerank": {"inputs": ["retrieval"], "depth": 10, "recall@depth": None},
+            },
+            "lift": [
+                {
+                    "stage": "rerank",
+                    "over": "retrieval",
+                    "metric": "ndcg@5",
+                    "delta": 0.1,
+                    "p_value": 0.02,
+                },
+            ],
+        },
+    )
+    entries = dict(metric_entries(report))
+    assert {k: v for k, v in entries.items() if k.startswith("costs/")} == {
+        "costs/latency_p95_ms": 2.5,
+        "costs/embed_s": 4.0,
+        "costs/index_disk_bytes": 1000.0,
+    }
+    assert {k: v for k, v in entries.items() if k.startswith("stages/")} == {
+        "stages/retrieval/depth": 20.0,
+        "stages/retrieval/recall_at_depth": 0.9,
+        "stages/retrieval/ndcg_at_5": 0.4,
+        "stages/rerank/depth": 10.0,
+        "stages/lift/rerank_over_retrieval/ndcg_at_5": 0.1,
+        "stages/lift/rerank_over_retrieval/ndcg_at_5_p_value": 0.02,
     }
 
 
@@ -82,6 +123,9 @@ def test_params_are_what_a_user_varies_without_repeats_or_plumbing(search):
     assert ("search.bm25.k1" in params) == (search != "vector")
     assert ("search.rrf_k" in params) == (search == "hybrid")
     assert len(params) <= 30
+    assert params["split"] == "all" and "holdout_fraction" not in params
+    tuned = run_params({**config, "split": "tune"}, choices)
+    assert (tuned["split"], tuned["holdout_fraction"], tuned["split_seed"]) == ("tune", "0.3", "0")
     hnsw = run_params(composed("backend.faiss.index_type=hnsw"), choices)
     assert hnsw["backend.faiss.hnsw_m"] == "32" and "backend.faiss.ivf_nprobe" not in hnsw
 

@@ -1,0 +1,1 @@
+"""rageval's Optuna sweeper for Hydra: ``hydra/sweeper=optuna`` (rageval.app.study)."""

@@ -1,0 +1,432 @@
+"""A tuning study: Optuna searches the config on the tune split, the holdout proves the result.
+
+``python -m rageval -m hydra/sweeper=optuna`` (or ``optuna_bm25``) runs :func:`run_study` from
+the sweeper plugin (hydra_plugins/rageval_optuna). It
+
+1. reads the search space from ``hydra.sweeper.params`` and sweep overrides on the command line
+   (Hydra's syntax: ``choice``, ``range`` (stop excluded, as everywhere in Hydra), ``interval``,
+   ``tag(log, interval(...))``); plain overrides are fixed for every trial;
+2. opens (or resumes) the Optuna study in SQLite beside the MLflow store (``optuna.db``), named
+   after the dataset and the search space unless ``hydra.sweeper.study_name`` is set;
+3. asks ``n_jobs`` trials at a time and launches them together through the configured launcher
+   (basic: one after another; joblib and Ray: in parallel), each with ``split=tune``: every
+   trial is a job of the sweep, a nested MLflow run under the sweep's parent run; its objective
+   is the sweep's deciding metric (``sweep.compare_metric``, else the leaderboard's default rule)
+   on the tune queries. A trial that fails or reports no value is told to Optuna as failed and
+   the study goes on;
+4. scores the best trial's configuration and the baseline's on every golden query (two more
+   nested runs, split=all) and writes study.json and study.md beside the leaderboard:
+   :class:`rageval.report.study.StudySummary` (tune and holdout scores, the optimism with its
+   CI, the paired test of best vs baseline on the holdout).
+
+``finish_sweep`` then prints the study's block after the leaderboard and logs it on the parent
+run; ``rageval promote --best METRIC --sweep PARENT`` promotes a study's best only when the
+holdout confirms it (:func:`rageval.app.promote.confirm_for_promote`). Settings, search
+space, storage and the outcome files are in :mod:`rageval.app.tuning`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from rageval.app.tuning import (
+    FINAL_DIRS,
+    PARENT_ATTR,
+    SAMPLERS,
+    SPLIT_KEYS,
+    STUDY_FILE,
+    StudySettings,
+    search_space,
+    storage_of,
+    study_name,
+)
+from rageval.errors import ConfigError
+
+
+def _sampler(s: StudySettings, space: Mapping[str, Any], done: int = 0):
+    """The sampler of ``s``; ``done`` trials already in the study shift its seed, so a resumed
+    study does not draw its first trials again."""
+    import optuna
+
+    args = dict(s.sampler or {})
+    name = args.pop("name", "tpe")
+    if done and isinstance(args.get("seed"), int):
+        args["seed"] += done
+    cls = getattr(optuna.samplers, SAMPLERS[name])
+    if name == "grid":
+        from optuna.distributions import CategoricalDistribution
+
+        grid = {}
+        for key, dist in space.items():
+            if isinstance(dist, CategoricalDistribution):
+                grid[key] = list(dist.choices)
+            elif getattr(dist, "step", None):
+                n = int(round((dist.high - dist.low) / dist.step))
+                grid[key] = [dist.low + i * dist.step for i in range(n + 1)]
+            else:
+                raise ConfigError(
+                    f"search space {key}: the grid sampler needs choice() or range(), not an "
+                    "interval"
+                )
+        return cls(grid, **args)
+    try:
+        return cls(**args)
+    except TypeError as err:
+        raise ConfigError(f"hydra.sweeper.sampler ({name}): {err}") from None
+
+
+def _create_study(config, s: StudySettings, space, fixed):
+    import optuna
+
+    from rageval.scoring.spec import MetricSpec
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    chosen = _chosen_metric(config)
+    higher = MetricSpec.parse(chosen).higher_is_better if chosen else True
+    return optuna.create_study(
+        study_name=study_name(config, space, fixed, s),
+        storage=storage_of(config, s),
+        sampler=_sampler(s, space),
+        direction="maximize" if higher else "minimize",
+        load_if_exists=True,
+    )
+
+
+def _chosen_metric(config) -> str | None:
+    from rageval.app.sweep import compare_settings
+    from rageval.scoring.spec import MetricSpec
+
+    chosen = compare_settings(config)[0]
+    return str(MetricSpec.parse(chosen)) if chosen else None
+
+
+# ---------------------------------------------------------------------------- the study
+
+
+def _trial_overrides(trial, fixed: Sequence[str]) -> list[str]:
+    """The job's overrides: the fixed ones, the trial's values (a float from an interval to 4
+    significant digits, which is all a retriever's knob can tell apart), and split=tune."""
+    shown = {k: f"{v:.4g}" if isinstance(v, float) else v for k, v in trial.params.items()}
+    return [*fixed, *(f"{k}={v}" for k, v in shown.items()), "split=tune"]
+
+
+def _job_dir(ret, sweep_dir: Path, idx: int) -> Path:
+    try:
+        return Path(str(ret.hydra_cfg.hydra.runtime.output_dir))
+    except Exception:
+        return sweep_dir / str(idx)
+
+
+def _outcome(job_dir: Path, metric: str | None, varies: Sequence[str]):
+    """(value, objective metric, report, error) of one trial's job folder."""
+    from rageval.report.leaderboard import default_metric
+
+    report_file, error_file = job_dir / "report.json", job_dir / "error.json"
+    if not report_file.is_file():
+        if error_file.is_file():
+            return None, metric, None, json.loads(error_file.read_text()).get("error", "failed")
+        return None, metric, None, "the job left no report"
+    report = json.loads(report_file.read_text())
+    metrics = report.get("metrics") or {}
+    if metric is None:
+        metric = default_metric(set(metrics), int(report.get("k", 5)), varies)[0]
+    value = metrics.get(metric)
+    if not isinstance(value, int | float) or not math.isfinite(value):
+        return None, metric, report, f"the run reports no finite {metric}"
+    return float(value), metric, report, None
+
+
+def run_study(sweeper, arguments: list[str]) -> list:
+    """The sweeper's ``sweep``: run or resume the study, then score best and baseline on every
+    golden query and write study.json (see the module docstring). A mistake the user can fix
+    (RagevalError) ends the study with its message in study.json: the sweep's summary prints it
+    as one line and exits 2, after the leaderboard of the trials that ran."""
+    from rageval.errors import RagevalError
+
+    try:
+        return _run_study(sweeper, arguments)
+    except RagevalError as err:
+        _write(Path(str(sweeper.config.hydra.sweep.dir)), {"error": str(err)}, None)
+        return []
+
+
+def _run_study(sweeper, arguments: list[str]) -> list:
+    from optuna.trial import TrialState
+
+    from rageval.app.sweep import parent_run_id
+    from rageval.report.leaderboard import CHUNKING_KEYS
+
+    config = sweeper.config
+    s = StudySettings.of(config)
+    space, fixed = search_space(s.params, arguments)
+    study = _create_study(config, s, space, fixed)
+    sweep_dir = Path(str(config.hydra.sweep.dir))
+    sweep_dir.mkdir(parents=True, exist_ok=True)
+    done = len(study.get_trials(deepcopy=False))
+    if done:
+        study.sampler = _sampler(s, space, done)
+    metric = _chosen_metric(config)
+    stored = study.user_attrs.get("objective")
+    if metric and stored and metric != stored:
+        raise ConfigError(
+            f"study {study.study_name!r} was decided by {stored}, not {metric}: keep "
+            f"sweep.compare_metric={stored}, or start another study with hydra.sweeper.study_name"
+        )
+    metric = metric or stored
+    parent = parent_run_id(str(sweep_dir))
+    if parent:
+        study.set_user_attr(PARENT_ATTR, parent)
+    _fail_stale(study)
+    finished = len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)))
+    n_trials = s.n_trials
+    if (s.sampler or {}).get("name") == "grid":  # each point once: the grid is the budget
+        n_trials = min(n_trials, _grid_size(space))
+    to_go = max(0, n_trials - finished)
+    print(
+        f"study {study.study_name!r} in {storage_of(config, s)}: {finished} trials already, "
+        f"{to_go} to run ({s.n_jobs} at a time); searching {', '.join(space)}",
+        file=sys.stderr,
+    )
+    varies = [k for k in space if k in CHUNKING_KEYS]
+    returns: list = []
+    job_idx = 0
+    while to_go > 0:
+        batch = min(s.n_jobs, to_go)
+        trials = [study.ask(dict(space)) for _ in range(batch)]
+        overrides = [_trial_overrides(t, fixed) for t in trials]
+        rets = sweeper.launcher.launch(overrides, initial_job_idx=job_idx)
+        for i, (trial, ret, ovr) in enumerate(zip(trials, rets, overrides, strict=True)):
+            job_dir = _job_dir(ret, sweep_dir, job_idx + i)
+            value, metric, report, error = _outcome(job_dir, metric, varies)
+            trial.set_user_attr("overrides", [o for o in ovr if o not in fixed])
+            trial.set_user_attr("job_dir", str(job_dir))
+            if report and report.get("mlflow_run_id"):
+                trial.set_user_attr("mlflow_run_id", report["mlflow_run_id"])
+            if report:
+                _same_golden_set(study, report, trial)
+            if value is None:
+                trial.set_user_attr("error", str(error)[:500])
+            _tell(study, trial, value)
+        if metric and not stored:
+            study.set_user_attr("objective", metric)
+            stored = metric
+        returns.append(rets)
+        job_idx += len(rets)
+        to_go -= batch
+    _finish(sweeper, study, s, space, fixed, metric)
+    return returns
+
+
+def _fail_stale(study) -> list[int]:
+    """Mark failed the trials a stopped study left running (or waiting); returns their numbers."""
+    from optuna.trial import TrialState
+
+    stale = study.get_trials(deepcopy=False, states=(TrialState.RUNNING, TrialState.WAITING))
+    for t in stale:
+        _tell(study, t.number, None)
+        study.set_user_attr(f"stale_{t.number}", "marked failed on resume")
+    return [t.number for t in stale]
+
+
+def _same_golden_set(study, report: Mapping[str, Any], trial) -> None:
+    """A study's trials compare only on one golden set: a resumed study whose golden set changed
+    (queries added, labels edited) stops here, before its scores mix with the old ones."""
+    digest = (report.get("digests") or {}).get("golden")
+    first = study.user_attrs.get("golden_digest")
+    if not first:
+        study.set_user_attr("golden_digest", digest)
+    elif digest != first:
+        _tell(study, trial, None)
+        raise ConfigError(
+            f"study {study.study_name!r} was run on another golden set (digest {first[:12]}, now "
+            f"{str(digest)[:12]}): its trials' scores do not compare; start a new study with "
+            "hydra.sweeper.study_name=NAME (the split keeps every old query on its side)"
+        )
+
+
+def _tell(study, trial, value: float | None) -> None:
+    """Record a trial's value (None: failed). The grid sampler calls ``study.stop()`` once the
+    grid is covered, which Optuna refuses outside ``optimize``; the trial is stored by then."""
+    from optuna.trial import TrialState
+
+    try:
+        if value is None:
+            study.tell(trial, state=TrialState.FAIL)
+        else:
+            study.tell(trial, value)
+    except RuntimeError as err:
+        if "Study.stop" not in str(err):
+            raise
+
+
+def _grid_size(space: Mapping[str, Any]) -> int:
+    n = 1
+    for dist in space.values():
+        choices = getattr(dist, "choices", None)
+        n *= len(choices) if choices else int(round((dist.high - dist.low) / dist.step)) + 1
+    return n
+
+
+def _finish(sweeper, study, s: StudySettings, space, fixed, metric: str | None) -> None:
+    from optuna.trial import TrialState
+
+    from rageval.report.study import summarise_study
+
+    config = sweeper.config
+    sweep_dir = Path(str(config.hydra.sweep.dir))
+    trials = study.get_trials(deepcopy=False)
+    counts = {
+        "complete": sum(t.state == TrialState.COMPLETE for t in trials),
+        "failed": sum(t.state == TrialState.FAIL for t in trials),
+    }
+    record: dict[str, Any] = {
+        "study": study.study_name,
+        "storage": storage_of(config, s),
+        "objective": metric,
+        "trials": counts,
+    }
+    if not counts["complete"]:
+        record["error"] = (
+            f"no trial of study {study.study_name!r} finished ({counts['failed']} failed: see "
+            "their error.json); nothing to evaluate on the holdout"
+        )
+        _write(sweep_dir, record, None)
+        return
+    best = study.best_trial
+    best_overrides = list(best.user_attrs.get("overrides") or [])
+    last = study.user_attrs.get("final") or {}
+    best_lines = [*fixed, *best_overrides]
+    reused = _reuse(last, "best", best_lines)
+    best_report, best_run = reused or _final_run(
+        sweeper, best_lines, "best", f"study best (trial {best.number})"
+    )
+    base_lines, replay, source = _baseline_config(s, fixed, best_report)
+    base_key = [*base_lines, json.dumps(replay, sort_keys=True, default=str)]
+    reused = _reuse(last, "baseline", base_key)
+    base_report, base_run = reused or _final_run(
+        sweeper, base_lines, "baseline", "study baseline", replay=replay
+    )
+    sweep_dir_now = Path(str(config.hydra.sweep.dir))
+    study.set_user_attr(
+        "final",
+        {
+            "best": _final_record(best_lines, sweep_dir_now, "best", best_run, last),
+            "baseline": _final_record(base_key, sweep_dir_now, "baseline", base_run, last),
+        },
+    )
+    gate_alpha = float(config.gate.get("alpha", 0.05))
+    summary = summarise_study(
+        metric,
+        best_report,
+        base_report,
+        holdout_fraction=float(config.holdout_fraction),
+        seed=int(config.split_seed),
+        alpha=gate_alpha,
+        best_trial=best.number,
+        best_overrides=[o for o in best_overrides if o != "split=tune"],
+        resamples=int(config.gate.get("resamples", 10_000)),
+        baseline_source=source,
+        trials=counts,
+    )
+    record.update(
+        best_trial=best.number,
+        best_trial_value=best.value,
+        best_trial_run_id=best.user_attrs.get("mlflow_run_id"),
+        best_run_id=best_run,
+        baseline_run_id=base_run,
+        summary=summary.to_dict(),
+    )
+    _write(sweep_dir, record, summary)
+
+
+def _reuse(last: Mapping[str, Any], role: str, key: Sequence[str]):
+    """The (report, run id) of an earlier part of the study that scored the same configuration
+    on every query (a resumed study whose best did not change), or None."""
+    rec = last.get(role) or {}
+    report_file = Path(str(rec.get("dir", ""))) / "report.json"
+    if rec.get("key") != list(key) or not rec.get("dir") or not report_file.is_file():
+        return None
+    print(f"the {role} configuration was scored on every query already: {report_file}")
+    return json.loads(report_file.read_text()), rec.get("run_id")
+
+
+def _final_record(key, sweep_dir: Path, role: str, run_id, last: Mapping[str, Any]) -> dict:
+    rec = last.get(role) or {}
+    if rec.get("key") == list(key) and rec.get("run_id") == run_id and rec.get("dir"):
+        return dict(rec)  # reused: it stays where it was written
+    return {"key": list(key), "dir": str(sweep_dir / FINAL_DIRS[role]), "run_id": run_id}
+
+
+def _write(sweep_dir: Path, record: dict[str, Any], summary) -> None:
+    from rageval.formats.atomic import atomic_write_text
+
+    if summary is not None:
+        atomic_write_text(sweep_dir / "study.md", summary.markdown() + "\n")
+    atomic_write_text(sweep_dir / STUDY_FILE, json.dumps(record, indent=2, default=str))
+
+
+def _final_run(
+    sweeper, overrides: list[str], role: str, name: str, replay: Mapping[str, Any] | None = None
+):
+    """Score ``overrides`` (with a baseline's resolved values laid over them, as ``rageval
+    check`` does, when ``replay``) on every golden query (split=all) in this process, nested
+    under the sweep's parent run; returns (report.json as a dict, MLflow run id)."""
+    from omegaconf import OmegaConf, open_dict
+
+    from rageval.app.config import GROUPS
+    from rageval.app.gate_run import NOT_REPLAYED, replay_values
+    from rageval.app.main import run_job
+
+    lines = [o for o in overrides if o.split("=", 1)[0].lstrip("+~") not in ("split",)]
+    lines.append("split=all")
+    loader = sweeper.hydra_context.config_loader
+    cfg = loader.load_sweep_config(sweeper.config, lines)
+    choices = {g: str(cfg.hydra.runtime.choices.get(g) or "none") for g in GROUPS}
+    sweep_dir = str(sweeper.config.hydra.sweep.dir)
+    with open_dict(cfg):
+        del cfg["hydra"]
+        if replay:
+            replay_values(cfg, replay, skip={*NOT_REPLAYED, *SPLIT_KEYS})
+        cfg.mlflow.run_name = name
+    out = Path(sweep_dir) / FINAL_DIRS[role]
+    print(f"scoring the {name} configuration on every golden query: {out}", file=sys.stderr)
+    OmegaConf.set_readonly(cfg, False)
+    report = run_job(
+        cfg, out, lines, choices, sweep_dir, quiet=True, tags={"rageval.study_role": role}
+    )
+    data = json.loads((out / "report.json").read_text())
+    return data, report.mlflow_run_id
+
+
+def _baseline_config(
+    s: StudySettings, fixed: Sequence[str], best_report: Mapping[str, Any]
+) -> tuple[list[str], dict[str, Any] | None, str]:
+    """What rebuilds the baseline's configuration: overrides, the resolved values to lay over
+    them, and where it came from. ``hydra.sweeper.baseline`` when that file was measured on the
+    study's golden set (its group choices and values, as ``rageval check`` re-runs it), else the
+    study's starting point (conf/ with the fixed overrides)."""
+    from rageval.app.gate_run import NOT_REPLAYED
+    from rageval.gate.baseline import config_summary, load_report
+
+    path = Path(str(s.baseline)) if s.baseline else None
+    why = "no baseline file configured (hydra.sweeper.baseline)"
+    if path is not None and path.is_file():
+        baseline = load_report(path)
+        digest = (baseline.get("digests") or {}).get("golden")
+        if digest and digest == (best_report.get("digests") or {}).get("golden"):
+            lines = [f"{g}={c}" for g, c in (baseline.get("choices") or {}).items() if c]
+            lines = [ln for ln in lines if not ln.endswith("=none")]  # rerank: null
+            # where the run happens (cache, MLflow) stays this study's
+            keep = [o for o in fixed if o.split("=", 1)[0].split(".", 1)[0] in NOT_REPLAYED]
+            source = f"{path} ({config_summary(baseline)})"
+            return [*lines, *keep], dict(baseline.get("config") or {}), source
+        why = f"{path} was measured on another golden set"
+    elif path is not None:
+        why = f"{path} does not exist"
+    shown = " ".join(fixed) or "no overrides"
+    return list(fixed), None, f"the study's starting configuration (conf/ with {shown}; {why})"

@@ -1,0 +1,332 @@
+"""A tuning study's settings, search space, storage and outcome: what the sweep's parent run,
+``rageval promote`` and the study itself (:mod:`rageval.app.study`) share.
+
+``hydra.sweeper`` (conf/hydra/sweeper/optuna.yaml) is read as :class:`StudySettings`; the search
+space is ``hydra.sweeper.params`` then the command line's sweeps, in Hydra's syntax; the study
+lives in SQLite beside the MLflow store; ``study.json`` in the sweep folder is its outcome, printed
+after the leaderboard and logged on the parent run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rageval.errors import ConfigError
+
+SWEEPER_TARGET = "hydra_plugins.rageval_optuna.sweeper.OptunaSweeper"
+STUDY_FILE = "study.json"
+# Where the final runs (best and baseline on every golden query) are written in the sweep folder.
+FINAL_DIRS = {"best": "final-best", "baseline": "final-baseline"}
+SPLIT_KEYS = ("split", "holdout_fraction", "split_seed")
+# hydra.sweeper.sampler.name -> the optuna.samplers class; the node's other keys are its arguments
+SAMPLERS = {
+    "tpe": "TPESampler",
+    "random": "RandomSampler",
+    "grid": "GridSampler",
+    "cmaes": "CmaEsSampler",
+    "qmc": "QMCSampler",
+    "gp": "GPSampler",
+    "bruteforce": "BruteForceSampler",
+}
+# Tags the study puts on the sweep's parent run (read by resume and promote).
+TAG_STUDY = "rageval.study"
+TAG_STORAGE = "rageval.study_storage"
+TAG_OBJECTIVE = "rageval.study_objective"
+TAG_BEST_RUN = "rageval.study_best_run_id"
+TAG_BASELINE_RUN = "rageval.study_baseline_run_id"
+TAG_ALPHA = "rageval.study_alpha"
+TAG_FRACTION = "rageval.study_holdout_fraction"
+TAG_SEED = "rageval.study_split_seed"
+TAG_BEST_TRIAL = "rageval.study_best_trial"
+PARENT_ATTR = "mlflow_parent_run_id"
+
+
+@dataclass(frozen=True)
+class StudySettings:
+    """``hydra.sweeper`` as plain data (conf/hydra/sweeper/optuna.yaml documents each key)."""
+
+    n_trials: int = 20
+    n_jobs: int = 1
+    storage: str | None = None
+    study_name: str | None = None
+    sampler: dict[str, Any] = field(default_factory=lambda: {"name": "tpe"})
+    params: dict[str, str] = field(default_factory=dict)
+    baseline: str = "golden/baseline.json"
+
+    @classmethod
+    def of(cls, config) -> StudySettings:
+        """The settings of ``config.hydra.sweeper``, checked."""
+        from omegaconf import OmegaConf
+
+        node = OmegaConf.to_container(config.hydra.sweeper, resolve=True)
+        node.pop("_target_", None)
+        known = {f for f in cls.__dataclass_fields__}
+        unknown = sorted(set(node) - known)
+        if unknown:
+            raise ConfigError(
+                f"hydra.sweeper has no key {unknown[0]!r} (keys: {', '.join(sorted(known))})"
+            )
+        s = cls(
+            **{k: v for k, v in node.items() if v is not None or k in ("storage", "study_name")}
+        )
+        for key in ("n_trials", "n_jobs"):
+            v = getattr(s, key)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ConfigError(f"hydra.sweeper.{key} must be an integer >= 1, got {v!r}")
+        name = (s.sampler or {}).get("name", "tpe")
+        if name not in SAMPLERS:
+            raise ConfigError(
+                f"hydra.sweeper.sampler.name must be one of {', '.join(SAMPLERS)}, got {name!r}"
+            )
+        return s
+
+
+def check_study(argv: Sequence[str], conf_dir: str | Path) -> None:
+    """Before Hydra starts: when the command line selects rageval's Optuna sweeper, check its
+    settings and search space, so a mistake is one line and exit 2 before any trial runs."""
+    given = [a for a in argv if not a.startswith("-")]
+    if not any(a.split("=", 1)[0] == "hydra/sweeper" for a in given):
+        return
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    from rageval.app.config import register_resolvers
+
+    if GlobalHydra.instance().is_initialized():
+        return
+    register_resolvers()  # the schema conf/config.yaml extends
+    hydra_args = [a for a in given if a.lstrip("+~").startswith("hydra")]
+    try:
+        with initialize_config_dir(config_dir=str(Path(conf_dir).resolve()), version_base="1.3"):
+            cfg = compose("config", overrides=hydra_args, return_hydra_config=True)
+    except (HydraException, OmegaConfBaseException):
+        return  # Hydra itself says what is wrong with its own overrides
+    if is_study(cfg):
+        s = StudySettings.of(cfg)
+        search_space(s.params, [a for a in given if a not in hydra_args])
+
+
+def is_study(config) -> bool:
+    """True when ``config`` runs rageval's Optuna sweeper (hydra/sweeper=optuna...)."""
+    from omegaconf import OmegaConf
+
+    return OmegaConf.select(config, "hydra.sweeper._target_", default=None) == SWEEPER_TARGET
+
+
+# ---------------------------------------------------------------------------- the search space
+
+
+def _distribution(override):
+    """The Optuna distribution of a sweep override, or None for a plain (fixed) value."""
+    from hydra.core.override_parser.types import ChoiceSweep, IntervalSweep, RangeSweep, Transformer
+    from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+
+    if not override.is_sweep_override():
+        return None
+    value = override.value()
+    key = override.get_key_element()
+    if isinstance(value, ChoiceSweep) or (isinstance(value, RangeSweep) and value.shuffle):
+        choices = list(override.sweep_iterator(transformer=Transformer.encode))
+        return CategoricalDistribution(choices)
+    if isinstance(value, RangeSweep):
+        start, stop, step = value.start, value.stop, value.step
+        values = list(override.sweep_iterator())
+        if not values:
+            raise ConfigError(f"search space {key}: range({start}, {stop}, {step}) is empty")
+        if all(isinstance(x, int) for x in (start, stop, step)):
+            return IntDistribution(int(values[0]), int(values[-1]), step=int(step))
+        return FloatDistribution(float(values[0]), float(values[-1]), step=float(step))
+    if isinstance(value, IntervalSweep):
+        log = "log" in value.tags
+        if isinstance(value.start, int) and isinstance(value.end, int):
+            return IntDistribution(int(value.start), int(value.end), log=log)
+        return FloatDistribution(float(value.start), float(value.end), log=log)
+    raise ConfigError(f"search space {key}: {override.input_line!r} is not a sweep Optuna can use")
+
+
+def search_space(
+    params: Mapping[str, Any], arguments: Sequence[str]
+) -> tuple[dict[str, Any], list[str]]:
+    """``hydra.sweeper.params`` then the command line's overrides (a later one replaces an
+    earlier one of the same key): the distributions by key, and the fixed override lines."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    lines = [f"{k}={v}" for k, v in params.items() if v is not None] + list(arguments)
+    parser = OverridesParser.create()
+    space: dict[str, Any] = {}
+    fixed: dict[str, str] = {}
+    for line in lines:
+        try:
+            o = parser.parse_override(line)
+        except HydraException as err:
+            raise ConfigError(
+                f"search space: cannot parse {line!r}: {str(err).splitlines()[0]}"
+            ) from None
+        key = o.get_key_element()
+        dist = _distribution(o)
+        space.pop(key, None)
+        fixed.pop(key, None)
+        if dist is None:
+            fixed[key] = line
+        else:
+            space[key] = dist
+    for key in SPLIT_KEYS:
+        if key in space:
+            raise ConfigError(
+                f"search space: {key} cannot be searched; a study tunes on split=tune and proves "
+                "its best on the holdout (set holdout_fraction and split_seed to one value)"
+            )
+    if "split" in fixed and fixed["split"].split("=", 1)[1].strip() != "tune":
+        raise ConfigError(
+            f"{fixed['split']}: a study tunes on split=tune and scores its best configuration on "
+            "the holdout itself; leave split out"
+        )
+    fixed.pop("split", None)
+    if not space:
+        raise ConfigError(
+            "the study has an empty search space: set hydra.sweeper.params (see "
+            "conf/hydra/sweeper/optuna.yaml) or give sweeps like chunk=choice(128,256,512)"
+        )
+    return space, list(fixed.values())
+
+
+def study_name(config, space: Mapping[str, Any], fixed: Sequence[str], s: StudySettings) -> str:
+    """``hydra.sweeper.study_name``, else ``<dataset>-<hash of the space, fixed overrides,
+    sampler and split>``: the same command resumes its study, another search space starts anew."""
+    if s.study_name:
+        return str(s.study_name)
+    from omegaconf import OmegaConf
+
+    ident = {
+        "space": {k: repr(v) for k, v in sorted(space.items())},
+        "fixed": sorted(fixed),
+        "sampler": s.sampler,
+        "split": [OmegaConf.select(config, k, default=None) for k in SPLIT_KEYS[1:]],
+    }
+    digest = hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()
+    dataset = OmegaConf.select(config, "dataset.name", default=None) or "rageval"
+    return f"{dataset}-{digest[:10]}"
+
+
+def default_storage(uri: str) -> str:
+    """SQLite beside the MLflow store: ``sqlite:///.../mlflow.db`` -> ``.../optuna.db``; a file
+    store's folder -> ``optuna.db`` beside it; a tracking server -> ``./optuna.db``."""
+    if uri.startswith("sqlite:///"):
+        return f"sqlite:///{Path(uri[len('sqlite:///') :]).with_name('optuna.db')}"
+    if uri.startswith("file:") or "://" not in uri:
+        folder = Path(uri.removeprefix("file://").removeprefix("file:"))
+        return f"sqlite:///{folder.parent / 'optuna.db'}"
+    return f"sqlite:///{Path.cwd() / 'optuna.db'}"
+
+
+def storage_of(config, s: StudySettings) -> str:
+    """``hydra.sweeper.storage``, else :func:`default_storage` of the tracking URI."""
+    from rageval.tracking.client import tracking_uri
+
+    return (
+        str(s.storage) if s.storage else default_storage(tracking_uri(config.mlflow.tracking_uri))
+    )
+
+
+def existing_study(config, s: StudySettings, space, fixed):
+    """The study this config would resume, or None when there is none yet."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    try:
+        return optuna.load_study(
+            study_name=study_name(config, space, fixed, s), storage=storage_of(config, s)
+        )
+    except KeyError:
+        return None
+
+
+def resumed_parent(config, client) -> str | None:
+    """The parent run of an earlier part of this study, to carry on under (None: a new study,
+    or its parent run is gone)."""
+    if not is_study(config):
+        return None
+    try:
+        s = StudySettings.of(config)
+        space, fixed = search_space(s.params, list(config.hydra.overrides.task))
+        study = existing_study(config, s, space, fixed)
+    except Exception:  # a bad space is reported by the sweeper itself, with its message
+        return None
+    run_id = study.user_attrs.get(PARENT_ATTR) if study is not None else None
+    if not run_id:
+        return None
+    try:
+        client.get_run(run_id)
+    except Exception:
+        return None
+    client.update_run(run_id, status="RUNNING")
+    return str(run_id)
+
+
+# ---------------------------------------------------------------------------- after the sweep
+
+
+def load_outcome(sweep_dir: Path) -> dict[str, Any] | None:
+    """study.json of a sweep folder (None: the sweep was no study)."""
+    f = Path(sweep_dir) / STUDY_FILE
+    return json.loads(f.read_text()) if f.is_file() else None
+
+
+def print_outcome(outcome: Mapping[str, Any]) -> None:
+    """The study's block after the leaderboard."""
+    from rageval.report.study import StudySummary
+
+    print()
+    if outcome.get("error"):
+        print(f"rageval: error: {outcome['error']}", file=sys.stderr)
+        return
+    print(StudySummary.from_dict(outcome["summary"]).console())
+    print(f"study {outcome['study']!r} in {outcome['storage']} (run the same command to resume)")
+
+
+def log_outcome(client, parent: str, sweep_dir: Path, outcome: Mapping[str, Any]) -> None:
+    """The study's figures, ids and verdict on the sweep's parent run."""
+    from rageval.report.study import StudySummary
+    from rageval.tracking.log import DESCRIPTION_TAG, log_batched
+
+    tags = {
+        TAG_STUDY: str(outcome.get("study") or "(did not start)"),
+        TAG_STORAGE: str(outcome.get("storage") or ""),
+    }
+    metrics: dict[str, float] = {}
+    if outcome.get("objective"):
+        tags[TAG_OBJECTIVE] = str(outcome["objective"])
+    if not outcome.get("error"):
+        summary = StudySummary.from_dict(outcome["summary"])
+        metrics = summary.mlflow_metrics()
+        tags.update(
+            {
+                TAG_BEST_TRIAL: str(outcome["best_trial"]),
+                TAG_ALPHA: str(summary.alpha),
+                TAG_FRACTION: str(summary.split["holdout_fraction"]),
+                TAG_SEED: str(summary.split["seed"]),
+                "rageval.study_confirmed": str(summary.confirmed).lower(),
+            }
+        )
+        for tag, key in ((TAG_BEST_RUN, "best_run_id"), (TAG_BASELINE_RUN, "baseline_run_id")):
+            if outcome.get(key):
+                tags[tag] = str(outcome[key])
+        trial_run = outcome.get("best_trial_run_id")
+        if trial_run:  # the study's best, which a resumed study may have found in an earlier part
+            tags["rageval.best_run_id"] = str(trial_run)
+            metrics = {**client.get_run(trial_run).data.metrics, **metrics}
+        note = client.get_run(parent).data.tags.get(DESCRIPTION_TAG, "")
+        tags[DESCRIPTION_TAG] = (summary.markdown() + "\n\n" + note)[:20000]
+    if outcome.get("error"):
+        tags["rageval.study_error"] = str(outcome["error"])[:5000]
+    log_batched(client, parent, metrics=metrics, tags=tags)
+    client.log_artifact(parent, str(Path(sweep_dir) / STUDY_FILE))

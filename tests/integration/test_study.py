@@ -1,0 +1,170 @@
+"""Integration: a BM25 tuning study on a small golden set, end to end in-process (rageval's Optuna
+sweeper, a real MLflow store and Optuna's SQLite storage): trials on the tune split, resumed,
+the holdout verdict and the promote refusal."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from study_golden import write_study_golden
+
+from rageval.app.main import run_app
+from rageval.inputs.split import side_of
+
+METRIC = "evidence_recall@1024t"
+
+
+def study_args(mini, cache, tmp_path, golden, sweep_dir, n_trials):
+    # grid over 2 x 2 points; chunk_overlap=64 fails with either chunk: 2 trials of 4 fail
+    return [
+        "-m",
+        "hydra/sweeper=optuna_bm25",
+        "hydra.sweeper.sampler.name=grid",
+        "~hydra.sweeper.sampler.n_startup_trials",
+        "~hydra.sweeper.sampler.constant_liar",
+        f"hydra.sweeper.n_trials={n_trials}",
+        f"hydra.sweeper.baseline={tmp_path / 'no-baseline.json'}",
+        "search.bm25.k1=1.2",  # a plain override fixes a key of the search space
+        "search.bm25.b=0.75",
+        "chunk=choice(32,64)",
+        "chunk_overlap=choice(0,64)",
+        "dataset=custom",
+        f"dataset.corpus={mini / 'corpus'}",
+        f"dataset.golden={golden}",
+        f"cache_dir={cache}",
+        f"mlflow.tracking_uri=sqlite:///{tmp_path / 'mlflow.db'}",
+        "latency_sample=0",
+        "budgets=[1024]",
+        "ks=[5]",
+        f"hydra.sweep.dir={sweep_dir}",
+    ]
+
+
+def jobs(sweep_dir: Path) -> list[Path]:
+    return sorted(p for p in sweep_dir.iterdir() if p.is_dir() and p.name.isdigit())
+
+
+def test_a_bm25_study_runs_resumes_and_its_holdout_decides_promote(
+    mini, shared_cache, tmp_path, capsys
+):
+    from mlflow.tracking import MlflowClient
+
+    from rageval.app.promote import promote
+    from rageval.errors import InputError, NotConfirmedError
+
+    golden = tmp_path / "golden.jsonl"
+    ids = write_study_golden(mini / "corpus", golden)
+    side = {q: side_of(q, 0.3, 0) for q in ids}
+    s1, s2 = tmp_path / "s1", tmp_path / "s2"
+
+    assert run_app(study_args(mini, shared_cache, tmp_path, golden, s1, 3)) == 0
+    out = capsys.readouterr().out
+    study = json.loads((s1 / "study.json").read_text())
+    assert study["objective"] == METRIC
+    assert study["trials"]["complete"] + study["trials"]["failed"] == 3
+    assert study["trials"]["failed"] >= 1 and study["trials"]["complete"] >= 1  # went on
+
+    # every trial scored the tune side only, and says so
+    for job in jobs(s1):
+        if (job / "report.json").is_file():
+            rep = json.loads((job / "report.json").read_text())
+            assert rep["split"]["name"] == "tune"
+            assert [r["id"] for r in rep["per_query"]] == [q for q in ids if side[q] == "tune"]
+    # the final runs scored every query; the optimism is tune minus holdout of the best's values
+    best = json.loads((s1 / "final-best" / "report.json").read_text())
+    assert best["split"]["name"] == "all" and len(best["per_query"]) == len(ids)
+    values = {r["id"]: r[METRIC] for r in best["per_query"]}
+    tune = [values[q] for q in ids if side[q] == "tune"]
+    hold = [values[q] for q in ids if side[q] == "holdout"]
+    optimism = sum(tune) / len(tune) - sum(hold) / len(hold)
+    summary = study["summary"]
+    assert summary["optimism"] == pytest.approx(optimism, abs=1e-9)
+    assert summary["optimism_low"] <= summary["optimism"] <= summary["optimism_high"]
+    assert summary["best_holdout"]["n"] == len(hold)
+    assert f"optimism of the best (tune - holdout): {optimism:+.4f}" in out
+    assert "paired randomization test" in out
+    assert f"split=tune: {len(tune)} of {len(ids)} golden queries" in out  # each trial says so
+
+    # MLflow: one parent run carrying the study, every finished trial and both final runs nested
+    # under it (a trial that failed while building its config never reached MLflow)
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    parent_id = (s1 / ".rageval_parent_run").read_text().strip()
+    parent = client.get_run(parent_id)
+    assert parent.data.tags["rageval.study"] == study["study"]
+    assert parent.data.metrics["study/optimism"] == pytest.approx(optimism, abs=1e-9)
+    exp = parent.info.experiment_id
+
+    def children():
+        runs = client.search_runs([exp], f"tags.`mlflow.parentRunId` = '{parent_id}'")
+        return [r.data.tags.get("rageval.study_role", "trial") for r in runs]
+
+    n = study["trials"]["complete"]
+    assert sorted(children()) == ["baseline", "best", *["trial"] * n]
+
+    # resumed: the same command with a larger budget runs only the missing trial, same parent
+    assert run_app(study_args(mini, shared_cache, tmp_path, golden, s2, 4)) == 0
+    capsys.readouterr()
+    assert len(jobs(s2)) == 1
+    assert (s2 / ".rageval_parent_run").read_text().strip() == parent_id
+    resumed = json.loads((s2 / "study.json").read_text())
+    assert resumed["study"] == study["study"]
+    assert resumed["trials"] == {"complete": 2, "failed": 2}  # the grid's four points, once each
+    assert children().count("trial") == 2
+    # the parent shows the study's best trial, whichever part of the study found it
+    best_trial_run = resumed["best_trial_run_id"]
+    assert client.get_run(parent_id).data.tags["rageval.best_run_id"] == best_trial_run
+    assert client.get_run(best_trial_run).data.tags["mlflow.parentRunId"] == parent_id
+    # the final runs are scored again only when their configuration changed
+    same_best = resumed["best_trial"] == study["best_trial"]
+    assert (s2 / "final-best").exists() != same_best
+    assert children().count("best") == (1 if same_best else 2)
+    assert children().count("baseline") == 1 and not (s2 / "final-baseline").exists()
+    assert (tmp_path / "optuna.db").is_file()  # beside mlflow.db
+
+    # promote: the holdout cannot confirm a gain here, so it refuses (exit 1) unless --force
+    base = tmp_path / "baseline.json"
+    kwargs = dict(sweep=parent_id, golden=str(golden), uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    with pytest.raises(NotConfirmedError, match="the holdout does not confirm") as refused:
+        promote(None, str(base), best=METRIC, **kwargs)
+    assert refused.value.exit_code == 1 and not base.exists()
+    with pytest.raises(InputError, match=f"decided by {METRIC}"):
+        promote(None, str(base), best="ndcg@5", **kwargs)
+    done = promote(None, str(base), best=METRIC, force=True, **kwargs)
+    assert done.run_id == client.get_run(parent_id).data.tags["rageval.study_best_run_id"]
+    assert json.loads(base.read_text())["config"]["split"] == "all"  # every golden query
+
+    # the split is stable: queries added to the golden set never move the old ones
+    from rageval.inputs.golden import load_golden
+    from rageval.inputs.split import SplitSpec, split_golden
+
+    grown = write_study_golden(mini / "corpus", golden, extra=12)
+    held = [q.id for q in split_golden(load_golden(str(golden)), SplitSpec("holdout"))[0].queries]
+    assert [q for q in held if q in side] == [q for q in ids if side[q] == "holdout"]
+    assert set(held) - set(ids) == {q for q in grown[len(ids) :] if side_of(q, 0.3) == "holdout"}
+
+
+def test_a_study_batch_runs_in_parallel_on_the_joblib_launcher(mini, shared_cache, tmp_path):
+    from mlflow.tracking import MlflowClient
+
+    golden = tmp_path / "golden.jsonl"
+    write_study_golden(mini / "corpus", golden)
+    sweep = tmp_path / "s"
+    args = study_args(mini, shared_cache, tmp_path, golden, sweep, 2)
+    args = [a if not a.startswith("chunk_overlap=") else "chunk_overlap=0" for a in args]
+    args += ["hydra.sweeper.n_jobs=2", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2"]
+    assert run_app(args) == 0
+    study = json.loads((sweep / "study.json").read_text())
+    assert study["trials"] == {"complete": 2, "failed": 0}
+    assert {
+        json.loads((j / "report.json").read_text())["config"]["chunk"] for j in jobs(sweep)
+    } == {
+        32,
+        64,
+    }
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    parent = (sweep / ".rageval_parent_run").read_text().strip()
+    exp = client.get_run(parent).info.experiment_id
+    nested = client.search_runs([exp], f"tags.`mlflow.parentRunId` = '{parent}'")
+    assert len(nested) == 4  # two trials from the workers, the best and the baseline from here

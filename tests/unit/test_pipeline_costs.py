@@ -1,0 +1,123 @@
+"""The costs block and the stages of a hybrid run on the mini corpus, with BM25 and a counting
+fake encoder (no model): what was embedded or read from the cache, index bytes, requests of a
+backend that counts them, stage times that add up, and the hybrid's three stages."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pytest
+
+from rageval.pipeline import RunSpec, evaluate
+from rageval.report.costs import costs_summary
+from rageval.report.stages import stages_table
+from rageval.retrieval.fusion import HybridRetriever
+from rageval.retrieval.local.dense import FaissRetriever
+from rageval.retrieval.local.lexical import BM25Retriever
+from rageval.retrieval.retry import RetryingRetriever
+
+
+class CountingEncoder:
+    """Vectors from a hash of the text; ``texts_encoded`` counts texts not seen before, as the
+    embedding cache does for the real encoder."""
+
+    fingerprint = "counting"
+    dim = 8
+
+    def __init__(self):
+        self.seen: set[str] = set()
+        self.texts_encoded = 0
+
+    def _vec(self, texts):
+        new = {t for t in texts if t not in self.seen}
+        self.texts_encoded += len(new)
+        self.seen |= new
+        rows = [np.frombuffer(hashlib.sha256(t.encode()).digest()[:8], np.uint8) for t in texts]
+        v = np.asarray(rows, dtype=np.float32) + 1.0
+        return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+    encode_documents = encode_queries = _vec
+
+
+class CountingBackend(BM25Retriever):
+    """A backend that counts its calls, as the Azure and Qdrant retrievers do."""
+
+    def __init__(self):
+        super().__init__()
+        self.requests = {"index": 0, "search": 0}
+
+    def index(self, chunks, encoder=None):
+        super().index(chunks, encoder)
+        self.requests["index"] += 3
+
+    def search(self, queries, depth):
+        self.requests["search"] += 1
+        return super().search(queries, depth)
+
+
+def _spec(mini, model_dir, **kw):
+    return RunSpec(
+        corpus=str(mini / "corpus"),
+        golden=str(mini / "golden.jsonl"),
+        tokenizer_dir=model_dir,
+        **{"latency_sample": 3, **kw},
+    )
+
+
+def test_a_second_run_reads_every_text_from_the_cache(mini, model_dir):
+    encoder = CountingEncoder()
+    first = evaluate(_spec(mini, model_dir), FaissRetriever(), encoder)
+    n_texts = first.counts["chunks"] + first.counts["queries"]
+    assert first.costs["texts_embedded"] == n_texts and first.costs["texts_cached"] == 0
+    second = evaluate(_spec(mini, model_dir), FaissRetriever(), encoder)
+    assert second.costs["texts_embedded"] == 0 and second.costs["texts_cached"] == n_texts
+    # a flat index: its vectors in memory, and on disk the vectors it is rebuilt from
+    assert second.costs["index_memory_bytes"] == first.counts["chunks"] * 8 * 4
+    assert second.costs["index_disk_bytes"] == first.counts["chunks"] * 8 * 4
+    assert "requests_search" not in second.costs  # a local backend does not count calls
+    assert second.costs["tokens_per_query"] == second.metrics["tokens@5"]
+    assert second.costs["latency_p95_ms"] == second.latency["p95_ms"]
+    assert "embedded, " in costs_summary(second.costs)
+    assert second.stages == {}  # one stage: nothing to break down
+
+
+def test_stage_times_add_up_and_a_counting_backend_reports_its_requests(mini, model_dir):
+    backend = CountingBackend()
+    rep = evaluate(_spec(mini, model_dir, query_batch=3), RetryingRetriever(backend), None)
+    costs = rep.costs
+    assert costs["requests_index"] == 3
+    assert costs["requests_search"] == 3  # 8 queries, 3 a call; the latency sample not counted
+    assert backend.requests["search"] == 3 + 1 + 3 * 3  # it did: a warm-up, 3 queries 3 times
+    assert "texts_embedded" not in costs and costs["embed_s"] == 0.0
+    stages = ("load_s", "chunk_s", "resolve_s", "index_s", "search_s", "score_s")
+    assert sum(costs[s] for s in stages) <= costs["total_s"]
+    assert "index_disk_bytes" not in costs  # BM25 without a cache_dir stores nothing
+    assert costs["index_memory_bytes"] > 0
+
+
+def test_a_hybrid_run_reports_dense_lexical_and_fusion(mini, model_dir):
+    hybrid = HybridRetriever(FaissRetriever(), BM25Retriever(), candidate_depth=30)
+    # searched 3 queries a call: each stage's rankings are put together in query order
+    spec = _spec(mini, model_dir, query_batch=3)
+    rep = evaluate(spec, RetryingRetriever(hybrid), CountingEncoder())
+    dense = evaluate(_spec(mini, model_dir), FaissRetriever(), CountingEncoder())
+    lexical = evaluate(_spec(mini, model_dir), BM25Retriever(), None)
+    block = rep.stages
+    assert block["order"] == ["dense", "lexical", "fusion"]
+    rows = block["stages"]
+    assert rows["fusion"]["inputs"] == ["dense", "lexical"]
+    assert rows["dense"]["depth"] == rows["lexical"]["depth"] == 30
+    for m in block["metrics"]:
+        assert rows["dense"][m] == pytest.approx(dense.metrics[m])
+        assert rows["lexical"][m] == pytest.approx(lexical.metrics[m])
+        assert rows["fusion"][m] == pytest.approx(rep.metrics[m])
+    lifts = {(x["stage"], x["over"], x["metric"]): x for x in block["lift"]}
+    x = lifts[("fusion", "lexical", "ndcg@5")]
+    assert x["delta"] == pytest.approx(rep.metrics["ndcg@5"] - lexical.metrics["ndcg@5"])
+    assert 0 < x["p_value"] <= 1
+    # the embedding time is the encoder's, whichever stage asked for it
+    assert rep.costs["embed_s"] > 0
+    text = stages_table(block)
+    assert text.splitlines()[1].split()[:3] == ["stage", "depth", "recall@depth"]
+    assert "fusion over dense: ndcg@5" in text
