@@ -32,10 +32,10 @@ class FileScores:
     def means(self) -> dict[str, float]:
         """Each metric's mean over the evaluated queries (correctly rounded sum / count)."""
         n = len(self.query_ids)
-        return {
-            key: math.fsum(getattr(v, "tolist", lambda v=v: v)()) / n if n else float("nan")
-            for key, v in self.values.items()
-        }
+        if not n:
+            return dict.fromkeys(self.values, float("nan"))
+        plain = {key: v.tolist() if hasattr(v, "tolist") else v for key, v in self.values.items()}
+        return {key: math.fsum(v) / n for key, v in plain.items()}
 
 
 def plain_ks(ks: Iterable) -> tuple[int, ...] | None:
