@@ -137,8 +137,9 @@ def costs_block(
     return out
 
 
-def costs_summary(costs: Mapping[str, Any]) -> str:
-    """Two console lines: stage times, then latency, embedding, index size, tokens, requests."""
+def costs_summary(costs: Mapping[str, Any], width: int = 120) -> str:
+    """Console lines of at most ``width`` columns (unless one part is longer): stage times, then
+    latency, embedding, index size, tokens and requests, each part whole on its line."""
     if not costs:
         return ""
 
@@ -165,4 +166,12 @@ def costs_summary(costs: Mapping[str, Any]) -> str:
         rest.append(f"{fmt('tokens_per_query')} tokens per query")
     if "requests_search" in costs:
         rest.append(f"{fmt('requests_index')} + {fmt('requests_search')} requests (index + search)")
-    return first + ("\n       " + "; ".join(rest) if rest else "")
+    lines = [first]
+    indent = " " * len("costs: ")
+    for i, part in enumerate(rest):  # room kept for the ";" that ends a full line
+        if i and len(lines[-1]) + len(f"; {part};") <= width:
+            lines[-1] += f"; {part}"
+        else:
+            lines[-1] += ";" if i else ""
+            lines.append(indent + part)
+    return "\n".join(lines)
