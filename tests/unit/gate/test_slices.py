@@ -57,6 +57,10 @@ def test_a_slice_only_regression_fails_the_gate_while_the_mean_passes():
     assert (r.wins, r.ties, r.losses) == (0, 5, 5)
     assert "recall@5 on source=adversarial" in cmp.console().splitlines()[-1]
     md = cmp.markdown()
+    assert md.splitlines()[2] == (
+        "**Regressed:** recall@5 on source=adversarial, mrr@5 on source=adversarial (every "
+        "headline metric is within tolerance; the slice table below shows the slices that are not)"
+    )
     assert "| source=adversarial | 10 | recall@5 | 1.0000 | 0.5000 | -0.5000 |" in md
     assert "Holm-adjusted over the 2 slice tests" in md
     assert cmp.to_dict()["slices"][0]["slice"] == "source=adversarial"
