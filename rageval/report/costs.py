@@ -69,10 +69,17 @@ DEFAULT_PARETO_COST = "latency_p95_ms"
 
 def cost_spec(name: str, what: str = "sweep.pareto_cost") -> CostSpec:
     """The CostSpec of ``name``; a ConfigError listing the valid names otherwise."""
-    spec = COSTS.get(str(name).strip())
+    word = str(name).strip()
+    spec = COSTS.get(word)
     if spec is None:
+        import difflib
+
+        close = [c for c in COSTS if word and word.lower() in c]  # p95 -> latency_p95_ms
+        close += difflib.get_close_matches(word.lower(), list(COSTS), n=2, cutoff=0.6)
+        hint = f" (did you mean {' or '.join(dict.fromkeys(close))}?)" if close else ""
         raise ConfigError(
-            f"{what}={name!r} is not a cost; valid costs: {', '.join(COSTS)} (docs/costs.md)"
+            f"{what}={name!r} is not a cost{hint}; valid costs: {', '.join(COSTS)} "
+            "(docs/costs.md)"
         )
     return spec
 
