@@ -84,8 +84,7 @@ def check_overrides(argv: Sequence[str]) -> None:
     def line(o, text: str | None) -> str:
         return o.input_line if text is None else f"{o.get_key_element()}={text}"
 
-    from rageval.app.sweep import pareto_setting
-    from rageval.report.costs import cost_spec
+    from rageval.report.costs import DEFAULT_PARETO_COST, cost_spec
 
     # the sweep's own settings: Hydra only warns when a callback raises, and the jobs would run
     for o, values in zip(parsed, choices, strict=True):
@@ -96,7 +95,7 @@ def check_overrides(argv: Sequence[str]) -> None:
         return  # one job: rageval.app.overrides.prepare_overrides composed it already
     first = [line(o, values[0][0]) for o, values in zip(parsed, choices, strict=True)]
     cfg = compose(first)
-    pareto_setting(cfg)  # a sweep.pareto_cost set in a config file
+    cost_spec((cfg.get("sweep") or {}).get("pareto_cost") or DEFAULT_PARETO_COST)  # from a file
     for i, (o, values) in enumerate(zip(parsed, choices, strict=True)):
         for text, value in values[1:]:
             if not _fits(cfg, o, text, value):
