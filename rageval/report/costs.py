@@ -78,8 +78,7 @@ def cost_spec(name: str, what: str = "sweep.pareto_cost") -> CostSpec:
         close += difflib.get_close_matches(word.lower(), list(COSTS), n=2, cutoff=0.6)
         hint = f" (did you mean {' or '.join(dict.fromkeys(close))}?)" if close else ""
         raise ConfigError(
-            f"{what}={name!r} is not a cost{hint}; valid costs: {', '.join(COSTS)} "
-            "(docs/costs.md)"
+            f"{what}={name!r} is not a cost{hint}; valid costs: {', '.join(COSTS)} (docs/costs.md)"
         )
     return spec
 

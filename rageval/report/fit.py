@@ -51,3 +51,15 @@ def fit_table(
     if widest(text) > width:
         text = render(build(shown), width)
     return text, dropped
+
+
+def job_table(keys: Sequence[str]) -> Any:
+    """A sweep's console table with its first columns: the job number and each swept key."""
+    from rich import box
+    from rich.table import Table
+
+    table = Table(box=box.SIMPLE_HEAD)
+    table.add_column("job", justify="right", no_wrap=True)
+    for k in keys:
+        table.add_column(k, overflow="fold")
+    return table

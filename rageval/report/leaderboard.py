@@ -26,7 +26,7 @@ from typing import Any
 
 from rageval.errors import ConfigError
 from rageval.report.costs import COSTS, DEFAULT_PARETO_COST, cost_spec
-from rageval.report.fit import fit_table
+from rageval.report.fit import fit_table, job_table
 from rageval.report.pareto import Point, pareto_front
 from rageval.report.sweep_slices import sweep_slices
 from rageval.scoring.spec import MetricSpec
@@ -259,14 +259,10 @@ class Leaderboard:
         """Aligned tables that fit ``width`` columns, one line per job: the deciding metric (with
         its CI) first, then the headline, span and token columns that fit (leaderboard.md and .csv
         have them all); then the section by slice and the costs."""
-        from rich import box
         from rich.table import Table
 
         def build(shown: list[str]) -> Table:
-            table = Table(box=box.SIMPLE_HEAD)
-            table.add_column("job", justify="right", no_wrap=True)
-            for k in self.keys:
-                table.add_column(k, overflow="fold")
+            table = job_table(self.keys)
             for i, m in enumerate(shown):
                 table.add_column(
                     _two_lines(m), justify="right", style="bold" if i == 0 else "", no_wrap=True
@@ -297,7 +293,6 @@ class Leaderboard:
     def costs_console(self, width: int = CONSOLE_WIDTH) -> str:
         """The costs of each job as a second aligned table (one line per job, the costs that fit
         ``width`` columns; the Pareto cost always), the Pareto front marked."""
-        from rich import box
         from rich.table import Table
 
         shown = [c for c in self.cost_columns if c in CONSOLE_COSTS or c == self.pareto_cost]
@@ -305,10 +300,7 @@ class Leaderboard:
             return ""
 
         def build(names: list[str]) -> Table:
-            table = Table(box=box.SIMPLE_HEAD)
-            table.add_column("job", justify="right", no_wrap=True)
-            for k in self.keys:
-                table.add_column(k, overflow="fold")
+            table = job_table(self.keys)
             for c in names:
                 table.add_column(
                     COSTS[c].header,

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rageval.report.fit import fit_table
+from rageval.report.fit import fit_table, job_table
 from rageval.scoring.slices import slice_table
 from rageval.scoring.spec import MetricSpec
 
@@ -98,16 +98,12 @@ class SweepSlices:
     def console(self, width: int = CONSOLE_WIDTH) -> str:
         """Job by slice means that fit ``width`` columns (leaderboard.md has the CIs and all
         slices); the best per slice marked with ``*``."""
-        from rich import box
         from rich.table import Table
 
         best = self.best_per_slice()
 
         def build(shown: list[str]) -> Table:
-            table = Table(box=box.SIMPLE_HEAD)
-            table.add_column("job", justify="right", no_wrap=True)
-            for k in self.keys:
-                table.add_column(k, overflow="fold")
+            table = job_table(self.keys)
             for name in shown:
                 table.add_column(f"{name}\n{self.n_of(name)}", justify="right", no_wrap=True)
             for job, cells in self.cells.items():
