@@ -186,22 +186,24 @@ def check_spec(
     gate_metrics: Sequence[str],
     rows: Sequence[Mapping[str, Any]],
     min_size: int = DEFAULT_MIN_SIZE,
+    *,
+    measured: bool = True,
 ) -> None:
     """Refuse a bad ``gate.slices`` before anything runs: tolerances that are not numbers, metric
-    names that are none, and (when the baseline's ``rows`` carry the slice fields) slices no
-    query is in."""
+    names that are none, (when the baseline's ``rows`` carry the slice fields) slices no query is
+    in and (``measured``: the rows hold metric values) metrics the rows do not hold."""
     wanted = parse_tolerances(spec, gate_metrics)
     if rows and any(_has_fields(r) for r in rows):
         for key, _ in wanted:
             _groups(rows, key, min_size, gate_metrics)
-    measured = {m for r in rows for m in r}
-    for key, tolerances in wanted if rows else ():
-        missing = [m for m in tolerances if m not in measured]
+    have = {m for r in rows for m in r}
+    for key, tolerances in wanted if rows and measured else ():
+        missing = [m for m in tolerances if m not in have]
         if missing:
             have = [m for m in dict.fromkeys(str(MetricSpec.parse(g)) for g in gate_metrics)]
             raise ConfigError(
                 f"gate.slices[{key!r}]: the baseline's per-query rows have no {missing[0]!r}"
-                f"{did_you_mean(missing[0], sorted(m for m in measured if '@' in m))}; gate a "
+                f"{did_you_mean(missing[0], sorted(m for m in have if '@' in m))}; gate a "
                 f"metric the baseline measured, e.g. {', '.join(have[:3]) or 'recall@5'}"
             )
 
