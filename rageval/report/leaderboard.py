@@ -35,6 +35,7 @@ from rageval.scoring.stats import holm, paired_randomization_test
 CHUNKING_KEYS = ("chunk", "chunk_overlap")
 DEFAULT_BUDGET = 1024
 CONSOLE_WIDTH = 120
+CI = "(ci)"  # the console table's pseudo-column: the deciding metric's 95% CI
 
 
 @dataclass
@@ -262,8 +263,10 @@ class Leaderboard:
         from rich.table import Table
 
         def build(shown: list[str]) -> Table:
+            ci = CI in shown  # the deciding metric's CI: the last to give way
+            metrics = [m for m in shown if m != CI]
             table = job_table(self.keys)
-            for i, m in enumerate(shown):
+            for i, m in enumerate(metrics):
                 table.add_column(
                     _two_lines(m), justify="right", style="bold" if i == 0 else "", no_wrap=True
                 )
@@ -271,19 +274,20 @@ class Leaderboard:
             for j in self.jobs:
                 cells = [str(j.job), *[j.values.get(k, "") for k in self.keys]]
                 if j.status == "ok":
-                    cells += [self._cells(j, m, ci=(i == 0)) for i, m in enumerate(shown)]
+                    cells += [self._cells(j, m, ci=ci and i == 0) for i, m in enumerate(metrics)]
                     cells.append(self.verdict.get(j.job, ""))
                 else:
-                    cells += [""] * len(shown) + ["FAILED"]
+                    cells += [""] * len(metrics) + ["FAILED"]
                 table.add_row(*cells)
             return table
 
-        columns = _console_columns(self.columns)
-        body, dropped = fit_table(build, columns, _drop_order(columns), width)
+        columns = [CI, *_console_columns(self.columns)]
+        body, dropped = fit_table(build, columns, [*_drop_order(columns[1:]), CI], width)
         head = textwrap.fill(self.header(), width=width)
         if dropped:
+            names = [f"the CI of {self.metric}" if d == CI else d for d in dropped]
             body += "\n" + textwrap.fill(
-                f"(not shown here, in leaderboard.md and .csv: {', '.join(dropped)})", width=width
+                f"(not shown here, in leaderboard.md and .csv: {', '.join(names)})", width=width
             )
         if self.slices is not None:
             body += "\n\n" + self.slices.console(width)

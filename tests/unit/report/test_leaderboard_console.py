@@ -153,3 +153,22 @@ def test_the_slice_section_fits_leaving_out_the_last_slices(tmp_path):
 
 def _slice_rows(text: str) -> list[str]:
     return [x for x in text.splitlines() if re.match(r"\s+\d+\s{3}(vector|bm25)\s", x)]
+
+
+def test_with_many_swept_keys_the_ci_gives_way_last_and_rows_stay_whole(tmp_path):
+    rng = np.random.default_rng(2)
+    for n in range(4):
+        values = {
+            "embedding": f"minilm-int8-{n}",
+            "backend": f"qdrant-{n}",
+            "search": f"hybrid-{n}",
+            "chunk": 128 * (n + 1),
+        }
+        _job(tmp_path, n, values, rng)
+    board = rank(load_jobs(tmp_path), DECIDING, resamples=200)
+    text = board.console(80).split("\n\nCosts")[0]
+    assert max(map(len, text.splitlines())) <= 80
+    rows = text.split("─\n", 1)[1].splitlines()[:4]
+    assert [r.split()[0] for r in rows] == ["0", "1", "2", "3"]  # one line per job
+    assert f"the CI of {DECIDING}" in text.replace("\n", " ")
+    assert [r.split()[-2:] for r in rows][0][0] == f"{board.jobs[0].metrics[DECIDING]:.3f}"
