@@ -58,7 +58,7 @@ _SPECS = (
     CostSpec("texts_cached", "cached", "count", "texts asked of the encoder and not embedded"),
     CostSpec("index_disk_bytes", "index disk", "bytes", "the index's files (see docs)"),
     CostSpec("index_memory_bytes", "index mem", "bytes", "the index's arrays in memory"),
-    CostSpec("tokens_per_query", "tokens/q", "tokens", "mean tokens of the top k (tokens@k)"),
+    CostSpec("tokens_per_query", "tokens/q", "tokens", "mean tokens of the top k, as tokens@k"),
     CostSpec("requests_index", "req index", "count", "backend calls to build the index"),
     CostSpec("requests_search", "req search", "count", "backend calls to search all queries"),
 )
