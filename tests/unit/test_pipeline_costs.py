@@ -152,3 +152,31 @@ def test_the_lift_lines_wrap_at_whole_metrics_within_the_width():
         assert lifts.count("fusion over ") == 2
         for m in metrics:  # each part whole on one line
             assert lifts.count(f"{m} -0.1248 (p = 0.0001)") == 2
+
+
+class SlowBackend(CountingBackend):
+    """A search of 25 ms, like a remote service or a reranker: above the repeat threshold."""
+
+    def search(self, queries, depth):
+        import time
+
+        if len(queries) == 1:
+            time.sleep(0.025)
+        return super().search(queries, depth)
+
+
+def test_a_fast_search_is_timed_three_times_a_slow_one_once(mini, model_dir, monkeypatch):
+    import rageval.pipeline as pipeline
+
+    # thresholds far from the searches' real times, so a busy machine cannot move them across
+    monkeypatch.setattr(pipeline, "REPEAT_BELOW_MS", 1e9)
+    fast = CountingBackend()
+    fast_report = evaluate(_spec(mini, model_dir, latency_sample=4), fast, None)
+    # one batch search, one untimed warm-up, then the sample
+    assert fast_report.latency["searches"] == 4 * pipeline.LATENCY_REPEATS
+    assert fast.requests["search"] == 2 + 4 * pipeline.LATENCY_REPEATS
+    monkeypatch.setattr(pipeline, "REPEAT_BELOW_MS", 5.0)
+    slow = SlowBackend()
+    slow_report = evaluate(_spec(mini, model_dir, latency_sample=4), slow, None)
+    assert slow_report.latency["searches"] == 4 and slow.requests["search"] == 2 + 4
+    assert slow_report.latency["p50_ms"] >= 25
