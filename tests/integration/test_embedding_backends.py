@@ -45,8 +45,9 @@ def _tiny_static(source, target):
     StaticModel(vectors.astype(np.float32), tok).save_pretrained(str(target))
 
 
-def _fresh(cache, backend, quantize, batch_size=4):
+def _fresh(cache, backend, quantize, batch_size=4, model=None):
     # a new cache folder for vectors, the shared one for exports: every call runs the model
+    # (``model``: an already loaded one of the same backend, so it is not loaded again)
     enc = SentenceTransformerEncoder(
         cache_dir=str(cache),
         backend=backend,
@@ -57,6 +58,7 @@ def _fresh(cache, backend, quantize, batch_size=4):
     enc.cache.dir = (
         cache / "vectors" / f"{backend}-{quantize}-{np.random.default_rng().integers(1 << 62)}"
     )
+    enc._model = model
     return enc
 
 
@@ -76,9 +78,18 @@ def test_a_text_gets_the_same_vector_whatever_batch_it_arrives_in(
 ):
     if backend == "static":
         monkeypatch.setitem(backends.EXPORTERS, ("static", "none"), _tiny_static)
-    alone = np.vstack([_fresh(cache, backend, quantize).encode_documents([t]) for t in TEXTS])
-    together = _fresh(cache, backend, quantize).encode_documents(TEXTS)
-    mixed = _fresh(cache, backend, quantize, batch_size=3).encode_documents(OTHERS + TEXTS[::-1])
+    # one loaded model (loading an export costs more than these texts), a new vector cache each
+    first = _fresh(cache, backend, quantize)
+    model = first._load()
+    alone = np.vstack(
+        [first.encode_documents(TEXTS[:1])]
+        + [_fresh(cache, backend, quantize, model=model).encode_documents([t]) for t in TEXTS[1:]]
+    )
+    together = _fresh(cache, backend, quantize, model=model).encode_documents(TEXTS)
+    mixed = _fresh(cache, backend, quantize, batch_size=3, model=model).encode_documents(
+        OTHERS + TEXTS[::-1]
+    )
+    assert first.texts_encoded == 1 and first.model_loaded
     assert np.array_equal(alone, together)
     assert np.array_equal(alone, mixed[len(OTHERS) :][::-1])
     assert np.allclose(np.linalg.norm(alone, axis=1), 1.0, atol=1e-5)
