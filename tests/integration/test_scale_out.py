@@ -81,29 +81,68 @@ def runs_of(uri, experiment):
     return c, parent, children
 
 
-def loopback_sweep(args, cwd, ray_head=False) -> dict:
-    """Run the sweep in a network namespace of its own with only ``lo``
-    (tests/support/loopback_sweep.py): Ray then opens nothing but 127.0.0.1, and a real MLflow
-    server runs beside it."""
+@pytest.fixture(scope="module")
+def ray_sweeps(mini, shared_cache, tmp_path_factory) -> dict:
+    """Both Ray sweeps, run once for the module in one network namespace of their own with only
+    ``lo`` (tests/support/loopback_sweep.py): Ray then opens nothing but 127.0.0.1, and one real
+    MLflow server runs beside them. First two jobs on a local cluster (two CPUs: one wave of
+    workers), then two on a running head node started in another folder. Each test below checks
+    one of the two sweeps; neither changes what the other reads."""
     if subprocess.run(["unshare", "--net", "true"], capture_output=True).returncode != 0:
         pytest.skip(
             "needs `unshare --net` (root) to keep Ray's traffic on a loopback-only namespace"
         )
-    cmd = [
-        "unshare",
-        "--net",
-        "--",
-        sys.executable,
-        str(SUPPORT / "loopback_sweep.py"),
-        "--cwd",
-        str(cwd),
-        *(["--ray-head"] if ray_head else []),
-        "--",
-        *args,
+    base = tmp_path_factory.mktemp("ray")
+    local, launch = base / "local", base / "launch"
+    local.mkdir()
+    # The cluster's workers start in the head node's folder, inherit no variable of the sweep, and
+    # must still nest their runs under the parent (read from the sweep folder), write their job
+    # folders where the launching process reads them, and resolve the relative corpus path from
+    # the launch folder.
+    shutil.copytree(mini, launch / "mini")
+    sweeps = [
+        {
+            "name": "local",
+            "cwd": str(local),
+            "ray_head": False,
+            "args": sweep_args(
+                mini / "corpus",
+                mini / "golden.jsonl",
+                shared_cache,
+                "{MLFLOW}",
+                "mlflow.experiment=ray-local",
+                f"hydra.sweep.dir={local / 'sweep'}",
+                "hydra/launcher=ray",
+                "hydra.launcher.ray.init.address=local",
+                "+hydra.launcher.ray.init.num_cpus=2",
+                "+hydra.launcher.ray.init.include_dashboard=false",
+                "chunk=32,64",
+                "search=vector",
+            ),
+        },
+        {
+            "name": "cluster",
+            "cwd": str(launch),
+            "ray_head": True,
+            "args": sweep_args(
+                "mini/corpus",
+                "mini/golden.jsonl",
+                shared_cache,
+                "{MLFLOW}",
+                "mlflow.experiment=ray-cluster",
+                "hydra/launcher=ray_cluster",
+                "chunk=48",
+                "search=vector,bm25",
+            ),
+        },
     ]
-    proc = run_group(cmd, cwd, RAY_ENV, timeout=900)
+    plan = base / "plan.json"
+    plan.write_text(json.dumps({"workdir": str(base / "_loopback"), "sweeps": sweeps}, default=str))
+    cmd = ["unshare", "--net", "--", sys.executable, str(SUPPORT / "loopback_sweep.py"), str(plan)]
+    proc = run_group(cmd, base, RAY_ENV, timeout=1500)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    return {**out, "local": local, "launch": launch}
 
 
 def parent_and_children(runs, experiment):
@@ -115,29 +154,12 @@ def parent_and_children(runs, experiment):
     return parents[0], children
 
 
-def test_a_sweep_on_a_local_ray_cluster_logs_every_run_under_the_parent(
-    mini, shared_cache, tmp_path
-):
-    # two jobs on two CPUs: one wave of workers (the ray_cluster test below runs two more)
-    sweep = tmp_path / "sweep"
-    args = sweep_args(
-        mini / "corpus",
-        mini / "golden.jsonl",
-        shared_cache,
-        "{MLFLOW}",
-        "mlflow.experiment=ray-local",
-        f"hydra.sweep.dir={sweep}",
-        "hydra/launcher=ray",
-        "hydra.launcher.ray.init.address=local",
-        "+hydra.launcher.ray.init.num_cpus=2",
-        "+hydra.launcher.ray.init.include_dashboard=false",
-        "chunk=32,64",
-        "search=vector",
-    )
-    res = loopback_sweep(args, tmp_path)
+def test_a_sweep_on_a_local_ray_cluster_logs_every_run_under_the_parent(ray_sweeps):
+    sweep = ray_sweeps["local"] / "sweep"
+    res = ray_sweeps["sweeps"]["local"]
     assert res["returncode"] == 0, res["stderr"][-3000:]
     assert "Sweep of 2 jobs (0 failed)" in res["stdout"]
-    parent, children = parent_and_children(res["runs"], "ray-local")
+    parent, children = parent_and_children(ray_sweeps["runs"], "ray-local")
     assert {(r["params"]["chunk"], r["params"]["search"]) for r in children} == {
         ("32", "vector"),
         ("64", "vector"),
@@ -148,30 +170,15 @@ def test_a_sweep_on_a_local_ray_cluster_logs_every_run_under_the_parent(
     assert all((sweep / str(i) / "report.json").is_file() for i in range(2))
 
 
-def test_a_sweep_on_a_running_ray_cluster_from_another_folder(mini, shared_cache, tmp_path):
-    # The cluster's workers start in the head node's folder, inherit no variable of the sweep, and
-    # must still nest their runs under the parent (read from the sweep folder), write their job
-    # folders where the launching process reads them, and resolve the relative corpus path from
-    # the launch folder.
-    launch = tmp_path / "launch"
-    shutil.copytree(mini, launch / "mini")
-    args = sweep_args(
-        "mini/corpus",
-        "mini/golden.jsonl",
-        shared_cache,
-        "{MLFLOW}",
-        "mlflow.experiment=ray-cluster",
-        "hydra/launcher=ray_cluster",
-        "chunk=48",
-        "search=vector,bm25",
-    )
-    res = loopback_sweep(args, launch, ray_head=True)
+def test_a_sweep_on_a_running_ray_cluster_from_another_folder(ray_sweeps):
+    launch = ray_sweeps["launch"]
+    res = ray_sweeps["sweeps"]["cluster"]
     assert res["returncode"] == 0, res["stderr"][-3000:]
     assert "Sweep of 2 jobs (0 failed)" in res["stdout"]
-    parent, children = parent_and_children(res["runs"], "ray-cluster")
+    parent, children = parent_and_children(ray_sweeps["runs"], "ray-cluster")
     assert len(children) == 2 and parent["status"] == "FINISHED"
     reports = list((launch / "multirun").rglob("report.json"))
-    assert len(reports) == 2 and not (launch / "_loopback" / "head" / "multirun").exists()
+    assert len(reports) == 2 and not (Path(ray_sweeps["head"]) / "multirun").exists()
 
 
 def joblib_sweep(mini, cache, tmp_path, how: str) -> tuple[subprocess.CompletedProcess, Path, str]:

@@ -1,12 +1,18 @@
-"""Run a rageval sweep inside a fresh network namespace that has only a loopback interface.
+"""Run rageval sweeps inside a fresh network namespace that has only a loopback interface.
 
 Ray binds some of its services to the machine's own address even when told 127.0.0.1; inside a
 namespace of our own whose only interface is ``lo``, everything it opens is on 127.0.0.1. This
 script is started by tests/integration/test_scale_out.py under ``unshare --net``: it brings ``lo``
-up, starts a real ``mlflow server`` on 127.0.0.1 (and, with --ray-head, a Ray head node), runs the
-sweep, reads the runs back, stops every process it started, and prints one JSON document.
+up, starts one real ``mlflow server`` on 127.0.0.1, runs the plan's sweeps one after the other
+(starting a Ray head node, in a folder of its own, before the first sweep that asks for one), reads
+the runs back, stops every process it started, and prints one JSON document.
 
-    unshare --net python tests/support/loopback_sweep.py --cwd DIR [--ray-head] -- rageval-args...
+    unshare --net python tests/support/loopback_sweep.py PLAN.json
+
+PLAN.json holds ``{"workdir": DIR, "sweeps": [SWEEP, ...]}``, each SWEEP
+``{"name": N, "cwd": DIR, "ray_head": BOOL, "args": [...]}`` (``{MLFLOW}`` in an argument becomes
+the server's URL). The output: ``{"sweeps": {N: {"returncode", "stdout", "stderr"}}, "runs": [...],
+"head": DIR}``.
 """
 
 from __future__ import annotations
@@ -110,17 +116,59 @@ def dump_runs(url: str) -> list[dict]:
     return out
 
 
+def start_head(workdir: Path, env: dict) -> tuple[subprocess.Popen, str]:
+    """A Ray head node started in ``workdir/head`` (not the sweep's folder); returns its address."""
+    port = free_port()
+    (workdir / "head").mkdir(exist_ok=True)
+    head = subprocess.Popen(
+        [
+            str(BIN / "ray"),
+            "start",
+            "--head",
+            "--node-ip-address=127.0.0.1",
+            f"--port={port}",
+            "--num-cpus=2",
+            "--include-dashboard=false",
+            "--disable-usage-stats",
+            "--block",
+        ],
+        cwd=workdir / "head",
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for_port(port, head)
+    except BaseException:
+        stop(head)
+        raise
+    return head, f"127.0.0.1:{port}"
+
+
+def run_sweep(args: list[str], cwd: Path, env: dict) -> dict:
+    sweep = subprocess.Popen(
+        [sys.executable, "-m", "rageval", *args],
+        cwd=cwd,
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        out, err = sweep.communicate(timeout=600)
+    finally:
+        stop(sweep)
+    return {"returncode": sweep.returncode, "stdout": out, "stderr": err}
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--cwd", required=True)
-    p.add_argument(
-        "--ray-head", action="store_true", help="start a Ray head node first, in another folder"
-    )
-    p.add_argument("args", nargs=argparse.REMAINDER)
-    a = p.parse_args()
+    p.add_argument("plan", type=Path)
+    plan = json.loads(p.parse_args().plan.read_text())
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
-    cwd = Path(a.cwd)
-    workdir = cwd / "_loopback"
+    workdir = Path(plan["workdir"])
     workdir.mkdir(parents=True, exist_ok=True)
     env = {
         **os.environ,
@@ -128,52 +176,18 @@ def main() -> None:
         "RAY_AUTH_MODE": "disabled",
         "HF_HUB_OFFLINE": "1",
     }
+    env.pop("RAY_ADDRESS", None)
     server, url = start_mlflow(workdir)
-    head = None
+    head = address = None
+    results = {}
     try:
-        if a.ray_head:
-            port = free_port()
-            (workdir / "head").mkdir(exist_ok=True)
-            head = subprocess.Popen(
-                [
-                    str(BIN / "ray"),
-                    "start",
-                    "--head",
-                    "--node-ip-address=127.0.0.1",
-                    f"--port={port}",
-                    "--num-cpus=2",
-                    "--include-dashboard=false",
-                    "--disable-usage-stats",
-                    "--block",
-                ],
-                cwd=workdir / "head",
-                env=env,
-                start_new_session=True,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-            env["RAY_ADDRESS"] = f"127.0.0.1:{port}"
-            wait_for_port(port, head)
-        args = [arg.replace("{MLFLOW}", url) for arg in a.args if arg != "--"]
-        sweep = subprocess.Popen(
-            [sys.executable, "-m", "rageval", *args],
-            cwd=cwd,
-            env=env,
-            text=True,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
-        try:
-            out, err = sweep.communicate(timeout=600)
-        finally:
-            stop(sweep)
-        result = {
-            "returncode": sweep.returncode,
-            "stdout": out,
-            "stderr": err,
-            "runs": dump_runs(url),
-        }
+        for sweep in plan["sweeps"]:
+            if sweep.get("ray_head") and head is None:
+                head, address = start_head(workdir, env)
+            sweep_env = {**env, **({"RAY_ADDRESS": address} if sweep.get("ray_head") else {})}
+            args = [arg.replace("{MLFLOW}", url) for arg in sweep["args"]]
+            results[sweep["name"]] = run_sweep(args, Path(sweep["cwd"]), sweep_env)
+        result = {"sweeps": results, "runs": dump_runs(url), "head": str(workdir / "head")}
     finally:
         if head is not None:
             stop(head)
