@@ -44,6 +44,7 @@ TAG_ALPHA = "rageval.study_alpha"
 TAG_FRACTION = "rageval.study_holdout_fraction"
 TAG_SEED = "rageval.study_split_seed"
 TAG_BEST_TRIAL = "rageval.study_best_trial"
+TAG_BEST_CONFIG = "rageval.study_best_config"
 PARENT_ATTR = "mlflow_parent_run_id"
 
 
@@ -390,10 +391,13 @@ def print_outcome(outcome: Mapping[str, Any]) -> None:
     print(f"study {outcome['study']!r} in {outcome['storage']} (run the same command to resume)")
 
 
-def log_outcome(client, parent: str, sweep_dir: Path, outcome: Mapping[str, Any]) -> None:
-    """The study's figures, ids and verdict on the sweep's parent run."""
+def log_outcome(
+    client, parent: str, sweep_dir: Path, outcome: Mapping[str, Any], uri: str = ""
+) -> None:
+    """The study's figures, ids and verdict on the sweep's parent run (``uri``: the tracking
+    URI, for the best run's link)."""
     from rageval.report.study import StudySummary
-    from rageval.tracking.log import DESCRIPTION_TAG, log_batched
+    from rageval.tracking.log import DESCRIPTION_TAG, log_batched, run_url
 
     tags = {
         TAG_STUDY: str(outcome.get("study") or "(did not start)"),
@@ -412,6 +416,8 @@ def log_outcome(client, parent: str, sweep_dir: Path, outcome: Mapping[str, Any]
                 TAG_FRACTION: str(summary.split["holdout_fraction"]),
                 TAG_SEED: str(summary.split["seed"]),
                 "rageval.study_confirmed": str(summary.confirmed).lower(),
+                # a tag, not params: a resumed study's best may change, MLflow params cannot
+                TAG_BEST_CONFIG: " ".join(summary.best_overrides)[:5000],
             }
         )
         for tag, key in ((TAG_BEST_RUN, "best_run_id"), (TAG_BASELINE_RUN, "baseline_run_id")):
@@ -420,7 +426,9 @@ def log_outcome(client, parent: str, sweep_dir: Path, outcome: Mapping[str, Any]
         trial_run = outcome.get("best_trial_run_id")
         if trial_run:  # the study's best, which a resumed study may have found in an earlier part
             tags["rageval.best_run_id"] = str(trial_run)
-            metrics = {**client.get_run(trial_run).data.metrics, **metrics}
+            best_run = client.get_run(trial_run)
+            tags["rageval.best_run_url"] = run_url(uri, best_run.info.experiment_id, trial_run)
+            metrics = {**best_run.data.metrics, **metrics}
         note = client.get_run(parent).data.tags.get(DESCRIPTION_TAG, "")
         tags[DESCRIPTION_TAG] = (summary.markdown() + "\n\n" + note)[:20000]
     if outcome.get("error"):
