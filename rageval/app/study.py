@@ -192,6 +192,7 @@ def _run_study(sweeper, arguments: list[str]) -> list:
     )
     varies = [k for k in space if k in CHUNKING_KEYS]
     returns: list = []
+    names: dict[str, str] = {}  # MLflow run id -> "trial N: its values"
     job_idx = 0
     while to_go > 0:
         batch = min(s.n_jobs, to_go)
@@ -209,6 +210,9 @@ def _run_study(sweeper, arguments: list[str]) -> list:
             job_dir = _job_dir(ret, sweep_dir, job_idx + i)
             value, metric, report, error = _outcome(job_dir, metric, varies)
             _record(study, trial.number, [o for o in ovr if o not in fixed], job_dir, report)
+            if report and report.get("mlflow_run_id"):  # its name in MLflow's runs table
+                shown = " ".join(o for o in ovr if o not in fixed and o != "split=tune")
+                names[report["mlflow_run_id"]] = f"trial {trial.number}: {shown}"[:250]
             if report:
                 _same_golden_set(study, report, trial)
             if value is None:
@@ -220,7 +224,7 @@ def _run_study(sweeper, arguments: list[str]) -> list:
         returns.append(rets)
         job_idx += len(rets)
         to_go -= batch
-    _finish(sweeper, study, s, space, fixed, metric)
+    _finish(sweeper, study, s, space, fixed, metric, names)
     return returns
 
 
@@ -336,7 +340,7 @@ def _grid_size(space: Mapping[str, Any]) -> int:
     return n
 
 
-def _finish(sweeper, study, s: StudySettings, space, fixed, metric: str | None) -> None:
+def _finish(sweeper, study, s: StudySettings, space, fixed, metric: str | None, names=None) -> None:
     from optuna.trial import TrialState
 
     from rageval.report.study import summarise_study
@@ -356,6 +360,7 @@ def _finish(sweeper, study, s: StudySettings, space, fixed, metric: str | None) 
         "storage": storage_of(config, s),
         "objective": metric,
         "trials": counts,
+        "trial_run_names": dict(names or {}),
     }
     if not counts["complete"]:
         record["error"] = (

@@ -433,5 +433,9 @@ def log_outcome(
         tags[DESCRIPTION_TAG] = (summary.markdown() + "\n\n" + note)[:20000]
     if outcome.get("error"):
         tags["rageval.study_error"] = str(outcome["error"])[:5000]
+    if outcome.get("study"):  # the runs table shows a study and its trials by number
+        tags["mlflow.runName"] = f"study {outcome['study']}"
+    for run_id, name in (outcome.get("trial_run_names") or {}).items():
+        client.set_tag(run_id, "mlflow.runName", name)
     log_batched(client, parent, metrics=metrics, tags=tags)
     client.log_artifact(parent, str(Path(sweep_dir) / STUDY_FILE))

@@ -92,6 +92,7 @@ def outcome(k1: str, trial_run: str) -> dict:
         "objective": "ndcg@5",
         "best_trial": 3,
         "best_trial_run_id": trial_run,
+        "trial_run_names": {trial_run: f"trial 3: search.bm25.k1={k1}"},
         "summary": summary.to_dict(),
     }
 
@@ -114,6 +115,9 @@ def test_a_resumed_studys_parent_takes_its_new_best_without_changing_a_param(tmp
     assert tags[TAG_BEST_CONFIG] == "search=bm25 search.bm25.k1=1.8"
     assert tags["rageval.best_run_id"] == "b" and tags["rageval.best_run_url"].endswith("/runs/b")
     assert client.params.get("parent", {}) == {}
+    # the runs table names the study and each trial by its number (the sweep named them by job)
+    assert tags["mlflow.runName"] == "study s"
+    assert client.tags["b"]["mlflow.runName"] == "trial 3: search.bm25.k1=1.8"
     # a plain sweep's parent still gets the best job's swept values as params (one command)
     summarise_sweep(
         client, "sweep", rows("1.2", "c"), compare_metric="ndcg@5", sweep_dir=tmp_path, uri=""
