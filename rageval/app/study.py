@@ -27,6 +27,7 @@ space, storage and the outcome files are in :mod:`rageval.app.tuning`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import sys
@@ -477,11 +478,28 @@ def _final_run(
     out = Path(sweep_dir) / FINAL_DIRS[role]
     print(f"scoring the {name} configuration on every golden query: {out}", file=sys.stderr)
     OmegaConf.set_readonly(cfg, False)
-    report = run_job(
-        cfg, out, lines, choices, sweep_dir, quiet=True, tags={"rageval.study_role": role}
-    )
+    with _job_log_level():
+        report = run_job(
+            cfg, out, lines, choices, sweep_dir, quiet=True, tags={"rageval.study_role": role}
+        )
     data = json.loads((out / "report.json").read_text())
     return data, report.mlflow_run_id
+
+
+@contextlib.contextmanager
+def _job_log_level():
+    """The final runs run in the launching process, whose root logger Hydra set to INFO: hold it
+    at WARNING as conf/config.yaml's job_logging does for every trial, so libraries' INFO lines
+    (faiss's "Loading faiss with AVX512 support") stay out of the console."""
+    import logging
+
+    root = logging.getLogger()
+    saved = root.level
+    root.setLevel(max(saved, logging.WARNING))
+    try:
+        yield
+    finally:
+        root.setLevel(saved)
 
 
 def _baseline_config(

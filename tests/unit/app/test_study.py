@@ -98,3 +98,21 @@ def test_a_trial_whose_job_finished_before_the_stop_keeps_its_value(tmp_path):
     other.set_user_attr("launched", {"dir": str(job), "ovr": ["chunk=999", "split=tune"]})
     _settle_interrupted(resumed, [other.number], "ndcg@5", ())
     assert resumed.get_trials()[1].user_attrs["interrupted"]
+
+
+def test_the_final_runs_keep_libraries_info_lines_out_of_the_console(caplog):
+    import logging
+
+    from rageval.app.study import _job_log_level
+
+    root = logging.getLogger()
+    saved = root.level
+    root.setLevel(logging.INFO)  # as Hydra leaves the launching process
+    try:
+        with caplog.at_level(logging.INFO), _job_log_level():
+            logging.getLogger("faiss.loader").info("Loading faiss with AVX512 support.")
+            logging.getLogger("faiss.loader").warning("a warning still shows")
+        assert [r.getMessage() for r in caplog.records] == ["a warning still shows"]
+        assert root.level == logging.INFO
+    finally:
+        root.setLevel(saved)
