@@ -261,26 +261,41 @@ class Leaderboard:
         from rich.console import Console
         from rich.table import Table
 
-        shown = [m for m in self.columns if m in _console_columns(self.columns)]
-        table = Table(box=box.SIMPLE_HEAD)
-        table.add_column("job", justify="right")
-        for k in self.keys:
-            table.add_column(k, overflow="fold")
-        for i, m in enumerate(shown):
-            table.add_column(_two_lines(m), justify="right", style="bold" if i == 0 else "")
-        table.add_column("verdict")
-        for j in self.jobs:
-            cells = [str(j.job), *[j.values.get(k, "") for k in self.keys]]
-            if j.status == "ok":
-                cells += [self._cells(j, m, ci=(i == 0)) for i, m in enumerate(shown)]
-                cells.append(self.verdict.get(j.job, ""))
-            else:
-                cells += [""] * len(shown) + ["FAILED"]
-            table.add_row(*cells)
-        buf = io.StringIO()
-        Console(file=buf, width=width, no_color=True, highlight=False).print(table)
+        every = [m for m in self.columns if m in _console_columns(self.columns)]
+
+        def render(shown: list[str]) -> str:
+            table = Table(box=box.SIMPLE_HEAD)
+            table.add_column("job", justify="right")
+            for k in self.keys:
+                table.add_column(k, overflow="fold")
+            for i, m in enumerate(shown):
+                table.add_column(_two_lines(m), justify="right", style="bold" if i == 0 else "")
+            table.add_column("verdict")
+            for j in self.jobs:
+                cells = [str(j.job), *[j.values.get(k, "") for k in self.keys]]
+                if j.status == "ok":
+                    cells += [self._cells(j, m, ci=(i == 0)) for i, m in enumerate(shown)]
+                    cells.append(self.verdict.get(j.job, ""))
+                else:
+                    cells += [""] * len(shown) + ["FAILED"]
+                table.add_row(*cells)
+            buf = io.StringIO()
+            Console(file=buf, width=width, no_color=True, highlight=False).print(table)
+            return "\n".join(line.rstrip() for line in buf.getvalue().splitlines()).strip("\n")
+
+        # many swept keys (a tuning study's space) leave no room: drop metric columns from the
+        # right until no value is cut to "0.9…", rather than print numbers nobody can read
+        shown = list(every)
+        body = render(shown)
+        while len(shown) > 1 and _values_cut(body):
+            shown.pop()
+            body = render(shown)
+        if len(shown) < len(every):
+            body += (
+                f"\n({len(every) - len(shown)} more metric columns did not fit: "
+                f"{', '.join(every[len(shown) :])} are in leaderboard.md)"
+            )
         head = textwrap.fill(self.header(), width=width)
-        body = "\n".join(line.rstrip() for line in buf.getvalue().splitlines()).strip("\n")
         if self.slices is not None:
             body += "\n\n" + self.slices.console(width)
         costs = self.costs_console(width)
@@ -292,28 +307,48 @@ class Leaderboard:
         from rich.console import Console
         from rich.table import Table
 
-        shown = [c for c in self.cost_columns if c in CONSOLE_COSTS or c == self.pareto_cost]
-        if not shown:
+        every = [c for c in self.cost_columns if c in CONSOLE_COSTS or c == self.pareto_cost]
+        if not every:
             return ""
-        table = Table(box=box.SIMPLE_HEAD)
-        table.add_column("job", justify="right")
-        for k in self.keys:
-            table.add_column(k, overflow="fold")
-        for c in shown:
-            table.add_column(
-                COSTS[c].header, justify="right", style="bold" if c == self.pareto_cost else ""
-            )
-        table.add_column("pareto")
-        for j in self.jobs:
-            cells = [str(j.job), *[j.values.get(k, "") for k in self.keys]]
-            if j.status == "ok":
-                cells += [self._cost(j, c) for c in shown] + [self._front_mark(j)]
-            else:
-                cells += [""] * len(shown) + ["FAILED"]
-            table.add_row(*cells)
-        buf = io.StringIO()
-        Console(file=buf, width=width, no_color=True, highlight=False).print(table)
-        body = "\n".join(line.rstrip() for line in buf.getvalue().splitlines()).strip("\n")
+
+        def render(shown: list[str], keys: Sequence[str] = self.keys) -> str:
+            table = Table(box=box.SIMPLE_HEAD)
+            table.add_column("job", justify="right")
+            for k in keys:
+                table.add_column(k, overflow="fold")
+            for c in shown:
+                table.add_column(
+                    COSTS[c].header, justify="right", style="bold" if c == self.pareto_cost else ""
+                )
+            table.add_column("pareto")
+            for j in self.jobs:
+                cells = [str(j.job), *[j.values.get(k, "") for k in keys]]
+                if j.status == "ok":
+                    cells += [self._cost(j, c) for c in shown] + [self._front_mark(j)]
+                else:
+                    cells += [""] * len(shown) + ["FAILED"]
+                table.add_row(*cells)
+            buf = io.StringIO()
+            Console(file=buf, width=width, no_color=True, highlight=False).print(table)
+            return "\n".join(line.rstrip() for line in buf.getvalue().splitlines()).strip("\n")
+
+        # many swept keys (a tuning study's space) squeeze the numbers: show the job numbers of
+        # the table above without the keys when that fits, then drop cost columns (never the
+        # Pareto cost) until no value is cut short
+        shown, keys = list(every), list(self.keys)
+        body = render(shown, keys)
+        if keys and (_values_cut(body) or _rows_wrap(body, len(self.jobs))):
+            bare = render(shown, [])
+            if not _rows_wrap(bare, len(self.jobs)):
+                body, keys = bare, []
+        while _values_cut(body) and any(c != self.pareto_cost for c in shown):
+            shown.remove(next(c for c in reversed(shown) if c != self.pareto_cost))
+            body = render(shown, keys)
+        if len(shown) < len(every):
+            rest = [c for c in every if c not in shown]
+            body += f"\n({', '.join(rest)} did not fit: see leaderboard.md)"
+        if self.keys and not keys:
+            body += "\n(jobs as numbered in the table above; its columns show their values)"
         lead = (
             f"Costs (front: the Pareto front of {self.metric} against {self.pareto_cost}; "
             "a job there is beaten on both by no other job)"
@@ -361,6 +396,20 @@ def _console_columns(columns: Sequence[str]) -> list[str]:
             continue
         keep.append(m)
     return keep
+
+
+def _values_cut(rendered: str) -> bool:
+    """True when a cell below the header rule of a rendered rich table was cut short ("…")."""
+    lines = rendered.splitlines()
+    rule = next((i for i, line in enumerate(lines) if set(line.strip()) == {"─"}), -1)
+    return any("…" in line for line in lines[rule + 1 :])
+
+
+def _rows_wrap(rendered: str, rows: int) -> bool:
+    """True when a rendered rich table's body takes more lines than it has ``rows``."""
+    lines = rendered.splitlines()
+    rule = next((i for i, line in enumerate(lines) if set(line.strip()) == {"─"}), -1)
+    return len([line for line in lines[rule + 1 :] if line.strip()]) > rows
 
 
 def _two_lines(name: str) -> str:

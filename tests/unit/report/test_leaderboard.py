@@ -108,3 +108,47 @@ def test_compare_metric_from_the_sweep_block_and_the_deprecated_mlflow_key():
     cfg = OmegaConf.create({"sweep": {"alpha": 0.01}, "mlflow": {"compare_metric": "ndcg@5"}})
     with pytest.warns(FutureWarning, match="sweep.compare_metric=ndcg@5"):
         assert compare_settings(cfg) == ("ndcg@5", 0.01, 10_000)
+
+
+def test_a_study_wide_space_keeps_every_console_value_whole(tmp_path):
+    """Ten swept knobs leave little room: metric and cost columns are dropped from the right
+    (named, and in leaderboard.md) rather than printed as "0.9…"."""
+    rng = np.random.default_rng(5)
+    keys = {
+        "search.fusion": ["weighted", "rrf"],
+        "search.rrf_k": ["80", "100"],
+        "search.weights": ["[0.7,0.3]", "[0.3,0.7]"],
+        "search.candidate_depth": ["200", "50"],
+        "search.bm25.k1": ["1.075", "0.6774"],
+        "search.bm25.b": ["0.8542", "0.7479"],
+        "chunk": ["64", "128"],
+        "chunk_overlap": ["0", "32"],
+        "search": ["vector", "hybrid"],
+    }
+    for n in range(3):
+        overrides = [f"{k}={v[n % 2]}" for k, v in keys.items()] + [f"rerank=none{n}"]
+        _job(tmp_path, n, overrides, rng.uniform(0.5, 1.0, 30))
+        f = tmp_path / str(n) / "report.json"
+        rep = json.loads(f.read_text())
+        rep["costs"] = {
+            "total_s": 19.18,
+            "embed_s": 18.48,
+            "search_s": 0.03,
+            "latency_p95_ms": 0.51,
+            "texts_embedded": 30,
+            "index_disk_bytes": 20480,
+            "index_memory_bytes": 20480,
+        }
+        f.write_text(json.dumps(rep))
+    board = rank(load_jobs(tmp_path))
+    text = board.console()
+    main, costs = text.split("\n\nCosts")
+    body = main.split("─\n", 1)[1]
+    assert "…" not in body and "more metric columns did not fit" in main
+    for j in board.jobs:
+        assert f"{j.metrics[METRIC]:.3f}" in body  # the deciding metric, whole
+    costs_body = costs.split("─\n", 1)[1]
+    assert "…" not in costs_body and "18.48" in costs_body
+    rows = [line for line in costs_body.splitlines() if line.strip()[:1].isdigit()]
+    assert len(rows) == 3  # one line per job: the keys are in the table above
+    assert "jobs as numbered in the table above" in costs_body
