@@ -2,20 +2,32 @@
 
     python scripts/bench_embedding.py
         [--variants torch,onnx,onnx-int8,openvino,openvino-int8,static]
-        [--cache-dir DIR] [--rounds 2] [--cold]
+        [--cache-dir DIR] [--sample 128] [--repeats 5] [--cold] [--cold-repeats 3] [--json F]
 
-Every variant runs in this one process, on the same demo chunks (chunk=256) and queries:
+How it measures, so that a ratio means the backend and not the bench:
 
-1. export (once, into ``--cache-dir``/models; timed only when it happens) and load each model;
-2. encode the chunks in ``--rounds`` interleaved slices (torch, onnx, ..., then the next slice),
-   so a change in the machine's load hits every variant alike; CPU time (``process_time``, all
-   threads of this process) and wall time are summed per variant;
-3. the cosine of every chunk vector to torch's;
-4. the demo run per variant (FAISS, vector search, k=5), its chunk vectors taken from step 2.
+1. **One worker process per variant**, each with its own runtime and thread pools (torch's
+   OpenMP, ONNX Runtime's, OpenVINO's TBB never share a process), all started once, every model
+   loaded (and exported, once, into ``--cache-dir``/models) before any timing. Every runtime uses
+   its default thread count (the machine's cores).
+2. **Interleaved ABAB**: only one worker computes at a time; each repeat sends the same chunks
+   (``--sample`` demo chunks of chunk=256, evenly spaced over the corpus so their lengths are the
+   corpus's) to every variant in turn, the order rotated from one repeat to the next. A warm-up
+   pass (first-call allocations, OpenVINO's shape compilation) is not counted.
+3. **What is timed** is what a cold run pays per text: tokenizing, bucketed padding, the model,
+   pooling and normalising (``SentenceTransformerEncoder._vectors``), no cache. CPU time is the
+   worker's own (``process_time``: all its threads); wall time is ``perf_counter``.
+4. **Ratios are paired per repeat** (torch's time over the variant's in the same repeat), and the
+   table gives their median and range over the repeats, with the machine's load average (it is
+   shared) at the start and end of the run.
+5. Quality: each worker embeds all demo chunks and queries through the product's encoder, then
+   this process scores the demo run (FAISS, vector, k=5) on those vectors, and compares every chunk
+   vector with torch's.
 
-``--cold`` then times, one after the other, a cold ``python -m rageval`` (empty vector cache, the
-exports in place) with the fastest variant whose demo metrics are within 0.01 of torch's, and
-``scripts/minimal_pipeline.py`` (plain sentence-transformers + FAISS).
+``--cold`` then alternates, ``--cold-repeats`` times, a cold ``python -m rageval`` (empty vector
+cache, exports in place, MLflow off) with the fastest variant whose demo metrics are within 0.01 of
+torch's, and ``scripts/minimal_pipeline.py`` (plain sentence-transformers + FAISS), and reports
+the median ratio and the cold run's own stage timings (report.json).
 """
 
 from __future__ import annotations
@@ -24,6 +36,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -42,28 +55,120 @@ def variant(name: str) -> tuple[str, str]:
     return backend, quant or "none"
 
 
+def load() -> str:
+    return " / ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+# --- the worker: one variant, commands on stdin, answers on stdout ---------------------------
+
+
+def worker(name: str, cache_dir: str, texts_file: str, vec_dir: str) -> None:
+    global _PROTOCOL
+    # answers go to the parent on the original stdout; anything a library prints (NNCF's export
+    # tables, say) goes to stderr instead of into the protocol
+    _PROTOCOL = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    from rageval.embedding import SentenceTransformerEncoder
+    from rageval.embedding.cache import EmbeddingCache
+
+    backend, quant = variant(name)
+    enc = SentenceTransformerEncoder(
+        cache_dir=cache_dir, backend=backend, quantize=quant, progress=False
+    )
+    data = json.loads(Path(texts_file).read_text())
+    chunks, queries = data["chunks"], data["queries"]
+    t = time.perf_counter()
+    model = enc._load()  # exports first if this cache has no export yet
+    reply({"ready": True, "load_s": time.perf_counter() - t})
+    for line in sys.stdin:
+        cmd = json.loads(line)
+        if cmd["op"] == "time":
+            part = [chunks[i] for i in cmd["idx"]]
+            c, w = time.process_time(), time.perf_counter()
+            enc._vectors(model, part)
+            reply({"cpu": time.process_time() - c, "wall": time.perf_counter() - w})
+        elif cmd["op"] == "full":  # the product's path, into a cache of this bench's own
+            enc.cache = EmbeddingCache(Path(vec_dir), enc.fingerprint)
+            c, w = time.process_time(), time.perf_counter()
+            enc.encode_documents(chunks)
+            enc.encode_queries(queries)
+            reply({"cpu": time.process_time() - c, "wall": time.perf_counter() - w})
+        elif cmd["op"] == "stop":
+            return
+
+
+_PROTOCOL = sys.stdout
+
+
+def reply(obj: dict) -> None:
+    _PROTOCOL.write(json.dumps(obj) + "\n")
+    _PROTOCOL.flush()
+
+
+class Worker:
+    def __init__(self, name: str, cache_dir: str, texts_file: Path, vec_dir: Path):
+        self.name = name
+        self.proc = subprocess.Popen(
+            [PY, __file__, "--worker", name, "--cache-dir", cache_dir]
+            + ["--texts", str(texts_file), "--vectors", str(vec_dir)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"},
+        )
+
+    def ask(self, cmd: dict | None = None) -> dict:
+        if cmd is not None:
+            self.proc.stdin.write(json.dumps(cmd) + "\n")
+            self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise SystemExit(f"worker {self.name} died (exit {self.proc.wait()})")
+        return json.loads(line)
+
+    def stop(self) -> None:
+        try:
+            self.proc.stdin.write(json.dumps({"op": "stop"}) + "\n")
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        self.proc.wait(timeout=60)
+
+
+# --- the parent --------------------------------------------------------------------------------
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--variants", default="torch,onnx,onnx-int8,openvino,openvino-int8,static")
     p.add_argument("--cache-dir", default=os.environ.get("RAGEVAL_CACHE_DIR") or ".cache/rageval")
-    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--sample", type=int, default=128, help="demo chunks per timed repeat")
+    p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--cold", action="store_true")
+    p.add_argument("--cold-repeats", type=int, default=3)
     p.add_argument("--json", help="also write the results here")
+    p.add_argument("--worker", help=argparse.SUPPRESS)
+    p.add_argument("--texts", help=argparse.SUPPRESS)
+    p.add_argument("--vectors", help=argparse.SUPPRESS)
     a = p.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    if a.worker:
+        worker(a.worker, a.cache_dir, a.texts, a.vectors)
+        return
 
     from rageval.app.build import build
     from rageval.app.config import compose
     from rageval.chunking import chunk_documents, load_tokenizer
-    from rageval.embedding.cache import EmbeddingCache, text_key
+    from rageval.embedding.cache import EmbeddingCache
     from rageval.inputs.corpus import load_corpus
+    from rageval.inputs.golden import load_golden
     from rageval.pipeline import evaluate
 
     names = a.variants.split(",")
-    if names[0] != "torch":
-        names = ["torch", *[n for n in names if n != "torch"]]
+    names = ["torch", *[n for n in names if n != "torch"]]
+    load_start = load()
     work = Path(tempfile.mkdtemp(prefix="bench-embedding-"))
-    built = {}
+    parts = {}
     for name in names:
         backend, quant = variant(name)
         cfg = compose(
@@ -74,69 +179,71 @@ def main() -> None:
                 f"embedding.quantize={quant}",
             ]
         )
-        parts = build(cfg)
-        spec, enc, retriever = parts.spec, parts.encoder, parts.retriever
-        enc.progress = False
-        t = time.perf_counter()
-        if backend != "torch":
-            fresh = not backends_export_exists(enc)
-            enc._prepare()
-            export_s = time.perf_counter() - t if fresh else None
-        else:
-            export_s = None
-        t = time.perf_counter()
-        model = enc._load()
-        built[name] = {
-            "enc": enc,
-            "spec": spec,
-            "retriever": retriever,
-            "model": model,
-            "export_s": export_s,
-            "load_s": time.perf_counter() - t,
-        }
-        exported = f"exported in {export_s:.0f} s, " if export_s else ""
-        print(f"{name}: ready ({exported}loaded in {built[name]['load_s']:.1f} s)", flush=True)
-
-    spec = built["torch"]["spec"]
+        parts[name] = build(cfg)
+    spec = parts["torch"].spec
     docs = load_corpus(spec.corpus)
-    texts = [
+    chunks = [
         c.text for c in chunk_documents(docs, spec.chunking, load_tokenizer(spec.tokenizer_dir))
     ]
-    slices = np.array_split(np.arange(len(texts)), a.rounds)
-    vecs = {n: [] for n in names}
-    cpu = dict.fromkeys(names, 0.0)
-    wall = dict.fromkeys(names, 0.0)
-    for r, idx in enumerate(slices):
-        part = [texts[i] for i in idx]
-        for name in names:
-            b = built[name]
-            c, w = time.process_time(), time.perf_counter()
-            vecs[name].append(b["enc"]._vectors(b["model"], part))
-            cpu[name] += time.process_time() - c
-            wall[name] += time.perf_counter() - w
-        print(f"round {r + 1}/{a.rounds}: {len(part)} chunks through every variant", flush=True)
+    queries = [q.query for q in load_golden(spec.golden).queries]
+    texts_file = work / "texts.json"
+    texts_file.write_text(json.dumps({"chunks": chunks, "queries": queries}))
+    sample = np.linspace(0, len(chunks) - 1, min(a.sample, len(chunks))).round().astype(int)
+    sample = sorted(set(sample.tolist()))
 
-    ref = np.vstack(vecs["torch"])
-    rows = []
+    workers = {}
+    try:
+        for name in names:  # one at a time: exports and model loads do not overlap
+            w = Worker(name, a.cache_dir, texts_file, work / name)
+            ready = w.ask()
+            workers[name] = w
+            print(f"{name}: ready (loaded in {ready['load_s']:.1f} s)", flush=True)
+        for name in names:  # warm-up, not counted
+            workers[name].ask({"op": "time", "idx": sample})
+        cpu = {n: [] for n in names}
+        wall = {n: [] for n in names}
+        loads = []
+        for r in range(a.repeats):
+            loads.append(os.getloadavg()[0])
+            order = names[r % len(names) :] + names[: r % len(names)]
+            for name in order:
+                got = workers[name].ask({"op": "time", "idx": sample})
+                cpu[name].append(got["cpu"])
+                wall[name].append(got["wall"])
+            print(f"repeat {r + 1}/{a.repeats} ({' '.join(order)}), load {load()}", flush=True)
+        full = {n: workers[n].ask({"op": "full"}) for n in names}
+    finally:
+        for w in workers.values():
+            w.stop()
+    load_end = load()
+
+    vecs, rows = {}, []
     for name in names:
-        b = built[name]
-        v = np.vstack(vecs[name])
-        cos = np.einsum("ij,ij->i", ref, v) if v.shape == ref.shape else None
-        enc = b["enc"]
+        b = parts[name]
+        enc = b.encoder
         enc.cache = EmbeddingCache(work / name, enc.fingerprint)
-        enc.cache.put([text_key(t, enc.document_prompt) for t in texts], v)
-        report = evaluate(b["spec"], b["retriever"], enc)
+        vecs[name] = enc.encode_documents(chunks)  # from the worker's cache: no model here
+        report = evaluate(b.spec, b.retriever, enc)
+        assert not enc.model_loaded
+        ref = vecs["torch"]
+        v = vecs[name]
+        cos = np.einsum("ij,ij->i", ref, v) if v.shape == ref.shape else None
+        cpu_r = [t / s for t, s in zip(cpu["torch"], cpu[name], strict=True)]
+        wall_r = [t / s for t, s in zip(wall["torch"], wall[name], strict=True)]
         rows.append(
             {
                 "variant": name,
-                "texts_per_cpu_s": len(texts) / cpu[name],
-                "texts_per_wall_s": len(texts) / wall[name],
-                "cpu_ratio": cpu["torch"] / cpu[name],
-                "wall_ratio": wall["torch"] / wall[name],
+                "cpu_ratio": statistics.median(cpu_r),
+                "cpu_ratio_range": [min(cpu_r), max(cpu_r)],
+                "wall_ratio": statistics.median(wall_r),
+                "wall_ratio_range": [min(wall_r), max(wall_r)],
+                "chunks_per_cpu_s": len(sample) / statistics.median(cpu[name]),
+                "cpu_s": cpu[name],
+                "wall_s": wall[name],
+                "full_pass": full[name],
                 "cos_min": None if cos is None else float(cos.min()),
                 "cos_mean": None if cos is None else float(cos.mean()),
                 "probe_max_cosine_distance": enc.max_cosine_distance,
-                "export_s": b["export_s"],
                 "metrics": {m: report.metrics.get(m) for m in HEADLINE},
             }
         )
@@ -144,83 +251,96 @@ def main() -> None:
     for row in rows:
         row["max_metric_delta"] = max(abs(row["metrics"][m] - torch_m[m]) for m in HEADLINE)
     print(
-        f"\n{len(texts)} demo chunks (chunk=256), {a.rounds} interleaved rounds, one process, "
-        f"{os.cpu_count()} cores (shared: other processes compete for them)\n"
+        f"\n{len(sample)} of {len(chunks)} demo chunks (chunk=256) per repeat, {a.repeats} "
+        f"interleaved repeats, one worker process per variant, {os.cpu_count()} cores; load "
+        f"average (1/5/15 min) {load_start} at the start, {load_end} at the end (the machine is "
+        "shared: other processes compete for the cores)\n"
     )
-    head = ["variant", "CPU ratio", "wall ratio", "chunks/CPU s", "min cos", "probe dist"]
-    head += [*HEADLINE, "max |Δ|"]
+    head = ["variant", "CPU ratio (range)", "wall ratio (range)", "chunks/CPU s", "min cos"]
+    head += ["probe dist", *HEADLINE, "max |Δ|"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for row in rows:
+        lo, hi = row["cpu_ratio_range"]
+        wlo, whi = row["wall_ratio_range"]
+        d = row["probe_max_cosine_distance"]
         cells = [
             row["variant"],
-            f"{row['cpu_ratio']:.2f}x",
-            f"{row['wall_ratio']:.2f}x",
-            f"{row['texts_per_cpu_s']:.0f}",
+            f"{row['cpu_ratio']:.2f}x ({lo:.2f}-{hi:.2f})",
+            f"{row['wall_ratio']:.2f}x ({wlo:.2f}-{whi:.2f})",
+            f"{row['chunks_per_cpu_s']:.1f}",
             "n/a" if row["cos_min"] is None else f"{row['cos_min']:.6f}",
-            "n/a"
-            if row["probe_max_cosine_distance"] is None
-            else f"{row['probe_max_cosine_distance']:.1e}",
+            "n/a" if d is None else f"{d:.1e}",
         ]
         cells += [f"{row['metrics'][m]:.4f}" for m in HEADLINE] + [f"{row['max_metric_delta']:.4f}"]
         print("| " + " | ".join(cells) + " |")
-    result = {"chunks": len(texts), "rounds": a.rounds, "rows": rows}
-    for b in built.values():
-        b["enc"].close()
+    result = {
+        "chunks": len(chunks),
+        "sample": len(sample),
+        "repeats": a.repeats,
+        "load_start": load_start,
+        "load_end": load_end,
+        "load_1min_per_repeat": loads,
+        "rows": rows,
+    }
     if a.cold:
-        result["cold"] = cold_runs(rows, a.cache_dir)
+        result["cold"] = cold_runs(rows, a.cache_dir, a.cold_repeats)
     shutil.rmtree(work, ignore_errors=True)
     if a.json:
         Path(a.json).write_text(json.dumps(result, indent=2))
 
 
-def backends_export_exists(enc) -> bool:
-    from rageval.embedding import backends
-
-    d = backends.export_dir(enc.cache_dir, enc.source_fingerprint, enc.backend, enc.quantize)
-    return (d / "export.json").is_file()
-
-
-def cold_runs(rows: list[dict], cache_dir: str) -> dict:
-    """A cold demo run with the fastest variant within 0.01 of torch, then the minimal pipeline."""
+def cold_runs(rows: list[dict], cache_dir: str, repeats: int) -> dict:
+    """Cold demo runs with the fastest variant within 0.01 of torch, alternating with the
+    minimal pipeline; the median ratio, its range, and the cold run's stage timings."""
     ok = [r for r in rows if r["max_metric_delta"] <= 0.01]
-    best = max(ok, key=lambda r: r["wall_ratio"])
+    best = max(ok, key=lambda r: r["cpu_ratio"])
     backend, quant = variant(best["variant"])
-    with tempfile.TemporaryDirectory(prefix="bench-cold-") as tmp:
-        cold_cache = Path(tmp) / "cache"
-        cold_cache.mkdir()
-        (cold_cache / "models").symlink_to(Path(cache_dir).resolve() / "models")
-        env = {**os.environ, "RAGEVAL_CACHE_DIR": str(cold_cache), "PYTHONPATH": str(ROOT)}
-        t = time.perf_counter()
-        subprocess.run(
-            [
+    cold, minimal, stages, loads = [], [], [], []
+    for r in range(repeats):
+        loads.append(load())
+        with tempfile.TemporaryDirectory(prefix="bench-cold-") as tmp:
+            cold_cache = Path(tmp) / "cache"
+            cold_cache.mkdir()
+            (cold_cache / "models").symlink_to(Path(cache_dir).resolve() / "models")
+            env = {**os.environ, "RAGEVAL_CACHE_DIR": str(cold_cache), "PYTHONPATH": str(ROOT)}
+            run = [
                 PY,
                 "-m",
                 "rageval",
                 f"embedding.backend={backend}",
                 f"embedding.quantize={quant}",
                 "mlflow.enabled=false",
-            ],
-            cwd=tmp,
-            env=env,
-            check=True,
-            capture_output=True,
+            ]
+            steps = [("minimal", [PY, str(ROOT / "scripts" / "minimal_pipeline.py")])]
+            steps.insert(r % 2, ("cold", run))  # ABAB, then BABA: neither always goes first
+            for kind, cmd in steps:
+                t = time.perf_counter()
+                subprocess.run(cmd, cwd=tmp, env=env, check=True, capture_output=True)
+                (cold if kind == "cold" else minimal).append(time.perf_counter() - t)
+            report = next(Path(tmp).glob("outputs/*/*/report.json"))
+            stages.append(json.loads(report.read_text())["timings"])
+        print(
+            f"cold pair {r + 1}/{repeats}: rageval {best['variant']} {cold[-1]:.1f} s, minimal "
+            f"{minimal[-1]:.1f} s, load {loads[-1]}",
+            flush=True,
         )
-        cold = time.perf_counter() - t
-        t = time.perf_counter()
-        subprocess.run(
-            [PY, str(ROOT / "scripts" / "minimal_pipeline.py")],
-            cwd=tmp,
-            env=env,
-            check=True,
-            capture_output=True,
-        )
-        minimal = time.perf_counter() - t
+    ratios = [c / m for c, m in zip(cold, minimal, strict=True)]
     print(
-        f"\ncold demo run with {best['variant']}: {cold:.1f} s; minimal sentence-transformers "
-        f"pipeline right after: {minimal:.1f} s; ratio {cold / minimal:.2f}"
+        f"\ncold demo run with {best['variant']} / minimal sentence-transformers pipeline: median "
+        f"{statistics.median(ratios):.2f} (range {min(ratios):.2f}-{max(ratios):.2f}); cold "
+        f"{statistics.median(cold):.1f} s, minimal {statistics.median(minimal):.1f} s (medians)"
     )
-    return {"variant": best["variant"], "cold_s": cold, "minimal_s": minimal}
+    mid = stages[ratios.index(sorted(ratios)[len(ratios) // 2])]
+    print("stages of the median cold run: " + ", ".join(f"{k} {v:.2f}" for k, v in mid.items()))
+    return {
+        "variant": best["variant"],
+        "cold_s": cold,
+        "minimal_s": minimal,
+        "ratios": ratios,
+        "stages": stages,
+        "loads": loads,
+    }
 
 
 if __name__ == "__main__":

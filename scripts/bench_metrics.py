@@ -17,7 +17,10 @@ written as TREC qrels and run files, then ``python -m rageval score QRELS RUN --
 against a Python process that reads the files with pytrec_eval's own ``parse_qrel`` /
 ``parse_run``, evaluates and averages (trec_eval's default averaging, which is what both do). The
 trec_eval C binary is not installed where rageval is developed, so pytrec_eval (the same C code,
-behind Python) stands in for it. CPU seconds are the child processes' user + sys time.
+behind Python) stands in for it. A third process runs rageval's object path (files read into
+dicts, then ``score_rankings``: what ``rageval score`` did before its array path) on the same
+files. The processes alternate within each repeat, so a change in the machine's load hits all
+alike. CPU seconds are each child's user + sys time (``os.wait4``).
 
     .venv/bin/python scripts/bench_metrics.py --files --queries 10000 --depth 100 --repeat 3
 """
@@ -148,6 +151,12 @@ per_query = pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(run)
 print(json.dumps({m: statistics.fmean(r[m] for r in per_query.values()) for m in measures}))
 """
 
+OBJECT_PATH_PROCESS = """
+import json, sys
+from rageval.scoring.trec_files import score_objects
+print(json.dumps({"metrics": score_objects(sys.argv[1], sys.argv[2], (5, 10)).means()}))
+"""
+
 
 def write_files(folder, n: int, depth: int, boost: float) -> tuple[str, str]:
     """The data set of :func:`make_data` as TREC qrels and run files in ``folder``."""
@@ -163,20 +172,23 @@ def write_files(folder, n: int, depth: int, boost: float) -> tuple[str, str]:
     return qrels_path, run_path
 
 
-def process(argv: list[str], repeat: int) -> tuple[float, float, str]:
-    """Median wall-clock and CPU (user + sys) seconds of a child process, and its stdout."""
-    import resource
+def process(argv: list[str]) -> tuple[float, float, str]:
+    """Wall-clock and CPU (user + sys) seconds and stdout of one child."""
     import subprocess
+    import tempfile
 
-    wall, cpu, out = [], [], ""
-    for _ in range(repeat):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    with tempfile.TemporaryFile() as err:
         start = time.perf_counter()
-        out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
-        wall.append(time.perf_counter() - start)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
-    return statistics.median(wall), statistics.median(cpu), out
+        child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err)
+        out = child.stdout.read().decode()
+        child.stdout.close()
+        _, status, usage = os.wait4(child.pid, 0)  # this child's own resource usage
+        wall = time.perf_counter() - start
+        child.returncode = os.waitstatus_to_exitcode(status)
+        if child.returncode:
+            err.seek(0)
+            raise RuntimeError(f"{argv[:4]} failed: {err.read().decode()[-2000:]}")
+    return wall, usage.ru_utime + usage.ru_stime, out
 
 
 def bench_files(n: int, depth: int, repeat: int) -> None:
@@ -190,34 +202,47 @@ def bench_files(n: int, depth: int, repeat: int) -> None:
         qrels, run = write_files(tmp, n, depth, 0.15)
         with open(run) as f:
             lines = sum(1 for _ in f)
-        ref = process([py, "-c", PYTREC_PROCESS, qrels, run], repeat)
-        ours = process([py, "-m", "rageval", "score", qrels, run, "--k", "5,10", "--json"], repeat)
         small_q, small_r = os.path.join(tmp, "q-small.txt"), os.path.join(tmp, "r-small.txt")
         with open(small_q, "w") as f:
             f.write("q1 0 d1 1\nq1 0 d2 0\n")
         with open(small_r, "w") as f:
             f.write("q1 Q0 d1 1 2.0 t\nq1 Q0 d3 2 1.0 t\n")
-        small = process([py, "-m", "rageval", "score", small_q, small_r], repeat)
-        help_ = process([py, "-m", "rageval", "score", "--help"], repeat)
-        bare = process([py, "-c", "pass"], repeat)
-    want, got = json.loads(ref[2]), json.loads(ours[2])["metrics"]
-    worst = max(abs(want[m] - got[SAME[m]]) for m in want)
+        commands = {
+            "pytrec_eval: parse_qrel + parse_run + evaluate + mean": [
+                py, "-c", PYTREC_PROCESS, qrels, run,
+            ],
+            "`rageval score --json`": [
+                py, "-m", "rageval", "score", qrels, run, "--k", "5,10", "--json",
+            ],
+            "rageval's object path (dicts + `score_rankings`, as before)": [
+                py, "-c", OBJECT_PATH_PROCESS, qrels, run,
+            ],
+            "`rageval score`, a 2-line file": [py, "-m", "rageval", "score", small_q, small_r],
+            "`rageval score --help`": [py, "-m", "rageval", "score", "--help"],
+            "`python -c pass` (interpreter start)": [py, "-c", "pass"],
+        }  # fmt: skip
+        runs: dict[str, list] = {name: [] for name in commands}
+        for _ in range(repeat):  # alternating: the machine's load hits every process alike
+            for name, argv in commands.items():
+                runs[name].append(process(argv))
+    names = list(commands)
+    want = json.loads(runs[names[0]][-1][2])
+    worst = 0.0
+    for name in names[1:3]:
+        got = json.loads(runs[name][-1][2])["metrics"]
+        worst = max(worst, *(abs(want[m] - got[SAME[m]]) for m in want))
     assert worst < 1e-9, f"means differ from pytrec_eval by {worst}"
     print(
         f"{n:,} queries x {depth} results ({lines:,} run lines), median of {repeat}; "
-        f"{os.cpu_count()} cores, Python {platform.python_version()}\n"
+        f"{os.cpu_count()} cores, Python {platform.python_version()}, "
+        f"load average {os.getloadavg()[0]:.1f}\n"
     )
     print("| process | CPU s | wall s |\n|---|---:|---:|")
-    rows = [
-        ("pytrec_eval: parse_qrel + parse_run + evaluate + mean", ref),
-        ("`rageval score --json`", ours),
-        ("`rageval score`, a 2-line file", small),
-        ("`rageval score --help`", help_),
-        ("`python -c pass` (interpreter start)", bare),
-    ]
-    for name, (w, c, _) in rows:
-        print(f"| {name} | {c:.2f} | {w:.2f} |")
-    print(f"\nspeed-up (CPU): {ref[1] / ours[1]:.1f}x; max diff of means {worst:.0e}")
+    for name in names:
+        wall, cpu = (statistics.median(r[i] for r in runs[name]) for i in range(2))
+        print(f"| {name} | {cpu:.2f} | {wall:.2f} |")
+    ref, ours = (statistics.median(r[1] for r in runs[name]) for name in names[:2])
+    print(f"\npytrec_eval / rageval score (CPU): {ref / ours:.2f}x; max diff of means {worst:.0e}")
 
 
 def main() -> None:

@@ -54,80 +54,58 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def parse_ks(text: str) -> tuple[int, ...]:
     """Parse ``"1,5,10"`` into cutoffs; anything else is a :class:`ConfigError`."""
     from rageval.errors import ConfigError
-    from rageval.scoring.metrics import check_ks
+    from rageval.scoring.file_scores import plain_ks
 
     parts = [p.strip() for p in text.split(",")]
     if not all(p.lstrip("-").isdecimal() for p in parts):
         raise ConfigError(f"--k takes comma-separated positive integers like 1,5,10, not {text!r}")
-    return check_ks(int(p) for p in parts)
+    ks = [int(p) for p in parts]
+    checked = plain_ks(ks)
+    if checked is None:
+        from rageval.scoring.metrics import check_ks
 
-
-def evaluated_queries(
-    qrels: dict[str, dict[str, int]], run_ids, complete: bool = False
-) -> list[str]:
-    """The queries trec_eval averages over: in both files, or every qrels query with ``-c``."""
-    return list(qrels) if complete else [q for q in qrels if q in run_ids]
+        return check_ks(ks)  # says what is wrong
+    return checked
 
 
 def handle(args: argparse.Namespace) -> int:
     """Score ``args.run`` against ``args.qrels`` and print the means; returns the exit code."""
     import json
     import sys
-    import warnings
 
-    from rageval.errors import InputError
-    from rageval.formats.trec import read_qrels, read_run
-    from rageval.scoring.metrics import score_rankings
-    from rageval.types import RankedList
+    from rageval.scoring.trec_files import score_trec_files
 
     ks = parse_ks(args.k)
-    qrels = read_qrels(args.qrels, fmt=getattr(args, "format", "auto"))
-    results = read_run(args.run)
-    if not any(g >= 1 for judged in qrels.values() for g in judged.values()):
-        raise InputError(
-            "no query has a relevant judgement (grade >= 1); nothing to score", path=args.qrels
-        )
     complete = bool(getattr(args, "complete", False))
-    query_ids = evaluated_queries(qrels, results, complete)
-    if not query_ids:
-        raise InputError(
-            f"no query of the run is judged in {args.qrels} (run ids like {next(iter(results))!r}, "
-            f"qrels ids like {next(iter(qrels))!r}); check that the files belong together, or "
-            "pass -c to score every judged query"
-        )
-    empty = RankedList((), ())
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        scores = score_rankings(query_ids, [results.get(q, empty) for q in query_ids], qrels, ks)
-    for warning in caught:
-        print(f"rageval: warning: {warning.message}", file=sys.stderr)
-    missing = sum(q not in results for q in qrels)
-    run_only = sum(q not in qrels for q in results)
-    if missing or run_only:
+    fmt = getattr(args, "format", "auto")
+    result = score_trec_files(args.qrels, args.run, ks, complete=complete, fmt=fmt)
+    for warning in result.warnings:
+        print(f"rageval: warning: {warning}", file=sys.stderr)
+    if result.missing or result.run_only:
         fate = "scored 0 (-c)" if complete else "not averaged; pass -c to score them 0"
         print(
-            f"rageval: note: {missing} judged queries have no results in the run ({fate}); "
-            f"{run_only} run-only queries ignored",
+            f"rageval: note: {result.missing} judged queries have no results in the run "
+            f"({fate}); {result.run_only} run-only queries ignored",
             file=sys.stderr,
         )
-    means = scores.mean()
+    means = result.means()
+    n_queries = len(result.query_ids)
     if args.json:
         averaging = "complete" if complete else "trec_eval"
-        out = {"queries": len(query_ids), "averaging": averaging, "metrics": means}
+        out = {"queries": n_queries, "averaging": averaging, "metrics": means}
         print(json.dumps(out, indent=2))
     else:
-        print(format_table(means, ks, len(query_ids)))
+        print(format_table(means, ks, n_queries))
     return 0
 
 
 def format_table(means: dict[str, float], ks: tuple[int, ...], n_queries: int) -> str:
     """A small aligned table: one row per metric, one column per k, then the query count."""
-    from rageval.scoring.metrics import METRICS
-
-    width = max(len(m) for m in METRICS)
+    metrics = list(dict.fromkeys(key.rpartition("@")[0] for key in means))
+    width = max(len(m) for m in metrics)
     header = "metric".ljust(width) + "".join(f"{'@' + str(k):>9}" for k in ks)
     lines = [header]
-    for metric in METRICS:
+    for metric in metrics:
         cells = "".join(f"{means[f'{metric}@{k}']:>9.4f}" for k in ks)
         lines.append(metric.ljust(width) + cells)
     lines.append(f"queries: {n_queries}")

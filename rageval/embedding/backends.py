@@ -5,8 +5,10 @@ int8. Anything but plain torch needs an exported copy of the model, written once
 ``<cache_dir>/models/<source fingerprint>-<backend>-<quantize>/`` and reused by every later run:
 
 - ``onnx``: the model exported to ONNX (sentence-transformers' ``backend="onnx"``, through
-  optimum); ``int8`` is ONNX Runtime's *dynamic* quantization (int8 weights, activations
-  quantized on the fly, kernels chosen for this CPU's instruction set).
+  optimum), its attention, layer-norm and GELU sub-graphs fused into ONNX Runtime's kernels;
+  ``int8`` is *dynamic quantization per token* (int8 weights per output column, each token's
+  activations scaled by their own largest value at run time: rageval.embedding.onnx_graph), so a
+  text's vector does not depend on its batch.
 - ``openvino``: the model exported to OpenVINO IR; ``int8`` compresses the weights to int8 (NNCF
   weight compression; activations stay float, no calibration data needed, so it runs offline).
 - ``static``: a model2vec static embedding distilled from the model (a vector per token of its
@@ -24,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import json
+import logging
 import os
 import shutil
 import time
@@ -39,6 +42,9 @@ from rageval.errors import ConfigError
 BACKENDS = ("torch", "onnx", "openvino", "static")
 QUANTIZE = ("none", "int8")
 EXPORT_FORMAT = 1
+# a backend whose export changed: its older exports are rebuilt, the others' stay valid
+# onnx 2: fused fp32 graph, per-token int8; onnx and openvino 2: may run without torch
+EXPORT_FORMATS = {"onnx": 2, "openvino": 2}
 STATIC_DIMS = 256  # PCA dimensions of a distilled static model
 
 # backend -> (module that must import, the rageval extra that installs it)
@@ -47,7 +53,19 @@ EXTRAS = {
     "openvino": ("optimum.intel", "openvino"),
     "static": ("model2vec", "static"),
 }
-_INT8_EXTRA = {"onnx": ("onnxruntime.quantization", "onnx"), "openvino": ("nncf", "openvino")}
+_INT8_EXTRA = {"onnx": ("onnx", "onnx"), "openvino": ("nncf", "openvino")}
+
+# what each export is, for export.json and the docs
+METHODS = {
+    ("onnx", "none"): "ONNX, fp32, attention/layer-norm/GELU fused for ONNX Runtime (BERT models)",
+    ("onnx", "int8"): "ONNX, dynamic int8 per token: int8 weights per output column, each "
+    "token's activations scaled by their own max |x| at run time (batch-independent)",
+    ("openvino", "none"): "OpenVINO IR; runs in the plugin's default precision (bf16 on CPUs "
+    "with AMX or AVX512-BF16, fp32 otherwise)",
+    ("openvino", "int8"): "OpenVINO IR, int8 weights (NNCF weight compression, asymmetric)",
+    ("static", "none"): f"model2vec static embedding, PCA to {STATIC_DIMS} dims, float32",
+    ("static", "int8"): f"model2vec static embedding, PCA to {STATIC_DIMS} dims, int8 table",
+}
 
 # A fixed probe set: short and long, prose and identifiers, so the measured distance covers
 # several padded lengths. Changing it changes EXPORT_FORMAT (the stored distances would differ).
@@ -180,19 +198,20 @@ def prepare(
         found = _read(final)  # another process finished it while this one waited
         if found is not None:
             return found
-        if final.exists():  # a folder without export.json: left by an older, interrupted layout
+        if final.exists():  # an older export format, or a folder left by an interrupted export
             shutil.rmtree(final, ignore_errors=True)
         tmp = final.parent / f".{final.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp"
         try:
             file_name = EXPORTERS[(backend, quantize)](source, tmp)
             distance = measure(tmp, file_name) if measure is not None else None
             info = {
-                "format": EXPORT_FORMAT,
+                "format": export_format(backend),
                 "backend": backend,
                 "quantize": quantize,
                 "source": str(source),
                 "source_fingerprint": source_fingerprint,
                 "file_name": file_name,
+                "method": METHODS.get((backend, quantize), ""),
                 "max_cosine_distance": distance,
                 "probe_texts": len(PROBE_TEXTS),
                 "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -209,12 +228,17 @@ def prepare(
         lock.release()
 
 
+def export_format(backend: str) -> int:
+    """The export layout version of ``backend``: an export of another version is rebuilt."""
+    return EXPORT_FORMATS.get(backend, EXPORT_FORMAT)
+
+
 def _read(folder: Path) -> Export | None:
     try:
         info = json.loads((folder / "export.json").read_text())
     except (OSError, ValueError):
         return None
-    if info.get("format") != EXPORT_FORMAT:
+    if info.get("format") != export_format(str(info.get("backend"))):
         return None
     d = info.get("max_cosine_distance")
     return Export(folder, info.get("file_name"), None if d is None else float(d), info)
@@ -230,23 +254,6 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def onnx_int8_target() -> str:
-    """The ONNX Runtime quantization preset for this CPU (its fastest int8 instructions)."""
-    import platform
-
-    if platform.machine().lower() in ("arm64", "aarch64"):
-        return "arm64"
-    try:
-        flags = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        flags = ""
-    if "avx512_vnni" in flags:
-        return "avx512_vnni"
-    if "avx512f" in flags:
-        return "avx512"
-    return "avx2"
-
-
 def _st(source: Path, backend: str, **kw):
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -255,30 +262,62 @@ def _st(source: Path, backend: str, **kw):
 
     hf_logging.disable_progress_bar()
     hf_logging.set_verbosity_error()
-    return SentenceTransformer(str(source), backend=backend, device="cpu", **kw)
+    # sentence-transformers logs "exporting ..." and advises saving the export into the source
+    # folder (site-packages for the packaged model): rageval saves it into its cache itself
+    st_log = logging.getLogger("sentence_transformers")
+    level = st_log.level
+    st_log.setLevel(logging.ERROR)
+    try:
+        return SentenceTransformer(str(source), backend=backend, device="cpu", **kw)
+    finally:
+        st_log.setLevel(level)
+
+
+def _model_type(folder: Path) -> str:
+    try:
+        return str(json.loads((folder / "config.json").read_text()).get("model_type", ""))
+    except (OSError, ValueError):
+        return ""
 
 
 @exporter("onnx", "none")
 def _export_onnx(source: Path, target: Path) -> str:
-    _st(source, "onnx").save_pretrained(str(target))
+    from rageval.embedding.onnx_graph import fuse_transformer
+
+    model = _st(source, "onnx")
+    model.save_pretrained(str(target))
+    fuse_transformer(target / "onnx" / "model.onnx", _model_type(target))
+    _record_runner(model, target)
     return "onnx/model.onnx"
+
+
+def _record_runner(model, target: Path) -> None:
+    from rageval.embedding import runner
+
+    found = runner.matches_sentence_transformers(model, target, PROBE_TEXTS)
+    runner.write_runner(target, found)
 
 
 @exporter("onnx", "int8")
 def _export_onnx_int8(source: Path, target: Path) -> str:
-    from sentence_transformers.backend import export_dynamic_quantized_onnx_model
+    from rageval.embedding.onnx_graph import int8_weight_max, quantize_per_token
 
     model = _st(source, "onnx")
     model.save_pretrained(str(target))
-    preset = onnx_int8_target()
-    export_dynamic_quantized_onnx_model(model, preset, str(target))
-    (target / "onnx" / "model.onnx").unlink()  # only the quantized graph is ever loaded
-    return f"onnx/model_qint8_{preset}.onnx"
+    _record_runner(model, target)
+    plain = target / "onnx" / "model.onnx"
+    name = "onnx/model_int8_per_token.onnx"
+    # the unfused graph: its Q, K and V are plain MatMuls that quantize like the others
+    quantize_per_token(plain, target / name, weight_max=int8_weight_max())
+    plain.unlink()  # only the quantized graph is ever loaded
+    return name
 
 
 @exporter("openvino", "none")
 def _export_openvino(source: Path, target: Path) -> str:
-    _st(source, "openvino").save_pretrained(str(target))
+    model = _st(source, "openvino")
+    model.save_pretrained(str(target))
+    _record_runner(model, target)
     return "openvino/openvino_model.xml"
 
 
@@ -287,7 +326,9 @@ def _export_openvino_int8(source: Path, target: Path) -> str:
     import nncf
     import openvino as ov
 
-    _st(source, "openvino").save_pretrained(str(target))
+    model = _st(source, "openvino")
+    model.save_pretrained(str(target))
+    _record_runner(model, target)
     xml = target / "openvino" / "openvino_model.xml"
     compressed = nncf.compress_weights(ov.Core().read_model(str(xml)))  # int8, asymmetric
     name = "openvino/openvino_model_int8_weights.xml"
@@ -328,11 +369,21 @@ def load(export: Export, backend: str):
     if backend == "onnx":
         import onnxruntime
 
+        from rageval.embedding import runner
+
         # idle threads sleep instead of spinning: the same speed, less CPU taken from the
         # other jobs of a sweep (or the other users of a shared machine)
         options = onnxruntime.SessionOptions()
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        if export.file_name and runner.runs_direct(export.path):
+            # tokenizer.json + ONNX Runtime + numpy: no torch or sentence-transformers import
+            return runner.DirectEncoderModel(export.path, export.file_name, "onnx", options)
         model_kwargs["session_options"] = options
+    if backend == "openvino" and export.file_name:
+        from rageval.embedding import runner
+
+        if runner.runs_direct(export.path):
+            return runner.DirectEncoderModel(export.path, export.file_name, "openvino")
     return _st(export.path, backend, model_kwargs=model_kwargs)
 
 

@@ -16,9 +16,9 @@ row alone, for any shape and thread count, at no measured cost. ``import rageval
 torch was imported first, which :func:`warn_if_mkl_unpinned` then reports once.
 
 Every sentence-transformers backend (torch, ONNX Runtime, OpenVINO) takes the same features and
-goes through here. ONNX Runtime's dynamic int8 scales activations over the whole batch, so the
-encoder runs that backend one text per batch; ONNX Runtime and OpenVINO otherwise keep every
-row's bits at any batch shape and thread count.
+goes through here. ONNX Runtime and OpenVINO keep every row's bits at any batch shape and thread
+count; rageval's ONNX int8 scales each token's activations by that token's own values
+(rageval.embedding.onnx_graph), so it batches like the others.
 """
 
 from __future__ import annotations
@@ -54,21 +54,20 @@ def warn_if_mkl_unpinned() -> None:
 def encode_stable(
     model, texts: Sequence[str], batch_size: int, progress: Callable[[int], None] | None = None
 ) -> np.ndarray:
-    """L2-normalised float32 vectors of ``texts`` from a sentence-transformers ``model``; each row
-    depends on its text alone. Models that do not pad tokens use their own ``encode``.
+    """L2-normalised float32 vectors of ``texts`` from a sentence-transformers ``model`` (or a
+    model with its interface whose features are numpy arrays, rageval.embedding.runner);
+    each row depends on its text alone. Models that do not pad tokens use their own ``encode``.
     ``progress(n)`` is called after each batch with the number of texts it encoded."""
-    import torch
-
     preprocess = getattr(model, "preprocess", None) or model.tokenize  # tokenize before ST 6
     features = preprocess(list(texts))
     mask = features.get("attention_mask") if isinstance(features, Mapping) else None
     cap = getattr(model, "max_seq_length", None)
-    if not texts or not torch.is_tensor(mask) or mask.dim() != 2 or not cap:
+    if not texts or not _is_matrix(mask) or not cap:
         vec = _encode(model, texts, batch_size)
         if progress is not None:
             progress(len(texts))
         return vec
-    lengths = mask.sum(dim=1).tolist()
+    lengths = [int(n) for n in mask.sum(1).tolist()]
     width = [min(-(-n // BUCKET) * BUCKET, max(int(cap), n)) for n in lengths]
     pad_id = getattr(getattr(model, "tokenizer", None), "pad_token_id", None) or 0
     device = getattr(model, "device", None)
@@ -82,9 +81,7 @@ def encode_stable(
                 k: _fit(v, rows, w, pad_id if k == "input_ids" else 0, device)
                 for k, v in features.items()
             }
-            with torch.inference_mode():
-                emb = model(batch)["sentence_embedding"]
-                emb = torch.nn.functional.normalize(emb.float(), p=2, dim=1).cpu().numpy()
+            emb = _run(model, batch)
             if out is None:
                 out = np.empty((len(texts), emb.shape[1]), dtype=np.float32)
             out[rows] = emb
@@ -93,8 +90,35 @@ def encode_stable(
     return out  # type: ignore[return-value]  (texts is not empty)
 
 
+def _is_matrix(value) -> bool:
+    if isinstance(value, np.ndarray):
+        return value.ndim == 2
+    import torch
+
+    return torch.is_tensor(value) and value.dim() == 2
+
+
+def _run(model, batch) -> np.ndarray:
+    """One batch through ``model``: unit-length float32 rows."""
+    if isinstance(batch.get("attention_mask"), np.ndarray):  # a numpy model: no torch at all
+        emb = np.asarray(model(batch)["sentence_embedding"], dtype=np.float32)
+        return emb / np.maximum(np.linalg.norm(emb, axis=1, keepdims=True), 1e-12)
+    import torch
+
+    with torch.inference_mode():
+        emb = model(batch)["sentence_embedding"]
+        return torch.nn.functional.normalize(emb.float(), p=2, dim=1).cpu().numpy()
+
+
 def _fit(value, rows: list[int], width: int, pad: int, device):
     """``value``'s ``rows``, cut or padded to ``width`` columns (non-token entries as they are)."""
+    if isinstance(value, np.ndarray):
+        if value.ndim != 2:
+            return value
+        value = value[rows]
+        if value.shape[1] >= width:
+            return value[:, :width]
+        return np.pad(value, ((0, 0), (0, width - value.shape[1])), constant_values=pad)
     import torch
 
     if not torch.is_tensor(value) or value.dim() != 2:

@@ -131,6 +131,9 @@ class SentenceTransformerEncoder:
             self._fingerprint = self.source_fingerprint
         else:
             variant = {**settings, "backend": backend, "quantize": quantize}
+            if backends.export_format(backend) != backends.EXPORT_FORMAT:
+                # another export layout computes other vectors: never mixed with the older ones
+                variant["export_format"] = backends.export_format(backend)
             self._fingerprint = model_fingerprint(self.model_path, variant, memo)
         self._export: backends.Export | None = None
         self.cache = EmbeddingCache(self.cache_dir, self._fingerprint)
@@ -165,12 +168,6 @@ class SentenceTransformerEncoder:
         return self._prepare().max_cosine_distance
 
     @property
-    def batch_independent_size(self) -> int:
-        """The batch size the backend runs: dynamic int8 ONNX scales activations over the whole
-        batch, so it runs one text at a time to keep each vector its text's alone."""
-        return 1 if (self.backend, self.quantize) == ("onnx", "int8") else self.batch_size
-
-    @property
     def max_seq_length(self) -> int | None:
         """From sentence_bert_config.json, without loading the model."""
         cfg = self.model_path / "sentence_bert_config.json"
@@ -184,10 +181,14 @@ class SentenceTransformerEncoder:
         """Vector length, read from the model folder without loading the model when it can be."""
         cfg = self.model_path / "1_Pooling" / "config.json"
         try:
-            source = int(json.loads(cfg.read_text())["word_embedding_dimension"])
-        except (OSError, ValueError, KeyError):
+            pooling = json.loads(cfg.read_text())
+            # the key before and after sentence-transformers 5.6
+            source = int(pooling.get("word_embedding_dimension") or pooling["embedding_dimension"])
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             if self.backend == "static":
                 return int(self._load().dim)
+            if self.backend != "torch":  # a direct runner has no dimension method: ask torch's
+                return int(_torch_model(self.model_path, "cpu").get_sentence_embedding_dimension())
             return int(self._load().get_sentence_embedding_dimension())
         return min(source, backends.STATIC_DIMS) if self.backend == "static" else source
 
@@ -241,7 +242,7 @@ class SentenceTransformerEncoder:
             if progress is not None:
                 progress(len(texts))
             return vec
-        return encode_stable(model, texts, self.batch_independent_size, progress=progress)
+        return encode_stable(model, texts, self.batch_size, progress=progress)
 
     def close(self) -> None:
         """Drop the loaded model (the cache and the export stay on disk)."""

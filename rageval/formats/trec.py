@@ -14,7 +14,8 @@
 Both readers are vectorised (numpy over the whole file's bytes), so a run of millions of lines
 reads in about a second. Every problem in a file is an :class:`~rageval.errors.InputError` naming
 the file and line. Writes are atomic (:mod:`rageval.formats.atomic`): a reader sees the old file or
-the new one. numpy is imported only by the readers, so importing this module stays cheap.
+the new one. numpy is imported only by the readers (and the atomic writer by the writers), so
+importing this module stays cheap.
 """
 
 from __future__ import annotations
@@ -26,8 +27,6 @@ from pathlib import Path
 from typing import Any
 
 from rageval.errors import InputError
-from rageval.formats.atomic import atomic_write_text
-from rageval.formats.textio import read_text
 from rageval.ranking import order_like_trec_eval  # noqa: F401 (re-exported)
 from rageval.types import Qrels, RankedList
 
@@ -97,7 +96,7 @@ def _space_table() -> Any:
     return table
 
 
-def _read_bytes(path: str | os.PathLike) -> bytes:
+def read_bytes(path: str | os.PathLike) -> bytes:
     """The file's bytes, a byte-order mark dropped; UTF-8 checked (with the line of a bad byte)."""
     try:
         data = Path(path).read_bytes()
@@ -105,13 +104,18 @@ def _read_bytes(path: str | os.PathLike) -> bytes:
         raise InputError(f"cannot read the file: {err.strerror or err}", path=str(path)) from None
     if data.isascii():  # the usual case, checked in C without decoding
         return data
+    from rageval.formats.textio import read_text
+
     return read_text(path).encode()
 
 
 def _split_fields(path: str | os.PathLike) -> _Fields:
+    return _split_data(read_bytes(path) + b"\n")  # a final newline ends every field
+
+
+def _split_data(data: bytes) -> _Fields:
     import numpy as np
 
-    data = _read_bytes(path) + b"\n"  # a final newline ends every field
     buf = np.frombuffer(data, dtype=np.uint8)
     is_space = _space_table()[buf]
     before = np.concatenate(([True], is_space[:-1]))
@@ -125,6 +129,80 @@ def _split_fields(path: str | os.PathLike) -> _Fields:
     keep[keep] = buf[starts[offset[keep]]] != ord("#")  # comment lines
     number = np.flatnonzero(keep) + 1
     return _Fields(data, buf, starts, ends, offset[keep], count[keep], number)
+
+
+@dataclass(frozen=True)
+class Columns:
+    """Some fields of every data line of a file, located but not decoded (see :func:`columns`).
+
+    Field ``j`` of data line ``i`` is bytes ``starts[j][i] : starts[j][i] + lengths[j][i]`` of
+    ``padded``, the file's bytes followed by 8 to 15 zero bytes, a multiple of 8 in all (so that
+    :meth:`words` may read it as aligned 64-bit words, one past any field start).
+    """
+
+    padded: Any
+    starts: dict[int, Any]
+    lengths: dict[int, Any]
+
+    def words(self, j: int, n_words: int = 0) -> Any:
+        """Field ``j`` of every line as rows of little-endian 64-bit words, zero-padded to
+        ``max(n_words, words of the longest field)`` words: equal rows are equal fields (a field
+        holds no NUL byte), so rows compare, hash and join without a Python string per line."""
+        import numpy as np
+
+        starts, lengths = self.starts[j], self.lengths[j]
+        longest = int(lengths.max()) if len(lengths) else 0
+        n_words = max(n_words, (longest + 7) // 8, 1)
+        aligned = self.padded.view("<u8")  # 8 bytes at s: two aligned words, shifted and joined
+        masks = np.array([(1 << (8 * i)) - 1 for i in range(9)], dtype=np.uint64)
+        shift = (starts & 7).astype(np.uint64) * np.uint64(8)
+        back = np.uint64(63) - shift  # (x << 1) << (63 - shift): no shift by 64
+        out = np.empty((len(starts), n_words), dtype="<u8")
+        for w in range(n_words):
+            at = np.minimum((starts >> 3) + w, len(aligned) - 2)  # past a field's end its mask is 0
+            word = (aligned[at] >> shift) | ((aligned[at + 1] << np.uint64(1)) << back)
+            out[:, w] = word & masks[np.clip(lengths - 8 * w, 0, 8)]
+        return out
+
+
+def columns(path: str | os.PathLike, n_fields: int, wanted: Sequence[int], exact: bool):
+    """Locate fields ``wanted`` of every data line of a TREC file, or None when some data line
+    has fewer than ``n_fields`` fields (other than ``n_fields`` with ``exact``): the callers then
+    read the file with :func:`read_run` / :func:`read_qrels`, which name the line.
+
+    Comment and blank lines are skipped as by the readers. A file whose every line holds exactly
+    ``n_fields`` fields split by single spaces or tabs (what programs write) is located in a
+    few passes over its bytes; any other layout goes through the general splitter.
+    """
+    import numpy as np
+
+    data = read_bytes(path)
+    if not data.endswith(b"\n"):
+        data += b"\n"  # a final newline ends every field
+    padded = np.frombuffer(data + bytes(16 - len(data) % 8), dtype=np.uint8)
+    buf = padded[: len(data)]
+    space = np.subtract(buf, 9, dtype=np.uint8) < 5  # \t \n \v \f \r
+    space |= buf == 32
+    seps = np.flatnonzero(space)
+    n = data.count(b"\n")
+    if len(seps) == n * n_fields and seps[0] > 0 and bool((np.diff(seps) > 1).all()):
+        # no empty field anywhere; each line n_fields fields if its last one ends the line
+        grid = seps.reshape(n, n_fields)  # the byte after each field, by line
+        line_start = np.concatenate(([0], grid[:-1, -1] + 1))
+        if bool((buf[grid[:, -1]] == 10).all()) and not bool((buf[line_start] == 35).any()):
+            starts = {j: grid[:, j - 1] + 1 if j else line_start for j in wanted}
+            return Columns(padded, starts, {j: grid[:, j] - starts[j] for j in wanted})
+    f = _split_data(data)
+    if not len(f.count) or (
+        bool((f.count != n_fields).any()) if exact else bool((f.count < n_fields).any())
+    ):
+        return None
+    at = {j: f.offset + j for j in wanted}
+    return Columns(
+        padded,
+        {j: f.starts[t] for j, t in at.items()},
+        {j: f.ends[t] - f.starts[t] for j, t in at.items()},
+    )
 
 
 def _bad_line(f: _Fields, i: int, message: str, where: str) -> InputError:
@@ -408,6 +486,8 @@ def write_qrels(path: str | os.PathLike, qrels: Qrels) -> None:
 
 
 def _write_atomic(path: str | os.PathLike, text: str) -> None:
+    from rageval.formats.atomic import atomic_write_text  # imported by writers only
+
     try:
         atomic_write_text(path, text)
     except OSError as err:

@@ -184,12 +184,15 @@ def grade_matrix(
         if gc_was_enabled:
             gc.enable()
     rows, first_rank = np.frombuffer(hits, dtype=np.int64), np.frombuffer(firsts, dtype=np.int64)
-    ideal, n_relevant = _ideal(np.frombuffer(pool), np.frombuffer(sizes, dtype=np.int64), depth)
+    sizes_array = np.frombuffer(sizes, dtype=np.int64)
+    ideal, n_relevant = ideal_grades(np.frombuffer(pool), sizes_array, depth)
     grades = np.frombuffer(top).reshape(len(rows), depth)
     return GradeMatrix(grades, ideal, n_relevant, first_rank[rows]), rows, first_rank, n_dup
 
 
-def _ideal(grades: np.ndarray, sizes: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
+def ideal_grades(
+    grades: np.ndarray, sizes: np.ndarray, depth: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Per query (its ``sizes[i]`` grades in a row): relevant grades sorted descending and cut at
     ``depth``, and how many there are."""
     owner = np.repeat(np.arange(len(sizes)), sizes)

@@ -226,7 +226,25 @@ def test_joblib_sweep_as_a_subprocess_from_another_directory(mini, shared_cache,
     assert sum(r.data.tags.get("mlflow.parentRunId") == parent for r in runs) == 4
 
 
-def test_bad_override_and_bad_input_exit_2_with_one_line(mini, shared_cache, tmp_path):
+def run_main(args, cwd, monkeypatch, capfd, env_extra=None):
+    """``python -m rageval ARGS`` in this process (what the subprocess would run, without paying
+    for a new interpreter and its imports): exit code, and everything written to fds 1 and 2."""
+    from rageval.cli.main import main
+
+    monkeypatch.chdir(cwd)
+    for name, value in (env_extra or {}).items():
+        monkeypatch.setenv(name, value)
+    try:
+        code = main(args)
+    except SystemExit as exit_:  # a failed single run exits, as `python -m rageval` would
+        code = exit_.code
+    out, err = capfd.readouterr()
+    return subprocess.CompletedProcess(args, code, out, err)
+
+
+def test_bad_override_and_bad_input_exit_2_with_one_line(
+    mini, shared_cache, tmp_path, monkeypatch, capfd
+):
     bad = tmp_path / "bad.jsonl"
     bad.write_text(
         '{"id": "q1", "query": "x", "evidence": [{"doc": "faq", "quote": "nowhere in the faq"}]}\n'
@@ -234,12 +252,13 @@ def test_bad_override_and_bad_input_exit_2_with_one_line(mini, shared_cache, tmp
     args = mini_args(
         mini, shared_cache, tmp_path, f"dataset.golden={bad}", f"hydra.run.dir={tmp_path / 'r'}"
     )
-    proc = run_cli(args, cwd=tmp_path)
+    proc = run_main(args, tmp_path, monkeypatch, capfd)
     assert proc.returncode == 2
     assert f"rageval: error: {bad}:1: query 'q1': evidence[0] quote not found" in proc.stderr
     assert "Traceback" not in proc.stderr
     assert not (tmp_path / "r" / "report.json").exists()
-    proc = run_cli([*mini_args(mini, shared_cache, tmp_path), "chunk=-5"], cwd=tmp_path)
+    args = [*mini_args(mini, shared_cache, tmp_path), "chunk=-5"]
+    proc = run_main(args, tmp_path, monkeypatch, capfd)
     assert (
         proc.returncode == 2
         and "chunk must be >= 0" in proc.stderr
@@ -248,23 +267,21 @@ def test_bad_override_and_bad_input_exit_2_with_one_line(mini, shared_cache, tmp
 
 
 def test_a_secret_on_the_command_line_never_reaches_mlflow_or_the_console(
-    mini, shared_cache, tmp_path
+    mini, shared_cache, tmp_path, monkeypatch, capfd
 ):
     secret = "sk-live-9f8e7d6c5b4a"
     env_secret = "env-secret-0a1b2c3d4e"
     out = tmp_path / "run"
-    proc = run_cli(
-        mini_args(
-            mini,
-            shared_cache,
-            tmp_path,
-            f"+dataset.api_token={secret}",
-            f"+mlflow.password={secret}",
-            f"hydra.run.dir={out}",
-        ),
-        cwd=tmp_path,
-        env_extra={"AZURE_SEARCH_API_KEY": env_secret},
+    args = mini_args(
+        mini,
+        shared_cache,
+        tmp_path,
+        f"+dataset.api_token={secret}",
+        f"+mlflow.password={secret}",
+        f"hydra.run.dir={out}",
     )
+    env = {"AZURE_SEARCH_API_KEY": env_secret}
+    proc = run_main(args, tmp_path, monkeypatch, capfd, env_extra=env)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert secret not in proc.stdout + proc.stderr
     rep = json.loads((out / "report.json").read_text())

@@ -61,19 +61,22 @@ def test_the_same_config_twice_gives_bit_identical_reports(mini, tmp_path):
     assert report["counts"]["texts_embedded"] == 0 and report["metrics"]["ndcg@5"] > 0
 
 
+N_DOCS = 20  # every length from 10 to 220 words: short ones are one chunk at 128 and at 256
+
+
 def synthetic(tmp_path: Path) -> tuple[Path, Path]:
-    """60 documents of 10 to 220 words (about as many tokens), a golden set of document labels."""
+    """20 documents of 10 to 220 words (about as many tokens), a golden set of document labels."""
     rng = random.Random(5)
     corpus, golden = tmp_path / "corpus", tmp_path / "golden.jsonl"
     corpus.mkdir()
-    for i in range(60):
-        words = [rng.choice(WORDS) for _ in range(10 + 210 * i // 59)]
+    for i in range(N_DOCS):
+        words = [rng.choice(WORDS) for _ in range(10 + 210 * i // (N_DOCS - 1))]
         (corpus / f"doc{i:02}.md").write_text(" ".join(words) + "\n")
     lines = [
         {
             "id": f"q{i}",
             "query": " ".join(rng.sample(WORDS, 4)),
-            "relevant_docs": [f"doc{7 * i:02}"],
+            "relevant_docs": [f"doc{7 * i % N_DOCS:02}"],
         }
         for i in range(8)
     ]

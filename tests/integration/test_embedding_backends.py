@@ -104,3 +104,37 @@ def test_int8_is_a_different_model_for_the_guard(cache):
     assert 1e-4 < measured < 0.1 and 1 - np.einsum("ij,ij->i", ref, got).min() < 0.1
     with pytest.raises(IndexMismatchError):
         check_query_model(torch_enc, int8_enc, allow=False)
+
+
+@pytest.mark.parametrize(
+    ("backend", "quantize"), [("onnx", "none"), ("onnx", "int8"), ("openvino", "none")]
+)
+def test_onnx_and_openvino_run_without_torch_and_equal_the_sentence_transformers_path(
+    cache, backend, quantize
+):
+    import subprocess
+    import sys
+
+    from rageval.embedding import runner
+
+    enc = _fresh(cache, backend, quantize)
+    export = enc._prepare()
+    plan = runner.read_runner(export.path)
+    assert plan == {"direct": True, "max_seq_length": 256, "pooling": "mean", "normalize": True}
+    direct = enc._vectors(enc._load(), TEXTS + [""])
+    assert isinstance(enc._load(), runner.DirectEncoderModel)
+    st = backends._st(export.path, backend, model_kwargs={"file_name": export.file_name})
+    via_st = enc._vectors(st, TEXTS + [""])
+    assert np.abs(direct - via_st).max() < 1e-6
+    # a run on a ready export never imports torch, transformers or sentence-transformers
+    code = (
+        "import sys, pathlib, tempfile\n"
+        "from rageval.embedding import SentenceTransformerEncoder\n"
+        f"e = SentenceTransformerEncoder(cache_dir={str(cache)!r}, backend={backend!r}, "
+        f"quantize={quantize!r}, progress=False)\n"
+        "e.cache.dir = pathlib.Path(tempfile.mkdtemp())\n"
+        "assert e.encode_documents(['a text', 'another']).shape == (2, 384)\n"
+        "print(sorted({'torch', 'transformers', 'sentence_transformers'} & set(sys.modules)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -51,12 +51,20 @@ def run_group(args, cwd, env_extra=None, timeout=300) -> subprocess.CompletedPro
 
 
 def stop_group(pgid: int) -> None:
+    """SIGTERM the group, then SIGKILL whatever is left of it after 5 s (waiting only as long as
+    some process of the group lives)."""
     for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 0.0)):
         try:
             os.killpg(pgid, sig)
         except ProcessLookupError:
             return
-        time.sleep(wait)
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(pgid, 0)  # anyone left?
+            except ProcessLookupError:
+                return
+            time.sleep(0.1)
 
 
 def runs_of(uri, experiment):
@@ -107,9 +115,10 @@ def parent_and_children(runs, experiment):
     return parents[0], children
 
 
-def test_a_2x2_sweep_on_a_local_ray_cluster_logs_every_run_under_the_parent(
+def test_a_sweep_on_a_local_ray_cluster_logs_every_run_under_the_parent(
     mini, shared_cache, tmp_path
 ):
+    # two jobs on two CPUs: one wave of workers (the ray_cluster test below runs two more)
     sweep = tmp_path / "sweep"
     args = sweep_args(
         mini / "corpus",
@@ -123,22 +132,20 @@ def test_a_2x2_sweep_on_a_local_ray_cluster_logs_every_run_under_the_parent(
         "+hydra.launcher.ray.init.num_cpus=2",
         "+hydra.launcher.ray.init.include_dashboard=false",
         "chunk=32,64",
-        "search=vector,bm25",
+        "search=vector",
     )
     res = loopback_sweep(args, tmp_path)
     assert res["returncode"] == 0, res["stderr"][-3000:]
-    assert "Sweep of 4 jobs (0 failed)" in res["stdout"]
+    assert "Sweep of 2 jobs (0 failed)" in res["stdout"]
     parent, children = parent_and_children(res["runs"], "ray-local")
     assert {(r["params"]["chunk"], r["params"]["search"]) for r in children} == {
         ("32", "vector"),
-        ("32", "bm25"),
         ("64", "vector"),
-        ("64", "bm25"),
     }
     assert all(r["status"] == "FINISHED" for r in [parent, *children])
     assert {r["tags"]["rageval.sweep_id"] for r in children} == {str(sweep)}
     assert "leaderboard.md" in parent["artifacts"]
-    assert all((sweep / str(i) / "report.json").is_file() for i in range(4))
+    assert all((sweep / str(i) / "report.json").is_file() for i in range(2))
 
 
 def test_a_sweep_on_a_running_ray_cluster_from_another_folder(mini, shared_cache, tmp_path):

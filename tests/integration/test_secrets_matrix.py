@@ -103,16 +103,25 @@ def _args_env(tmp_path: Path, *extra: str) -> tuple[list[str], dict]:
     return [*flags, *args, *(e for e in extra if not e.startswith("-"))], env
 
 
-def _run(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
+def _start(tmp_path: Path, *extra: str) -> subprocess.Popen:
     args, env = _args_env(tmp_path, *extra)
-    return subprocess.run(
+    return subprocess.Popen(
         [sys.executable, "-m", "rageval", *args],
         cwd=tmp_path,
         env=env,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=600,
     )
+
+
+def _finish(proc: subprocess.Popen) -> subprocess.CompletedProcess:
+    try:
+        out, err = proc.communicate(timeout=600)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
 def _files(folder: Path, name: str) -> str:
@@ -123,21 +132,25 @@ def _files(folder: Path, name: str) -> str:
 def outputs(tmp_path_factory) -> dict[str, str]:
     tmp = tmp_path_factory.mktemp("secrets")
     sweep = tmp / "sweep"
-    proc = _run(tmp, "-m", "chunk=40,56", f"hydra.sweep.dir={sweep}")
+    # three independent processes (the failed and crashed runs log nothing to MLflow), run at once
+    started = [
+        _start(tmp, "-m", "chunk=40,56", f"hydra.sweep.dir={sweep}"),
+        _start(
+            tmp,
+            f"dataset.golden={tmp / 'missing.jsonl'}",
+            "mlflow.enabled=false",
+            f"hydra.run.dir={tmp / 'failed'}",
+        ),
+        _start(
+            tmp,
+            "backend._target_=fakes.crashing.CrashingRetriever",
+            "mlflow.enabled=false",
+            f"hydra.run.dir={tmp / 'crashed'}",
+        ),
+    ]
+    proc, failed, crashed = map(_finish, started)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    failed = _run(
-        tmp,
-        f"dataset.golden={tmp / 'missing.jsonl'}",
-        "mlflow.enabled=false",
-        f"hydra.run.dir={tmp / 'failed'}",
-    )
     assert failed.returncode == 2, failed.stderr[-3000:]
-    crashed = _run(
-        tmp,
-        "backend._target_=fakes.crashing.CrashingRetriever",
-        "mlflow.enabled=false",
-        f"hydra.run.dir={tmp / 'crashed'}",
-    )
     assert crashed.returncode != 0 and "boom" in crashed.stderr, crashed.stderr[-3000:]
 
     from mlflow.tracking import MlflowClient

@@ -77,6 +77,19 @@ def start_mlflow(workdir: Path) -> tuple[subprocess.Popen, str]:
             time.sleep(0.5)
 
 
+def wait_for_port(port: int, proc: subprocess.Popen, timeout: float = 120) -> None:
+    """Until something listens on 127.0.0.1:port (the Ray head's GCS: ``ray.init`` then waits
+    for the node itself), or fail if ``proc`` died or the deadline passed."""
+    deadline = time.time() + timeout
+    while True:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        if proc.poll() is not None or time.time() > deadline:
+            raise SystemExit(f"the Ray head did not listen on port {port}")
+        time.sleep(0.2)
+
+
 def dump_runs(url: str) -> list[dict]:
     from mlflow.tracking import MlflowClient
 
@@ -140,7 +153,7 @@ def main() -> None:
                 stderr=subprocess.DEVNULL,
             )
             env["RAY_ADDRESS"] = f"127.0.0.1:{port}"
-            time.sleep(8)
+            wait_for_port(port, head)
         args = [arg.replace("{MLFLOW}", url) for arg in a.args if arg != "--"]
         sweep = subprocess.Popen(
             [sys.executable, "-m", "rageval", *args],

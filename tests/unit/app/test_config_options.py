@@ -94,6 +94,9 @@ def test_the_ray_cluster_launcher_option_composes():
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
 
+    from rageval.app.config import register_resolvers
+
+    register_resolvers()  # the schema conf/config.yaml extends: run first, nothing else did it
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         cfg = hydra_compose("config", ["hydra/launcher=ray_cluster"], return_hydra_config=True)
     assert cfg.hydra.launcher.ray.remote.num_cpus == 1

@@ -37,7 +37,7 @@ def test_a_bad_backend_or_quantization_names_the_valid_values(tmp_path, backend,
     ("backend", "quantize", "missing", "extra"),
     [
         ("onnx", "none", "optimum.onnxruntime", "onnx"),
-        ("onnx", "int8", "onnxruntime.quantization", "onnx"),
+        ("onnx", "int8", "onnx", "onnx"),
         ("openvino", "none", "optimum.intel", "openvino"),
         ("openvino", "int8", "nncf", "openvino"),
         ("static", "none", "model2vec", "static"),
@@ -219,3 +219,36 @@ def test_vectors_that_may_not_agree_are_refused(query):
         check_query_model(index, query, allow=False)
     with pytest.warns(UserWarning, match="different embedding models"):
         assert isinstance(check_query_model(index, query, allow=True), PairedEncoder)
+
+
+def test_an_export_of_an_older_format_is_rebuilt_and_the_others_kept(tmp_path, monkeypatch):
+    built = []
+
+    def fake(source, target):
+        built.append(target.name)
+        target.mkdir(parents=True)
+        (target / "m.bin").write_bytes(b"new")
+        return "m.bin"
+
+    for backend in ("onnx", "static"):
+        monkeypatch.setitem(backends.EXPORTERS, (backend, "none"), fake)
+        old = backends.export_dir(tmp_path, "c" * 64, backend, "none")
+        old.mkdir(parents=True)
+        (old / "m.bin").write_bytes(b"old")
+        info = {"format": 1, "backend": backend, "file_name": "m.bin", "max_cosine_distance": 0}
+        (old / "export.json").write_text(json.dumps(info))
+    assert backends.export_format("onnx") > 1 == backends.export_format("static")
+    onnx = backends.prepare(Path("/src"), "c" * 64, "onnx", "none", tmp_path)
+    static = backends.prepare(Path("/src"), "c" * 64, "static", "none", tmp_path)
+    assert (onnx.path / "m.bin").read_bytes() == b"new" and len(built) == 1
+    assert json.loads((onnx.path / "export.json").read_text())["format"] == 2
+    assert (static.path / "m.bin").read_bytes() == b"old"
+
+
+@pytest.mark.parametrize("key", ["word_embedding_dimension", "embedding_dimension"])
+def test_dims_are_read_from_either_pooling_config_format(tmp_path, key):
+    model = tmp_path / "model"
+    (model / "1_Pooling").mkdir(parents=True)
+    (model / "1_Pooling" / "config.json").write_text(json.dumps({key: 12}))
+    enc = SentenceTransformerEncoder(model=str(model), cache_dir=str(tmp_path), backend="onnx")
+    assert enc.dim == 12 and not enc.model_loaded
