@@ -170,7 +170,8 @@ class StudySummary:
             "best configuration and the baseline's were each scored on every golden query after "
             "the search; the holdout queries took no part in choosing the best.",
             "",
-            f"- **Optimism**: {self.optimism_line()}. The best's tune score overstates what it "
+            f"- **Optimism** {self.optimism_line().removeprefix('optimism ')}. The best's tune "
+            "score overstates what it "
             "does on new queries by this much; the baseline's own gap is what the two query "
             "sets differ by without any tuning.",
             f"- **Holdout test**: {self.verdict()}.",
