@@ -59,31 +59,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="YAML file with endpoint settings: the option names below in snake_case "
         "(retries: max_retries)",
     )
-    e = p.add_argument_group("endpoint (OpenAI, Azure OpenAI, vLLM, Ollama)")
-    e.add_argument(
-        "--base-url",
-        help="e.g. https://api.openai.com/v1, http://localhost:11434/v1, https://<resource>.openai.azure.com",
-    )
-    e.add_argument("--model", help="model name (the deployment name for --api-style azure)")
-    e.add_argument(
-        "--api-style", choices=API_STYLES, help="URL and key header style (default openai)"
-    )
-    e.add_argument(
-        "--api-key-env", help="environment variable holding the API key (default OPENAI_API_KEY)"
-    )
-    e.add_argument("--api-version", help="Azure api-version query parameter")
-    e.add_argument("--timeout", type=float, help="seconds per request (default 60)")
-    e.add_argument(
-        "--retries", type=int, help="retries on 429, 5xx and timeouts, with backoff (default 4)"
-    )
-    e.add_argument("--backoff", type=float, help="first backoff in seconds, doubling (default 1)")
-    e.add_argument("--temperature", type=float)
-    e.add_argument("--max-answer-tokens", type=int, help="max_tokens per answer (0: not sent)")
-    b = p.add_argument_group("budget for this run")
-    b.add_argument("--max-requests", type=int, help="HTTP requests, retries included (default 100)")
-    b.add_argument(
-        "--max-tokens", type=int, help="tokens as reported by the endpoint (default 200000)"
-    )
+    add_endpoint_arguments(p)
     g = p.add_argument_group("questions")
     g.add_argument("--chunks", type=int, default=20, help="chunks to sample (default 20)")
     g.add_argument("--per-chunk", type=int, default=2, help="questions per chunk (default 2)")
@@ -111,6 +87,35 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--cache-dir", help="embedding cache (default $RAGEVAL_CACHE_DIR or ~/.cache/rageval)"
     )
     g.add_argument("--no-progress", action="store_true")
+
+
+def add_endpoint_arguments(p: argparse.ArgumentParser) -> None:
+    """The chat endpoint's options and the run's budget (``golden generate``, ``judge --llm``)."""
+    e = p.add_argument_group("endpoint (OpenAI, Azure OpenAI, vLLM, Ollama)")
+    e.add_argument(
+        "--base-url",
+        help="e.g. https://api.openai.com/v1, http://localhost:11434/v1, https://<resource>.openai.azure.com",
+    )
+    e.add_argument("--model", help="model name (the deployment name for --api-style azure)")
+    e.add_argument(
+        "--api-style", choices=API_STYLES, help="URL and key header style (default openai)"
+    )
+    e.add_argument(
+        "--api-key-env", help="environment variable holding the API key (default OPENAI_API_KEY)"
+    )
+    e.add_argument("--api-version", help="Azure api-version query parameter")
+    e.add_argument("--timeout", type=float, help="seconds per request (default 60)")
+    e.add_argument(
+        "--retries", type=int, help="retries on 429, 5xx and timeouts, with backoff (default 4)"
+    )
+    e.add_argument("--backoff", type=float, help="first backoff in seconds, doubling (default 1)")
+    e.add_argument("--temperature", type=float)
+    e.add_argument("--max-answer-tokens", type=int, help="max_tokens per answer (0: not sent)")
+    b = p.add_argument_group("budget for this run")
+    b.add_argument("--max-requests", type=int, help="HTTP requests, retries included (default 100)")
+    b.add_argument(
+        "--max-tokens", type=int, help="tokens as reported by the endpoint (default 200000)"
+    )
 
 
 def load_settings(args, environ: Mapping[str, str] | None = None) -> tuple[EndpointConfig, Budget]:

@@ -35,6 +35,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "rageval.cli.report",
         "write the per-query HTML page of a run, or of two runs' difference",
     ),
+    "pool": (
+        "rageval.cli.pool",
+        "collect the top results of runs that no label or judgement covers, for judging",
+    ),
+    "judge": (
+        "rageval.cli.judge",
+        "judge a pool: a review page for people, an import of their grades, or a calibrated LLM",
+    ),
 }
 
 

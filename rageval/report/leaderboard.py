@@ -26,6 +26,7 @@ from typing import Any
 
 from rageval.errors import ConfigError
 from rageval.report.costs import COSTS, DEFAULT_PARETO_COST, cost_spec
+from rageval.report.fit import fit_table, job_table
 from rageval.report.pareto import Point, pareto_front
 from rageval.report.sweep_slices import sweep_slices
 from rageval.scoring.spec import MetricSpec
@@ -34,6 +35,7 @@ from rageval.scoring.stats import holm, paired_randomization_test
 CHUNKING_KEYS = ("chunk", "chunk_overlap")
 DEFAULT_BUDGET = 1024
 CONSOLE_WIDTH = 120
+CI = "(ci)"  # the console table's pseudo-column: the deciding metric's 95% CI
 
 
 @dataclass
@@ -255,100 +257,79 @@ class Leaderboard:
         return out.getvalue()
 
     def console(self, width: int = CONSOLE_WIDTH) -> str:
-        """An aligned table that fits ``width`` columns: the deciding metric (with its CI) first,
-        then the headline, span and token columns (leaderboard.md has them all)."""
-        from rich import box
-        from rich.console import Console
+        """Aligned tables that fit ``width`` columns, one line per job: the deciding metric (with
+        its CI) first, then the headline, span and token columns that fit (leaderboard.md and .csv
+        have them all); then the section by slice and the costs."""
         from rich.table import Table
 
-        every = [m for m in self.columns if m in _console_columns(self.columns)]
-
-        def render(shown: list[str]) -> str:
-            table = Table(box=box.SIMPLE_HEAD)
-            table.add_column("job", justify="right")
-            for k in self.keys:
-                table.add_column(k, overflow="fold")
-            for i, m in enumerate(shown):
-                table.add_column(_two_lines(m), justify="right", style="bold" if i == 0 else "")
-            table.add_column("verdict")
+        def build(shown: list[str]) -> Table:
+            ci = CI in shown  # the deciding metric's CI: the last to give way
+            metrics = [m for m in shown if m != CI]
+            table = job_table(self.keys)
+            for i, m in enumerate(metrics):
+                table.add_column(
+                    _two_lines(m), justify="right", style="bold" if i == 0 else "", no_wrap=True
+                )
+            table.add_column("verdict", no_wrap=True)
             for j in self.jobs:
                 cells = [str(j.job), *[j.values.get(k, "") for k in self.keys]]
                 if j.status == "ok":
-                    cells += [self._cells(j, m, ci=(i == 0)) for i, m in enumerate(shown)]
+                    cells += [self._cells(j, m, ci=ci and i == 0) for i, m in enumerate(metrics)]
                     cells.append(self.verdict.get(j.job, ""))
                 else:
-                    cells += [""] * len(shown) + ["FAILED"]
+                    cells += [""] * len(metrics) + ["FAILED"]
                 table.add_row(*cells)
-            buf = io.StringIO()
-            Console(file=buf, width=width, no_color=True, highlight=False).print(table)
-            return "\n".join(line.rstrip() for line in buf.getvalue().splitlines()).strip("\n")
+            return table
 
-        # many swept keys (a tuning study's space) leave no room: drop metric columns from the
-        # right until no value is cut to "0.9…", rather than print numbers nobody can read
-        shown = list(every)
-        body = render(shown)
-        while len(shown) > 1 and _values_cut(body):
-            shown.pop()
-            body = render(shown)
-        if len(shown) < len(every):
-            body += (
-                f"\n({len(every) - len(shown)} more metric columns did not fit: "
-                f"{', '.join(every[len(shown) :])} are in leaderboard.md)"
-            )
+        columns = [CI, *_console_columns(self.columns)]
+        body, dropped = fit_table(build, columns, [*_drop_order(columns[1:]), CI], width)
         head = textwrap.fill(self.header(), width=width)
+        if dropped:
+            names = [f"the CI of {self.metric}" if d == CI else d for d in dropped]
+            body += "\n" + textwrap.fill(
+                f"(not shown here, in leaderboard.md and .csv: {', '.join(names)})", width=width
+            )
         if self.slices is not None:
             body += "\n\n" + self.slices.console(width)
         costs = self.costs_console(width)
         return f"{head}\n\n{body}" + (f"\n\n{costs}" if costs else "")
 
     def costs_console(self, width: int = CONSOLE_WIDTH) -> str:
-        """The costs of each job as a second aligned table, the Pareto front marked."""
-        from rich import box
-        from rich.console import Console
+        """The costs of each job as a second aligned table (one line per job, the costs that fit
+        ``width`` columns; the Pareto cost always), the Pareto front marked."""
         from rich.table import Table
 
-        every = [c for c in self.cost_columns if c in CONSOLE_COSTS or c == self.pareto_cost]
-        if not every:
+        shown = [c for c in self.cost_columns if c in CONSOLE_COSTS or c == self.pareto_cost]
+        if not shown:
             return ""
 
-        def render(shown: list[str], keys: Sequence[str] = self.keys) -> str:
-            table = Table(box=box.SIMPLE_HEAD)
-            table.add_column("job", justify="right")
-            for k in keys:
-                table.add_column(k, overflow="fold")
-            for c in shown:
+        def build(names: list[str]) -> Table:
+            table = job_table(self.keys)
+            for c in names:
                 table.add_column(
-                    COSTS[c].header, justify="right", style="bold" if c == self.pareto_cost else ""
+                    COSTS[c].header,
+                    justify="right",
+                    style="bold" if c == self.pareto_cost else "",
+                    no_wrap=True,
                 )
-            table.add_column("pareto")
+            table.add_column("pareto", no_wrap=True)
             for j in self.jobs:
-                cells = [str(j.job), *[j.values.get(k, "") for k in keys]]
+                cells = [str(j.job), *[j.values.get(k, "") for k in self.keys]]
                 if j.status == "ok":
-                    cells += [self._cost(j, c) for c in shown] + [self._front_mark(j)]
+                    cells += [self._cost(j, c) for c in names] + [self._front_mark(j)]
                 else:
-                    cells += [""] * len(shown) + ["FAILED"]
+                    cells += [""] * len(names) + ["FAILED"]
                 table.add_row(*cells)
-            buf = io.StringIO()
-            Console(file=buf, width=width, no_color=True, highlight=False).print(table)
-            return "\n".join(line.rstrip() for line in buf.getvalue().splitlines()).strip("\n")
+            return table
 
-        # many swept keys (a tuning study's space) squeeze the numbers: show the job numbers of
-        # the table above without the keys when that fits, then drop cost columns (never the
-        # Pareto cost) until no value is cut short
-        shown, keys = list(every), list(self.keys)
-        body = render(shown, keys)
-        if keys and (_values_cut(body) or _rows_wrap(body, len(self.jobs))):
-            bare = render(shown, [])
-            if not _rows_wrap(bare, len(self.jobs)):
-                body, keys = bare, []
-        while _values_cut(body) and any(c != self.pareto_cost for c in shown):
-            shown.remove(next(c for c in reversed(shown) if c != self.pareto_cost))
-            body = render(shown, keys)
-        if len(shown) < len(every):
-            rest = [c for c in every if c not in shown]
-            body += f"\n({', '.join(rest)} did not fit: see leaderboard.md)"
-        if self.keys and not keys:
-            body += "\n(jobs as numbered in the table above; its columns show their values)"
+        drop = [c for c in CONSOLE_COSTS_DROP_ORDER if c != self.pareto_cost]
+        body, dropped = fit_table(build, shown, drop, width)
+        if dropped:
+            body += "\n" + textwrap.fill(
+                f"(not shown here, in leaderboard.md and .csv: "
+                f"{', '.join(COSTS[c].header for c in dropped)})",
+                width=width,
+            )
         lead = (
             f"Costs (front: the Pareto front of {self.metric} against {self.pareto_cost}; "
             "a job there is beaten on both by no other job)"
@@ -368,6 +349,19 @@ CONSOLE_COSTS = (
     "index_disk_bytes",
     "index_memory_bytes",
     "requests_search",
+)
+# Which of them give way first when the costs table is wider than the console.
+CONSOLE_COSTS_DROP_ORDER = (
+    "texts_embedded",
+    "search_s",
+    "embed_s",
+    "rerank_s",
+    "latency_p50_ms",
+    "index_disk_bytes",
+    "total_s",
+    "requests_search",
+    "index_memory_bytes",
+    "latency_p95_ms",
 )
 
 
@@ -398,18 +392,13 @@ def _console_columns(columns: Sequence[str]) -> list[str]:
     return keep
 
 
-def _values_cut(rendered: str) -> bool:
-    """True when a cell below the header rule of a rendered rich table was cut short ("…")."""
-    lines = rendered.splitlines()
-    rule = next((i for i, line in enumerate(lines) if set(line.strip()) == {"─"}), -1)
-    return any("…" in line for line in lines[rule + 1 :])
-
-
-def _rows_wrap(rendered: str, rows: int) -> bool:
-    """True when a rendered rich table's body takes more lines than it has ``rows``."""
-    lines = rendered.splitlines()
-    rule = next((i for i, line in enumerate(lines) if set(line.strip()) == {"─"}), -1)
-    return len([line for line in lines[rule + 1 :] if line.strip()]) > rows
+def _drop_order(columns: Sequence[str]) -> list[str]:
+    """Which console columns give way first when the table is too wide: near-duplicates of what
+    stays (IoU follows evidence precision), then precision, judged, tokens, then the others from
+    the right; never the deciding metric (the first column)."""
+    first = ("evidence_iou", "evidence_precision", "judged", "tokens")
+    rest = [m for m in reversed(columns[1:]) if m.split("@")[0] not in first]
+    return [m for f in first for m in columns[1:] if m.split("@")[0] == f] + rest
 
 
 def _two_lines(name: str) -> str:

@@ -4,9 +4,8 @@ evidence quote highlighted, and in the diff view shows changes worst first with 
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
+from headless import offline_chromium
 from page_runs import CHUNKS, QUOTE, RUN_A, RUN_B
 
 from rageval.report.html import render, render_diff
@@ -14,23 +13,7 @@ from rageval.report.html import render, render_diff
 
 @pytest.fixture(scope="module")
 def browser():
-    chrome, driver = shutil.which("chromium"), shutil.which("chromedriver")
-    if not (chrome and driver):
-        pytest.skip("headless Chromium missing: apt-get install chromium chromium-driver")
-    webdriver = pytest.importorskip("selenium.webdriver")
-    from selenium.webdriver.chrome.service import Service
-
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = chrome
-    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1280,900"):
-        opts.add_argument(a)
-    d = webdriver.Chrome(service=Service(executable_path=driver), options=opts)
-    # offline: any request leaving the file would fail and show in the performance entries
-    d.execute_cdp_cmd("Network.enable", {})
-    d.execute_cdp_cmd(
-        "Network.emulateNetworkConditions",
-        {"offline": True, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1},
-    )
+    d = offline_chromium()
     yield d
     d.quit()
 

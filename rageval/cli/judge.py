@@ -1,0 +1,434 @@
+"""``rageval judge``: judge a pool (``rageval pool``) by people or by a calibrated LLM.
+
+- ``rageval judge pool.jsonl --review review.html``: a self-contained page to grade the pooled
+  passages in a browser; its Save button downloads the grades as JSONL.
+- ``rageval judge --import FILE [--judge human:NAME]``: validate those grades and append them to
+  the judgements (deduplicated, the judge recorded); prints what was added and skipped.
+- ``rageval judge pool.jsonl --llm --model M --base-url URL``: calibrate the LLM on passages whose
+  answer is known (Cohen's kappa, confusion matrix, precision and recall), then grade the pool;
+  below ``--min-kappa`` its judgements go to ``judgements.rejected.jsonl``, not the judgements.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from rageval.cli.golden_generate import OPTIONS, add_endpoint_arguments
+from rageval.errors import ConfigError, InputError, RagevalError
+
+JUDGE = re.compile(r"^(human|llm):\S.*$")
+
+
+class CalibrationFailed(RagevalError):
+    """The LLM judge did not agree enough with the known labels (or was not measured): its
+    judgements are not used. Exit code 1, like a failed gate."""
+
+    exit_code = 1
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Add the options of ``judge`` to ``p``."""
+    p.add_argument("pool", nargs="?", help="a pool file written by `rageval pool`")
+    mode = p.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--review", metavar="HTML", help="write the review page for people")
+    mode.add_argument(
+        "--import",
+        dest="import_file",
+        metavar="FILE",
+        help="append the grades a review page saved (JSONL) to the judgements",
+    )
+    mode.add_argument("--llm", action="store_true", help="grade the pool with a calibrated LLM")
+    p.add_argument(
+        "--judge", help="who judged the imported grades: human:NAME (fills records without one)"
+    )
+    w = p.add_argument_group("where (default: what the pool file names)")
+    w.add_argument("--golden", help="the golden set")
+    w.add_argument("--corpus", help="the corpus")
+    w.add_argument(
+        "--judgements",
+        help="the judgements file (default: the pool's, else judgements.jsonl beside the golden "
+        "set)",
+    )
+    w.add_argument("--title", default="rageval review", help="the review page's title")
+    p.add_argument(
+        "--config",
+        help="YAML file with endpoint settings: the option names below in snake_case",
+    )
+    add_endpoint_arguments(p)
+    c = p.add_argument_group("calibration (--llm)")
+    c.add_argument(
+        "--min-kappa",
+        type=float,
+        default=0.6,
+        help="accept the LLM's judgements from this Cohen's kappa (binary) (default 0.6)",
+    )
+    c.add_argument(
+        "--calibration-size",
+        type=int,
+        default=40,
+        help="passages with a known answer to grade first, half relevant (default 40)",
+    )
+    c.add_argument(
+        "--min-calibration",
+        type=int,
+        default=20,
+        help="fewest graded calibration passages for a verdict (default 20)",
+    )
+    c.add_argument(
+        "--complete",
+        default="tag:complete",
+        help="queries whose evidence is complete, so their other pooled passages are known not "
+        "relevant: all, none, tag:NAME or ids,... (default tag:complete)",
+    )
+    c.add_argument("--seed", type=int, default=0, help="draws the calibration sample")
+    c.add_argument(
+        "--malformed-retries",
+        type=int,
+        default=1,
+        help="ask again this often when an answer is not the JSON asked for (default 1)",
+    )
+    c.add_argument(
+        "--report",
+        help="calibration report path without suffix (.json and .md are written; default "
+        "beside the judgements: judgements.calibration.<model>)",
+    )
+    c.add_argument("--no-progress", action="store_true")
+
+
+@dataclasses.dataclass(frozen=True)
+class Where:
+    """The golden set, corpus and judgements file a judge command works on."""
+
+    golden: Path
+    corpus: Path | None
+    judgements: Path
+    corpus_digest: str | None = None
+    golden_digest: str | None = None
+
+
+def locate(args: argparse.Namespace, pool: list[dict[str, Any]] | None) -> Where:
+    """Paths from the options, else the pool file's ``source``, else the golden-set defaults."""
+    from rageval.cli.paths import golden_and_corpus
+
+    source = (pool[0].get("source") or {}) if pool else {}
+    golden = args.golden or source.get("golden")
+    corpus = args.corpus or source.get("corpus")
+    golden_path, corpus_path = golden_and_corpus(golden, corpus)
+    judgements = args.judgements or source.get("judgements")
+    return Where(
+        golden_path,
+        corpus_path,
+        Path(judgements) if judgements else golden_path.parent / "judgements.jsonl",
+        None if args.corpus else source.get("corpus_digest"),
+        None if args.golden else source.get("golden_digest"),
+    )
+
+
+def handle(args: argparse.Namespace) -> int:
+    """Write the review page, import grades, or grade the pool with an LLM."""
+    if args.import_file:
+        return import_grades(args)
+    if not args.pool:
+        raise ConfigError("name the pool file: rageval judge pool.jsonl --review review.html")
+    from rageval.authoring.pool import read_pool
+
+    pool = read_pool(args.pool)
+    if args.review:
+        return write_review(args, pool)
+    return judge_with_llm(args, pool)
+
+
+def write_review(args: argparse.Namespace, pool: list[dict[str, Any]]) -> int:
+    from rageval.authoring.review import render_review
+    from rageval.formats.atomic import atomic_write_text
+
+    out = Path(args.review)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out, render_review(pool, args.title))
+    n = sum(len(q["passages"]) for q in pool)
+    print(
+        f"review page: {out} ({n} passages for {len(pool)} queries). Open it in a browser, "
+        "enter your name, grade, click Save, then: rageval judge --import "
+        "judgements-<name>-<time>.jsonl"
+    )
+    return 0
+
+
+def read_grades(path: Path, judge: str | None) -> list[tuple[int, dict[str, Any]]]:
+    """(line, record) of a saved grades file, each with its judge (``judge`` fills missing ones
+    and must agree with the others); errors name the file and line."""
+    from rageval.formats.textio import jsonl_objects
+
+    if judge is not None and not JUDGE.match(judge):
+        raise ConfigError(f"--judge must be human:NAME or llm:MODEL, got {judge!r}")
+    records = []
+    for lineno, rec in jsonl_objects(path):
+        given = rec.get("judge")
+        if given is None:
+            if judge is None:
+                raise InputError(
+                    "no judge on this record: say who graded with --judge human:NAME",
+                    path=str(path),
+                    line=lineno,
+                )
+            rec = {**rec, "judge": judge}
+        elif judge is not None and given != judge:
+            raise InputError(
+                f"the record says judge {given!r}, but --judge is {judge!r}; leave out --judge "
+                "or fix the file",
+                path=str(path),
+                line=lineno,
+            )
+        records.append((lineno, rec))
+    if not records:
+        raise InputError("no grades in the file: grade some passages, then Save", path=str(path))
+    return records
+
+
+def load_inputs(where: Where):
+    """The corpus (by id) and golden set the judgements are checked against."""
+    from rageval.inputs.corpus import corpus_digest, load_corpus
+    from rageval.inputs.golden import load_golden
+
+    if where.corpus is None:
+        raise InputError(
+            f"no corpus beside {where.golden}: pass --corpus (the corpus the judgements quote)"
+        )
+    docs = load_corpus(where.corpus)
+    if where.corpus_digest and corpus_digest(docs) != where.corpus_digest:
+        raise InputError(
+            "this corpus is not the one the pool was made from; pass the runs' corpus with "
+            "--corpus, or pool again",
+            path=str(where.corpus),
+        )
+    golden = load_golden(where.golden)
+    if where.golden_digest and golden.digest != where.golden_digest:
+        raise InputError(
+            "this golden set is not the one the pool was made from (it changed since, or another "
+            "one); pass the runs' golden set with --golden, or pool again",
+            path=str(where.golden),
+        )
+    return {d.id: d for d in docs}, golden
+
+
+def import_grades(args: argparse.Namespace) -> int:
+    """Validate a saved grades file and append it to the judgements: what is already there is
+    skipped, a newer grade of the same passage by the same judge replaces the older one."""
+    from rageval.inputs.judgements import (
+        append_judgements,
+        load_judgements,
+        parse_judgement,
+        resolve_judgement,
+    )
+
+    pool = None
+    if args.pool:
+        from rageval.authoring.pool import read_pool
+
+        pool = read_pool(args.pool)
+    where = locate(args, pool)
+    source = Path(args.import_file)
+    rows = read_grades(source, args.judge)
+    docs, golden = load_inputs(where)
+    ids = {q.id for q in golden.queries}
+    cache: dict = {}
+    incoming = [
+        resolve_judgement(
+            parse_judgement(rec, path=str(source), lineno=n),
+            docs,
+            ids,
+            path=str(source),
+            cache=cache,
+        )
+        for n, rec in rows
+    ]
+    have = {j.key: j.to_dict() for j in load_judgements(where.judgements, docs, golden)}
+    fresh = [j for j in incoming if have.get(j.key) != j.to_dict()]
+    result = append_judgements(where.judgements, fresh, docs, golden, source=str(source))
+    judges = ", ".join(sorted({j.judge for j in incoming}))
+    print(
+        f"added {result.added} judgements by {judges} to {where.judgements} "
+        f"({result.total} in the file); skipped {len(incoming) - len(fresh)} already there"
+        + (f", {result.older} older than the file's grade" if result.older else "")
+        + (
+            f"; {result.replaced} replaced an older grade of the same passage by the same judge"
+            if result.replaced
+            else ""
+        )
+    )
+    return 0
+
+
+def _endpoint(args: argparse.Namespace):
+    from rageval.authoring.chat import endpoint_settings, read_settings_file
+
+    given = {key: getattr(args, dest, None) for dest, key in OPTIONS.items()}
+    cfg, budget = endpoint_settings(given, args.config)
+    from_file = read_settings_file(args.config) if args.config else {}
+    if args.temperature is None and "temperature" not in from_file:
+        cfg = dataclasses.replace(cfg, temperature=0.0)  # a judge should answer the same twice
+    return cfg, budget
+
+
+def judge_with_llm(args: argparse.Namespace, pool: list[dict[str, Any]]) -> int:
+    from rageval.authoring import calibration as cal
+    from rageval.authoring.chat import ChatClient
+    from rageval.authoring.judge_llm import PROMPT_VERSION, Item, grade_items, judgement_records
+    from rageval.formats.atomic import atomic_write_text
+    from rageval.inputs.judgements import append_judgements, load_judgements, now
+
+    if not args.calibration_size > 0:
+        raise ConfigError(f"--calibration-size must be >= 1, got {args.calibration_size}")
+    if not -1 <= args.min_kappa <= 1:
+        raise ConfigError(f"--min-kappa is a kappa in [-1, 1], got {args.min_kappa}")
+    if args.malformed_retries < 0:
+        raise ConfigError(f"--malformed-retries must be >= 0, got {args.malformed_retries}")
+    where = locate(args, pool)
+    cfg, budget = _endpoint(args)
+    by_id, golden = load_inputs(where)
+    ids = {q.id for q in golden.queries}
+    strangers = [q["query_id"] for q in pool if q["query_id"] not in ids]
+    if strangers:
+        raise InputError(
+            f"the pool holds queries the golden set does not ({', '.join(strangers[:5])}); pass "
+            "the golden set the pooled runs measured with --golden, or pool again",
+            path=str(where.golden),
+        )
+    human = [j for j in load_judgements(where.judgements, by_id, golden) if j.kind == "human"]
+    complete = cal.complete_queries(golden.queries, args.complete)
+    pos, neg = cal.candidates(pool, golden.queries, by_id, human, complete)
+    sampled = cal.sample(pos, neg, args.calibration_size, args.seed)
+    if len(sampled) < args.min_calibration:
+        raise ConfigError(
+            f"only {len(sampled)} passages with a known answer to calibrate on "
+            f"(--calibration-size {args.calibration_size}; {len(pos)} known relevant, {len(neg)} "
+            f"known not relevant), fewer than --min-calibration {args.min_calibration}: grade "
+            "pooled passages on the review page, mark complete queries with --complete, or "
+            "raise --calibration-size; nothing was sent"
+        )
+
+    client = ChatClient(cfg, budget)
+    judge = f"llm:{cfg.model}"
+    known: dict = {}
+    progress = not args.no_progress
+    first = grade_items(client, sampled, args.malformed_retries, progress, "calibrating", known)
+    meta = {
+        "judge": judge,
+        "endpoint": client.scrub(cfg.url),
+        "prompt_version": PROMPT_VERSION,
+        "temperature": cfg.temperature,
+        "seed": args.seed,
+        "complete": args.complete,
+        "pool": str(args.pool),
+        "at": now(),
+    }
+    rep = cal.report(
+        first.grades,
+        sampled,
+        meta,
+        args.min_kappa,
+        args.min_calibration,
+        first.stopped or (str(first.error) if first.error else None),
+        first.skipped,
+    )
+    prefix = (
+        Path(args.report)
+        if args.report
+        else where.judgements.with_name(f"{where.judgements.stem}.calibration.{_slug(cfg.model)}")
+    )
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(prefix.with_name(prefix.name + ".json"), json.dumps(rep, indent=2) + "\n")
+    atomic_write_text(prefix.with_name(prefix.name + ".md"), cal.markdown(rep))
+    print(_calibration_line(rep))
+    print(f"  calibration report: {prefix}.json, {prefix}.md")
+    if first.error is not None:
+        raise first.error
+    if rep["verdict"] == "incomplete":
+        _spent(budget)
+        raise CalibrationFailed(
+            f"{rep['why']}; no LLM judgement was written. Raise --max-requests/--max-tokens or "
+            "fix the endpoint, and run again"
+        )
+
+    items = [
+        Item(q["query_id"], q["query"], p["doc"], p["start"], p["text"])
+        for q in pool
+        for p in q["passages"]
+    ]
+    second = grade_items(client, items, args.malformed_retries, progress, "judging", known)
+    records = judgement_records(second.grades, judge, now())
+    accepted = rep["verdict"] == "accepted"
+    target = (
+        where.judgements
+        if accepted
+        else where.judgements.with_name(f"{where.judgements.stem}.rejected.jsonl")
+    )
+    added = append_judgements(target, records, by_id, golden, source=f"answers of {judge}").added
+    graded = _grade_counts(second.grades)
+    print(
+        f"graded {len(second.grades)} of {len(items)} pooled passages ({graded}); "
+        + (
+            f"added {added} judgements by {judge} to {target}"
+            if accepted
+            else f"NOT used: {added} judgements by {judge} written to {target} for inspection"
+        )
+    )
+    for why, n in second.skipped.items():
+        print(f"  skipped {n:>4}  {why}")
+    if second.malformed_example or first.malformed_example:
+        print(f"  e.g. {second.malformed_example or first.malformed_example}")
+    _spent(budget)
+    if second.stopped:
+        print(
+            f"warning: stopped early: {second.stopped}; {len(items) - len(second.grades)} "
+            "passages left ungraded (run again to grade them: judged ones are skipped by the "
+            "next pool)",
+            file=sys.stderr,
+        )
+    if second.error is not None:
+        raise type(second.error)(f"{second.error}; the {added} judgements made before it are saved")
+    if not accepted:
+        raise CalibrationFailed(
+            f"the LLM judge's labels are not used: {rep['why']} (see {prefix}.md); try another "
+            "model or prompt settings, or judge the pool by people (--review)"
+        )
+    return 0
+
+
+def _grade_counts(grades) -> str:
+    from collections import Counter
+
+    c = Counter(g.grade for g in grades)
+    return ", ".join(f"{c[g]} x {g}" for g in sorted(c)) or "none"
+
+
+def _calibration_line(rep: dict[str, Any]) -> str:
+    def f(x):
+        return "n/a" if x is None else f"{x:.3f}"
+
+    rel, non = rep["confusion"]["known_relevant"], rep["confusion"]["known_not_relevant"]
+    return (
+        f"calibration of {rep['judge']} on {rep['sample']['graded']} passages with a known "
+        f"answer: kappa {f(rep['kappa'])} (binary, relevant = grade >= 1), precision "
+        f"{f(rep['precision'])}, recall {f(rep['recall'])}\n"
+        f"  confusion: known relevant {rel['judged_relevant']} judged relevant, "
+        f"{rel['judged_not_relevant']} not; known not relevant {non['judged_relevant']} judged "
+        f"relevant, {non['judged_not_relevant']} not -> {rep['verdict'].upper()}: {rep['why']}"
+    )
+
+
+def _spent(budget) -> None:
+    print(
+        f"  spent {budget.requests} of {budget.max_requests} requests, "
+        f"{budget.tokens:,} of {budget.max_tokens:,} tokens"
+    )
+
+
+def _slug(model: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("_") or "model"

@@ -1,0 +1,34 @@
+"""The review page's HTML: passage text is shown as text (escaped) and carried intact in the
+records the Save button writes, whatever it holds."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+
+from rageval.authoring.review import render_review
+
+HOSTILE = 'Run </script><script>alert(1)</script> then __DATA__ & "quotes" <b>bold</b>'
+
+
+def test_passage_text_is_escaped_on_the_page_and_intact_in_the_records():
+    pool = [
+        {
+            "query_id": "q1",
+            "query": "what <i>now</i>?",
+            "evidence": [{"doc": "d", "quote": "a <quote>"}],
+            "passages": [
+                {"doc": "d", "start": 7, "text": HOSTILE, "chunk": "d:0", "runs": {"r": 1}}
+            ],
+        }
+    ]
+    page = render_review(pool, "review <title>")
+    assert "<script>alert(1)" not in page and "<i>now</i>" not in page
+    assert html.escape(HOSTILE, quote=True) in page
+    scripts = re.findall(r'<script type="application/json" id="records">(.*?)</script>', page, re.S)
+    assert len(scripts) == 1
+    assert json.loads(scripts[0]) == [
+        [{"query_id": "q1", "doc": "d", "quote": HOSTILE, "start": 7}]
+    ]
+    assert page.count("<script") == 2  # the records and the page's own script, nothing injected
