@@ -270,9 +270,11 @@ def _settle_interrupted(study, numbers: Sequence[int], metric: str | None, varie
         if value is None:
             study.enqueue_trial(dict(t.params), user_attrs={"retry_of": t.number})
     if again:
+        which = f"trial {again[0]}" if len(again) == 1 else f"trials {', '.join(map(str, again))}"
+        it = "it runs" if len(again) == 1 else "they run"
         print(
-            f"study {study.study_name!r}: trial {', '.join(map(str, again))} did not finish "
-            "(interrupted); it runs again first when the study resumes (run the same command)",
+            f"study {study.study_name!r}: {which} did not finish (interrupted); {it} again first "
+            "when the study resumes (run the same command)",
             file=sys.stderr,
         )
 
