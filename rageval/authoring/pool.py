@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import statistics
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -257,7 +258,9 @@ def load_golden_set(run: RunFolder, golden: str | Path | None = None):
     elif ds.get("path"):
         from rageval.inputs.beir import beir_dataset
 
-        gs = beir_dataset(str(ds["path"]), str(ds.get("split") or "test"))[1]
+        with warnings.catch_warnings():  # the run already said what the dataset skips
+            warnings.simplefilter("ignore")
+            gs = beir_dataset(str(ds["path"]), str(ds.get("split") or "test"))[1]
     elif ds.get("golden"):
         if not Path(ds["golden"]).exists():
             raise InputError(
