@@ -369,13 +369,25 @@ def judge_with_llm(args: argparse.Namespace, pool: list[dict[str, Any]]) -> int:
     atomic_write_text(prefix.with_name(prefix.name + ".md"), cal.markdown(rep))
     print(_calibration_line(rep))
     print(f"  calibration report: {prefix}.json, {prefix}.md")
+    for why, n in first.skipped.items():
+        print(f"  skipped {n:>4}  {why}")
+    if first.malformed_example:
+        print(f"  e.g. {first.malformed_example}")
     if first.error is not None:
         raise first.error
     if rep["verdict"] == "incomplete":
         _spent(budget)
+        malformed = sum(n for why, n in first.skipped.items() if why.startswith("malformed"))
+        hint = (
+            f"; {malformed} of its answers stayed malformed (not the JSON object the prompt "
+            "asks for, e.g. above): a model that does not follow the format wastes any budget, "
+            "try another model"
+            if malformed
+            else ""
+        )
         raise CalibrationFailed(
             f"{rep['why']}; no LLM judgement was written. Raise --max-requests/--max-tokens or "
-            "fix the endpoint, and run again"
+            f"fix the endpoint, and run again{hint}"
         )
 
     items = [
