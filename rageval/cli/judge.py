@@ -160,17 +160,17 @@ def handle(args: argparse.Namespace) -> int:
 
 
 def write_review(args: argparse.Namespace, pool: list[dict[str, Any]]) -> int:
-    from rageval.authoring.review import render_review
+    from rageval.authoring.review import import_command, render_review
     from rageval.formats.atomic import atomic_write_text
 
     out = Path(args.review)
     out.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out, render_review(pool, args.title))
+    atomic_write_text(out, render_review(pool, args.title, str(args.pool)))
     n = sum(len(q["passages"]) for q in pool)
     print(
         f"review page: {out} ({n} passages for {len(pool)} queries). Open it in a browser, "
-        "enter your name, grade, click Save, then: rageval judge --import "
-        "judgements-<name>-<time>.jsonl"
+        "enter your name, grade, click Save, then: "
+        + import_command(str(args.pool), "judgements-<name>-<time>.jsonl")
     )
     return 0
 
