@@ -84,10 +84,18 @@ def check_overrides(argv: Sequence[str]) -> None:
     def line(o, text: str | None) -> str:
         return o.input_line if text is None else f"{o.get_key_element()}={text}"
 
+    from rageval.report.costs import DEFAULT_PARETO_COST, cost_spec
+
+    # the sweep's own settings: Hydra only warns when a callback raises, and the jobs would run
+    for o, values in zip(parsed, choices, strict=True):
+        if o.get_key_element().lstrip("+~") == "sweep.pareto_cost":
+            for text, value in values:
+                cost_spec(str(value if text is not None else o.value()))
     if all(len(values) == 1 for values in choices):
         return  # one job: rageval.app.overrides.prepare_overrides composed it already
     first = [line(o, values[0][0]) for o, values in zip(parsed, choices, strict=True)]
     cfg = compose(first)
+    cost_spec((cfg.get("sweep") or {}).get("pareto_cost") or DEFAULT_PARETO_COST)  # from a file
     for i, (o, values) in enumerate(zip(parsed, choices, strict=True)):
         for text, value in values[1:]:
             if not _fits(cfg, o, text, value):

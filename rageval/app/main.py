@@ -47,6 +47,25 @@ __all__ = [
 ]
 
 
+def check_gate_slices(cfg, spec) -> None:
+    """Refuse a mistyped ``gate.slices`` in a run too, before the index is built: a promoted run's
+    config is what ``rageval check`` re-runs, so a slice no query is in would stop every check."""
+    from omegaconf import OmegaConf
+
+    node = (cfg.get("gate") or {}).get("slices")
+    if not node:
+        return
+    from rageval.gate.slices import check_spec
+    from rageval.inputs.golden import load_golden
+    from rageval.types import GoldenSet
+
+    golden = spec.golden if isinstance(spec.golden, GoldenSet) else load_golden(spec.golden)
+    rows = [{"source": q.source, "tags": q.tags, "meta": q.meta} for q in golden.queries]
+    metrics = [str(m) for m in cfg.gate.metrics]
+    plain = OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
+    check_spec(plain, metrics, rows, int(cfg.get("min_slice_size", 10)), measured=False)
+
+
 def run_job(
     cfg,
     output_dir: str | Path,
@@ -72,6 +91,11 @@ def run_job(
     out = Path(output_dir)
     rundir.begin(out)  # marked incomplete until report.json, written last, is there
     parts = build(cfg)
+    try:
+        check_gate_slices(cfg, parts.spec)
+    except BaseException:
+        parts.close()
+        raise
     config = OmegaConf.to_container(cfg, resolve=True)
     try:
         with warnings.catch_warnings():

@@ -139,6 +139,11 @@ def prepare_overrides(
                         f"override {text!r}: {key} has no option {value!r}"
                         f"{_suggest(value, options)} (options: {', '.join(options)})"
                     )
+        if values == []:  # range(512, 128): nothing to run
+            raise ConfigError(
+                f"override {text!r}: the sweep is empty (range(start, stop, step) counts from "
+                "start by step and stops below stop: write range(128, 1024, 128) and the like)"
+            )
         first = values[0] if values else None
         prefix = text[: len(text) - len(text.lstrip("+~"))]
         firsts.append(f"{prefix}{key}={first}" if first is not None else text)

@@ -10,6 +10,7 @@ experiment can never be promoted by accident. Metric names need a cutoff (``ndcg
 
 from __future__ import annotations
 
+import os
 import tempfile
 import time
 from collections.abc import Mapping
@@ -118,6 +119,9 @@ def fetch_report(client, run_id: str) -> dict[str, Any]:
         raise InputError(
             f"no MLflow run {run_id!r} in this tracking store; check --tracking-uri"
         ) from None
+    bar = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"  # three bars for one small file: noise
+    saved = os.environ.get(bar)
+    os.environ[bar] = "false"
     with tempfile.TemporaryDirectory() as tmp:
         try:
             path = client.download_artifacts(run.info.run_id, "report.json", tmp)
@@ -125,6 +129,11 @@ def fetch_report(client, run_id: str) -> dict[str, Any]:
             raise InputError(
                 f"run {run_id} has no report.json artifact (was it logged by rageval?)"
             ) from None
+        finally:
+            if saved is None:
+                os.environ.pop(bar, None)
+            else:
+                os.environ[bar] = saved
         return load_report(path)
 
 

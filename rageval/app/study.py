@@ -27,6 +27,7 @@ space, storage and the outcome files are in :mod:`rageval.app.tuning`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import sys
@@ -156,8 +157,6 @@ def run_study(sweeper, arguments: list[str]) -> list:
 
 
 def _run_study(sweeper, arguments: list[str]) -> list:
-    from optuna.trial import TrialState
-
     from rageval.app.sweep import parent_run_id
     from rageval.report.leaderboard import CHUNKING_KEYS
 
@@ -182,7 +181,7 @@ def _run_study(sweeper, arguments: list[str]) -> list:
     if parent:
         study.set_user_attr(PARENT_ATTR, parent)
     _fail_stale(study)
-    finished = len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)))
+    finished = len(_counted(study))
     n_trials = s.n_trials
     if (s.sampler or {}).get("name") == "grid":  # each point once: the grid is the budget
         n_trials = min(n_trials, _grid_size(space))
@@ -194,19 +193,27 @@ def _run_study(sweeper, arguments: list[str]) -> list:
     )
     varies = [k for k in space if k in CHUNKING_KEYS]
     returns: list = []
+    names: dict[str, str] = {}  # MLflow run id -> "trial N: its values"
     job_idx = 0
     while to_go > 0:
         batch = min(s.n_jobs, to_go)
         trials = [study.ask(dict(space)) for _ in range(batch)]
         overrides = [_trial_overrides(t, fixed) for t in trials]
-        rets = sweeper.launcher.launch(overrides, initial_job_idx=job_idx)
+        for i, (trial, ovr) in enumerate(zip(trials, overrides, strict=True)):
+            # where the job will write: what an interrupted study's next start looks at
+            trial.set_user_attr("launched", {"dir": str(sweep_dir / str(job_idx + i)), "ovr": ovr})
+        try:
+            rets = sweeper.launcher.launch(overrides, initial_job_idx=job_idx)
+        except BaseException:  # Ctrl-C, a launcher that died: settle this batch, then stop
+            _settle_interrupted(study, [t.number for t in trials], metric, varies)
+            raise
         for i, (trial, ret, ovr) in enumerate(zip(trials, rets, overrides, strict=True)):
             job_dir = _job_dir(ret, sweep_dir, job_idx + i)
             value, metric, report, error = _outcome(job_dir, metric, varies)
-            trial.set_user_attr("overrides", [o for o in ovr if o not in fixed])
-            trial.set_user_attr("job_dir", str(job_dir))
-            if report and report.get("mlflow_run_id"):
-                trial.set_user_attr("mlflow_run_id", report["mlflow_run_id"])
+            _record(study, trial.number, [o for o in ovr if o not in fixed], job_dir, report)
+            if report and report.get("mlflow_run_id"):  # its name in MLflow's runs table
+                shown = " ".join(o for o in ovr if o not in fixed and o != "split=tune")
+                names[report["mlflow_run_id"]] = f"trial {trial.number}: {shown}"[:250]
             if report:
                 _same_golden_set(study, report, trial)
             if value is None:
@@ -218,19 +225,83 @@ def _run_study(sweeper, arguments: list[str]) -> list:
         returns.append(rets)
         job_idx += len(rets)
         to_go -= batch
-    _finish(sweeper, study, s, space, fixed, metric)
+    _finish(sweeper, study, s, space, fixed, metric, names)
     return returns
 
 
 def _fail_stale(study) -> list[int]:
-    """Mark failed the trials a stopped study left running (or waiting); returns their numbers."""
+    """Settle the trials a stopped study left running (killed mid-trial): see
+    :func:`_settle_interrupted`. Returns their numbers. Trials waiting to run (enqueued again
+    after an interruption) stay: the next ``ask`` runs them."""
     from optuna.trial import TrialState
 
-    stale = study.get_trials(deepcopy=False, states=(TrialState.RUNNING, TrialState.WAITING))
-    for t in stale:
-        _tell(study, t.number, None)
-        study.set_user_attr(f"stale_{t.number}", "marked failed on resume")
-    return [t.number for t in stale]
+    stale = [t.number for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))]
+    for number in stale:
+        study.set_user_attr(f"stale_{number}", "settled on resume")
+    _settle_interrupted(study, stale, study.user_attrs.get("objective"), ())
+    return stale
+
+
+def _settle_interrupted(study, numbers: Sequence[int], metric: str | None, varies) -> None:
+    """Trials a stopped study did not tell (Ctrl-C, a killed process or launcher): one whose job
+    finished (its report.json is on disk, for the same overrides) is told its value; any other
+    is marked failed and ``interrupted``, does not count against ``n_trials``, and its
+    configuration is enqueued to run first when the study resumes."""
+    from optuna.trial import TrialState
+
+    trials = {t.number: t for t in study.get_trials(deepcopy=False)}
+    again = []
+    for number in numbers:
+        t = trials.get(number)
+        if t is None or t.state != TrialState.RUNNING:
+            continue
+        launched = t.user_attrs.get("launched") or {}
+        value = None
+        report_file = Path(str(launched.get("dir", ""))) / "report.json"
+        if launched and report_file.is_file():
+            report = json.loads(report_file.read_text())
+            if report.get("overrides") == launched.get("ovr"):
+                value, _, _, _ = _outcome(report_file.parent, metric, varies)
+                _record(study, number, launched.get("ovr") or [], report_file.parent, report)
+        if value is None:
+            _live(study, t).set_user_attr("interrupted", True)
+            again.append(t.number)
+        _tell(study, number, value)
+        if value is None:
+            study.enqueue_trial(dict(t.params), user_attrs={"retry_of": t.number})
+    if again:
+        which = f"trial {again[0]}" if len(again) == 1 else f"trials {', '.join(map(str, again))}"
+        it = "it runs" if len(again) == 1 else "they run"
+        print(
+            f"study {study.study_name!r}: {which} did not finish (interrupted); {it} again first "
+            "when the study resumes (run the same command)",
+            file=sys.stderr,
+        )
+
+
+def _counted(study) -> list:
+    """The trials that count against ``n_trials``: finished or failed, not interrupted."""
+    from optuna.trial import TrialState
+
+    done = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL))
+    return [t for t in done if not t.user_attrs.get("interrupted")]
+
+
+def _record(study, number: int, overrides, job_dir: Path, report) -> None:
+    """A running trial's overrides, job folder and MLflow run, kept with the study."""
+    trial = _live(study, next(t for t in study.get_trials(deepcopy=False) if t.number == number))
+    trial.set_user_attr("overrides", list(overrides))
+    trial.set_user_attr("job_dir", str(job_dir))
+    if report and report.get("mlflow_run_id"):
+        trial.set_user_attr("mlflow_run_id", report["mlflow_run_id"])
+
+
+def _live(study, frozen):
+    """The running trial behind a stored one, to write its attributes (Optuna's own callbacks
+    reach it the same way)."""
+    from optuna.trial import Trial
+
+    return Trial(study, frozen._trial_id)
 
 
 def _same_golden_set(study, report: Mapping[str, Any], trial) -> None:
@@ -272,7 +343,7 @@ def _grid_size(space: Mapping[str, Any]) -> int:
     return n
 
 
-def _finish(sweeper, study, s: StudySettings, space, fixed, metric: str | None) -> None:
+def _finish(sweeper, study, s: StudySettings, space, fixed, metric: str | None, names=None) -> None:
     from optuna.trial import TrialState
 
     from rageval.report.study import summarise_study
@@ -280,15 +351,19 @@ def _finish(sweeper, study, s: StudySettings, space, fixed, metric: str | None) 
     config = sweeper.config
     sweep_dir = Path(str(config.hydra.sweep.dir))
     trials = study.get_trials(deepcopy=False)
+    interrupted = sum(bool(t.user_attrs.get("interrupted")) for t in trials)
     counts = {
         "complete": sum(t.state == TrialState.COMPLETE for t in trials),
-        "failed": sum(t.state == TrialState.FAIL for t in trials),
+        "failed": sum(t.state == TrialState.FAIL for t in trials) - interrupted,
     }
+    if interrupted:  # stopped mid-trial and run again: not a failure of the configuration
+        counts["interrupted"] = interrupted
     record: dict[str, Any] = {
         "study": study.study_name,
         "storage": storage_of(config, s),
         "objective": metric,
         "trials": counts,
+        "trial_run_names": dict(names or {}),
     }
     if not counts["complete"]:
         record["error"] = (
@@ -366,7 +441,16 @@ def _write(sweep_dir: Path, record: dict[str, Any], summary) -> None:
     from rageval.formats.atomic import atomic_write_text
 
     if summary is not None:
-        atomic_write_text(sweep_dir / "study.md", summary.markdown() + "\n")
+        from rageval.app.sweep import parent_run_id
+
+        parent = parent_run_id(str(sweep_dir)) or "PARENT_RUN_ID"
+        where = (
+            f"\n\nStudy `{record['study']}` in `{record['storage']}`: run the same command to "
+            "resume it (raise `hydra.sweeper.n_trials` for more trials). `rageval promote --best "
+            f"{record['objective']} --sweep {parent}` promotes the best configuration only "
+            "when the holdout confirms its gain.\n"
+        )
+        atomic_write_text(sweep_dir / "study.md", summary.markdown() + where)
     atomic_write_text(sweep_dir / STUDY_FILE, json.dumps(record, indent=2, default=str))
 
 
@@ -396,11 +480,28 @@ def _final_run(
     out = Path(sweep_dir) / FINAL_DIRS[role]
     print(f"scoring the {name} configuration on every golden query: {out}", file=sys.stderr)
     OmegaConf.set_readonly(cfg, False)
-    report = run_job(
-        cfg, out, lines, choices, sweep_dir, quiet=True, tags={"rageval.study_role": role}
-    )
+    with _job_log_level():
+        report = run_job(
+            cfg, out, lines, choices, sweep_dir, quiet=True, tags={"rageval.study_role": role}
+        )
     data = json.loads((out / "report.json").read_text())
     return data, report.mlflow_run_id
+
+
+@contextlib.contextmanager
+def _job_log_level():
+    """The final runs run in the launching process, whose root logger Hydra set to INFO: hold it
+    at WARNING as conf/config.yaml's job_logging does for every trial, so libraries' INFO lines
+    (faiss's "Loading faiss with AVX512 support") stay out of the console."""
+    import logging
+
+    root = logging.getLogger()
+    saved = root.level
+    root.setLevel(max(saved, logging.WARNING))
+    try:
+        yield
+    finally:
+        root.setLevel(saved)
 
 
 def _baseline_config(

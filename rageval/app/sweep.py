@@ -236,12 +236,13 @@ def finish_sweep(config, stopped: str | None = None) -> int:
                 uri=uri,
                 command=command,
                 best_job=board.best,
+                swept_params=study is None,
             )
             tag_pareto_front(client, parent, rows, board)
             if study is not None:
                 from rageval.app.tuning import log_outcome
 
-                log_outcome(client, parent, sweep_dir, study)
+                log_outcome(client, parent, sweep_dir, study, uri=uri)
             # a study's failed trials are part of its search, not a failure of the study
             broken = (failed and study is None) or stopped or (study or {}).get("error")
             client.set_terminated(parent, "FAILED" if broken else "FINISHED")

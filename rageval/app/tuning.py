@@ -44,6 +44,7 @@ TAG_ALPHA = "rageval.study_alpha"
 TAG_FRACTION = "rageval.study_holdout_fraction"
 TAG_SEED = "rageval.study_split_seed"
 TAG_BEST_TRIAL = "rageval.study_best_trial"
+TAG_BEST_CONFIG = "rageval.study_best_config"
 PARENT_ATTR = "mlflow_parent_run_id"
 
 
@@ -107,11 +108,78 @@ def check_study(argv: Sequence[str], conf_dir: str | Path) -> None:
     try:
         with initialize_config_dir(config_dir=str(Path(conf_dir).resolve()), version_base="1.3"):
             cfg = compose("config", overrides=hydra_args, return_hydra_config=True)
-    except (HydraException, OmegaConfBaseException):
-        return  # Hydra itself says what is wrong with its own overrides
+    except (HydraException, OmegaConfBaseException) as err:
+        _explain_sweeper_key(err, hydra_args)
+        return  # Hydra itself says what is wrong with its other settings
     if is_study(cfg):
         s = StudySettings.of(cfg)
+        _check_sampler(s)
         search_space(s.params, [a for a in given if a not in hydra_args])
+
+
+def _explain_sweeper_key(err: Exception, hydra_args: Sequence[str]) -> None:
+    """A mistyped ``hydra.sweeper.KEY`` (or ``hydra.sweeper.sampler.KEY``) on the command line:
+    one ConfigError with the closest keys, instead of Hydra's multi-line struct error."""
+    import re
+
+    found = re.search(r"Key '([^']+)' is not in struct", str(err)) or re.search(
+        r"Could not override '([^']+)'", str(err)
+    )
+    full = re.search(r"full_key: (\S+)", str(err))
+    key = full.group(1) if full else (found.group(1) if found else "")
+    if not key.startswith("hydra.sweeper."):
+        return
+    culprit = next((a for a in hydra_args if a.lstrip("+~").split("=", 1)[0] == key), key)
+    if key.startswith("hydra.sweeper.sampler."):
+        arg = key.rsplit(".", 1)[1]
+        chosen = [
+            a.split("=", 1)[1] for a in hydra_args if a.startswith("hydra.sweeper.sampler.name=")
+        ]
+        sampler = chosen[-1] if chosen and chosen[-1] in SAMPLERS else "tpe"
+        raise ConfigError(
+            f"override {culprit!r}: the sampler's settings have no {arg!r}"
+            f"{_closest(arg, _sampler_args(sampler))}; to pass the {sampler} sampler an argument "
+            f"the conf file does not set, write +{culprit.lstrip('+~')}"
+        )
+    known = sorted(StudySettings.__dataclass_fields__)
+    name = key[len("hydra.sweeper.") :]
+    raise ConfigError(
+        f"override {culprit!r}: hydra.sweeper has no key {name!r}{_closest(name, known)} "
+        f"(keys: {', '.join(known)})"
+    )
+
+
+def _closest(word: str, choices: Sequence[str]) -> str:
+    import difflib
+
+    near = difflib.get_close_matches(word, list(choices), n=2, cutoff=0.6)
+    return f"; did you mean {' or '.join(near)}?" if near else ""
+
+
+def _sampler_args(name: str) -> list[str]:
+    """The keyword arguments of the Optuna sampler ``name`` (grid's space is built from ours)."""
+    import inspect
+
+    import optuna
+
+    cls = getattr(optuna.samplers, SAMPLERS[name])
+    skip = {"self", "search_space"} if name == "grid" else {"self"}
+    return [p for p in inspect.signature(cls.__init__).parameters if p not in skip]
+
+
+def _check_sampler(s: StudySettings) -> None:
+    """The sampler's arguments (``hydra.sweeper.sampler`` minus ``name``) against the Optuna
+    sampler's own: a misspelt one is a ConfigError naming the closest, before any trial runs."""
+    args = dict(s.sampler or {})
+    name = args.pop("name", "tpe")
+    accepted = _sampler_args(name)
+    for arg in args:
+        if arg not in accepted:
+            raise ConfigError(
+                f"hydra.sweeper.sampler.{arg}: the {name} sampler ({SAMPLERS[name]}) has no "
+                f"argument {arg!r}{_closest(arg, accepted)} (its arguments: "
+                f"{', '.join(accepted)}); drop it (a conf file's key: ~hydra.sweeper.sampler.{arg})"
+            )
 
 
 def is_study(config) -> bool:
@@ -140,12 +208,26 @@ def _distribution(override):
         start, stop, step = value.start, value.stop, value.step
         values = list(override.sweep_iterator())
         if not values:
-            raise ConfigError(f"search space {key}: range({start}, {stop}, {step}) is empty")
+            raise ConfigError(
+                f"search space {override.input_line!r}: range({start}, {stop}, {step}) is empty "
+                "(it counts from start by step and stops below stop, as everywhere in Hydra)"
+            )
         if all(isinstance(x, int) for x in (start, stop, step)):
             return IntDistribution(int(values[0]), int(values[-1]), step=int(step))
         return FloatDistribution(float(values[0]), float(values[-1]), step=float(step))
     if isinstance(value, IntervalSweep):
         log = "log" in value.tags
+        if not value.start < value.end:
+            raise ConfigError(
+                f"search space {override.input_line!r}: an interval needs its low end first and "
+                f"below its high end, got interval({value.start}, {value.end}); write "
+                f"interval({min(value.start, value.end)}, {max(value.start, value.end)})"
+            )
+        if log and value.start <= 0:
+            raise ConfigError(
+                f"search space {override.input_line!r}: a log-uniform interval needs a low end "
+                f"above 0, got {value.start}"
+            )
         if isinstance(value.start, int) and isinstance(value.end, int):
             return IntDistribution(int(value.start), int(value.end), log=log)
         return FloatDistribution(float(value.start), float(value.end), log=log)
@@ -191,12 +273,28 @@ def search_space(
             "the holdout itself; leave split out"
         )
     fixed.pop("split", None)
+    _check_bounds(space)
     if not space:
         raise ConfigError(
             "the study has an empty search space: set hydra.sweeper.params (see "
             "conf/hydra/sweeper/optuna.yaml) or give sweeps like chunk=choice(128,256,512)"
         )
     return space, list(fixed.values())
+
+
+def _check_bounds(space: Mapping[str, Any]) -> None:
+    """A searched knob whose range leaves what it can take (BM25's b above 1) fails here, not in
+    every trial that draws such a value."""
+    from rageval.retrieval.local.lexical import BM25_BOUNDS, check_bm25_param
+
+    for name in BM25_BOUNDS:
+        dist = space.get(f"search.bm25.{name}")
+        ends = (getattr(dist, "choices", None) or (dist.low, dist.high)) if dist else ()
+        for value in ends:
+            try:
+                check_bm25_param(name, value)
+            except ConfigError as err:
+                raise ConfigError(f"search space: {err}") from None
 
 
 def study_name(config, space: Mapping[str, Any], fixed: Sequence[str], s: StudySettings) -> str:
@@ -293,10 +391,13 @@ def print_outcome(outcome: Mapping[str, Any]) -> None:
     print(f"study {outcome['study']!r} in {outcome['storage']} (run the same command to resume)")
 
 
-def log_outcome(client, parent: str, sweep_dir: Path, outcome: Mapping[str, Any]) -> None:
-    """The study's figures, ids and verdict on the sweep's parent run."""
+def log_outcome(
+    client, parent: str, sweep_dir: Path, outcome: Mapping[str, Any], uri: str = ""
+) -> None:
+    """The study's figures, ids and verdict on the sweep's parent run (``uri``: the tracking
+    URI, for the best run's link)."""
     from rageval.report.study import StudySummary
-    from rageval.tracking.log import DESCRIPTION_TAG, log_batched
+    from rageval.tracking.log import DESCRIPTION_TAG, log_batched, run_url
 
     tags = {
         TAG_STUDY: str(outcome.get("study") or "(did not start)"),
@@ -315,6 +416,8 @@ def log_outcome(client, parent: str, sweep_dir: Path, outcome: Mapping[str, Any]
                 TAG_FRACTION: str(summary.split["holdout_fraction"]),
                 TAG_SEED: str(summary.split["seed"]),
                 "rageval.study_confirmed": str(summary.confirmed).lower(),
+                # a tag, not params: a resumed study's best may change, MLflow params cannot
+                TAG_BEST_CONFIG: " ".join(summary.best_overrides)[:5000],
             }
         )
         for tag, key in ((TAG_BEST_RUN, "best_run_id"), (TAG_BASELINE_RUN, "baseline_run_id")):
@@ -323,10 +426,16 @@ def log_outcome(client, parent: str, sweep_dir: Path, outcome: Mapping[str, Any]
         trial_run = outcome.get("best_trial_run_id")
         if trial_run:  # the study's best, which a resumed study may have found in an earlier part
             tags["rageval.best_run_id"] = str(trial_run)
-            metrics = {**client.get_run(trial_run).data.metrics, **metrics}
+            best_run = client.get_run(trial_run)
+            tags["rageval.best_run_url"] = run_url(uri, best_run.info.experiment_id, trial_run)
+            metrics = {**best_run.data.metrics, **metrics}
         note = client.get_run(parent).data.tags.get(DESCRIPTION_TAG, "")
         tags[DESCRIPTION_TAG] = (summary.markdown() + "\n\n" + note)[:20000]
     if outcome.get("error"):
         tags["rageval.study_error"] = str(outcome["error"])[:5000]
+    if outcome.get("study"):  # the runs table shows a study and its trials by number
+        tags["mlflow.runName"] = f"study {outcome['study']}"
+    for run_id, name in (outcome.get("trial_run_names") or {}).items():
+        client.set_tag(run_id, "mlflow.runName", name)
     log_batched(client, parent, metrics=metrics, tags=tags)
     client.log_artifact(parent, str(Path(sweep_dir) / STUDY_FILE))

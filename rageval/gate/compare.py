@@ -103,6 +103,15 @@ class Comparison:
         out = [r.metric for r in self.rows if r.verdict == "regressed"]
         return out + [f"{r.metric} on {r.slice}" for r in self.slices if r.verdict == "regressed"]
 
+    def _where(self) -> str:
+        """When only slices regressed: that the headline metrics passed."""
+        if any(r.verdict == "regressed" for r in self.rows):
+            return ""
+        return (
+            " (every headline metric is within tolerance; the slice table below shows the "
+            "slices that are not)"
+        )
+
     def header_lines(self) -> list[str]:
         """Baseline run, current config, what changed between them, how it was tested."""
         b, c = self.baseline_info, self.current_info
@@ -128,6 +137,8 @@ class Comparison:
             LABELS_CHANGED: "⚠️ Labels differ from the baseline's",
         }[self.status]
         lines = [f"### {head}", ""]
+        if self.status == REGRESSED:  # what failed, first: a slice can fail a passing mean
+            lines += [f"**Regressed:** {', '.join(self.regressed())}{self._where()}", ""]
         lines += [f"- {line}" for line in self.header_lines()]
         lines += [
             "",

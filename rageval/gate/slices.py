@@ -33,10 +33,12 @@ from rageval.scoring.slices import (
     DEFAULT_MIN_SIZE,
     SliceGroup,
     canonical_field,
+    did_you_mean,
     find_group,
     group_rows,
+    slice_fields,
 )
-from rageval.scoring.spec import MetricSpec
+from rageval.scoring.spec import FAMILIES, MetricSpec
 from rageval.scoring.stats import holm, paired_randomization_test
 
 SLICE_OVERRIDE = re.compile(r"^(\+{0,2})gate\.slices\.(.+)=([^=]*)$", re.DOTALL)
@@ -129,16 +131,54 @@ def _tolerance(value: Any, where: str) -> float:
     return float(value)
 
 
-def _groups(rows: Sequence[Mapping[str, Any]], key: str, min_size: int) -> list[SliceGroup]:
+def _groups(
+    rows: Sequence[Mapping[str, Any]],
+    key: str,
+    min_size: int,
+    gate_metrics: Sequence[str] = (),
+) -> list[SliceGroup]:
     if "=" in key:
-        return [find_group(rows, key, min_size)]
+        try:
+            return [find_group(rows, key, min_size)]
+        except ConfigError as e:
+            _refuse_metric(rows, key, min_size, gate_metrics, e)
+            raise ConfigError(f"gate.slices: {e}") from None
     groups = group_rows(rows, [canonical_field(key)], min_size)
     if not groups:
+        fields = slice_fields(rows)
         raise ConfigError(
-            f"gate.slices names the field {key!r}, which no query of the golden set has; write "
-            "<field>=<value> (source=adversarial) or a field the queries have"
+            f"gate.slices names the field {key!r}, which no query of the golden set has"
+            f"{did_you_mean(key, fields)}; write <field>=<value> (source=adversarial) or a field "
+            f"the queries have: {', '.join(fields)}"
         )
     return groups
+
+
+def _refuse_metric(
+    rows: Sequence[Mapping[str, Any]],
+    key: str,
+    min_size: int,
+    gate_metrics: Sequence[str],
+    error: ConfigError,
+) -> None:
+    """``source=adversarial.recal@5``: a slice that exists followed by a metric name that is none
+    (which is why the override read it as part of the slice name) -> say so, did you mean."""
+    head, dot, tail = key.rpartition(".")
+    if not dot or "=" not in head:
+        return
+    try:
+        find_group(rows, head, min_size)
+    except ConfigError:
+        return
+    names = list(dict.fromkeys(str(MetricSpec.parse(m)) for m in gate_metrics))
+    k = re.search(r"(?:@|_at_)(\d+)$", tail)
+    names += [f"{f}@{k.group(1)}" for f in FAMILIES] if k else list(FAMILIES)
+    raise ConfigError(
+        f"gate.slices[{key!r}]: {tail!r} after the slice {head!r} is no metric"
+        f"{did_you_mean(tail.replace('_at_', '@'), names)}; write "
+        f"gate.slices.{head}.<metric>=<tolerance> with a metric such as "
+        f"{', '.join(str(MetricSpec.parse(m)) for m in gate_metrics[:3]) or 'recall@5'}"
+    ) from error
 
 
 def check_spec(
@@ -146,14 +186,26 @@ def check_spec(
     gate_metrics: Sequence[str],
     rows: Sequence[Mapping[str, Any]],
     min_size: int = DEFAULT_MIN_SIZE,
+    *,
+    measured: bool = True,
 ) -> None:
     """Refuse a bad ``gate.slices`` before anything runs: tolerances that are not numbers, metric
-    names that are none, and (when the baseline's ``rows`` carry the slice fields) slices no
-    query is in."""
+    names that are none, (when the baseline's ``rows`` carry the slice fields) slices no query is
+    in and (``measured``: the rows hold metric values) metrics the rows do not hold."""
     wanted = parse_tolerances(spec, gate_metrics)
     if rows and any(_has_fields(r) for r in rows):
         for key, _ in wanted:
-            _groups(rows, key, min_size)
+            _groups(rows, key, min_size, gate_metrics)
+    have = {m for r in rows for m in r}
+    for key, tolerances in wanted if rows and measured else ():
+        missing = [m for m in tolerances if m not in have]
+        if missing:
+            have = [m for m in dict.fromkeys(str(MetricSpec.parse(g)) for g in gate_metrics)]
+            raise ConfigError(
+                f"gate.slices[{key!r}]: the baseline's per-query rows have no {missing[0]!r}"
+                f"{did_you_mean(missing[0], sorted(m for m in have if '@' in m))}; gate a "
+                f"metric the baseline measured, e.g. {', '.join(have[:3]) or 'recall@5'}"
+            )
 
 
 def _num(x: Any) -> float:
@@ -187,7 +239,7 @@ def compare_slices(
     # (slice, metric) -> tolerance; a named slice overrides its field's tolerance
     gated: dict[tuple[str, str], tuple[SliceGroup, float, str]] = {}
     for key, tolerances in sorted(wanted, key=lambda kv: "=" in kv[0]):
-        for g in _groups(rows, key, min_size):
+        for g in _groups(rows, key, min_size, gate_metrics):
             for metric, tol in tolerances.items():
                 gated[(g.name, metric)] = (g, tol, key)
     out: list[SliceRow] = []

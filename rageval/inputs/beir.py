@@ -3,7 +3,10 @@ golden set of document-level labels (see docs/interop.md).
 
 - corpus: ``{"_id", "title", "text"}`` a line, read by :func:`rageval.inputs.corpus.load_corpus`
   (title and text are embedded together, ``title + " " + text``, as BEIR does);
-- queries: ``{"_id", "text"}`` a line; queries without judgements in the split are skipped;
+- queries: ``{"_id", "text"}`` a line; queries without judgements in the split are skipped. A
+  query's ``metadata`` object becomes its ``meta``, so ``slices=[<key>]`` slices by it: the
+  entries whose value is a string, number, boolean or a list of them (nested objects and nulls
+  are left out: they name no slice);
 - qrels: ``query-id<TAB>corpus-id<TAB>score`` with a header line; graded, 0 = judged non-relevant.
   Queries whose judgements are all 0 are skipped too (no metric is defined for them), and so are
   judgements of documents whose title and text are both empty (no retriever can return them).
@@ -23,6 +26,7 @@ import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from rageval.errors import ConfigError, InputError
 from rageval.formats.atomic import atomic_write_text
@@ -124,7 +128,8 @@ def load_beir(
         if not any(g >= 1 for g in labels.values()):
             no_relevant += 1
             continue
-        entries.append(GoldenQuery(id=qid, query=queries[qid][1], relevant_docs=labels, line=line))
+        _, text, meta = queries[qid]
+        entries.append(GoldenQuery(id=qid, query=text, relevant_docs=labels, line=line, meta=meta))
     skipped["queries whose judgements are all 0"] = no_relevant
     skipped["judgements of empty documents"] = dropped
     if not entries:
@@ -161,9 +166,9 @@ def _jsonl_ids(path: Path) -> Iterator[tuple[int, str]]:
         yield lineno, str(obj.get("_id", obj.get("id")))
 
 
-def _read_queries(path: Path) -> dict[str, tuple[int, str]]:
-    """query id -> (line, text)."""
-    out: dict[str, tuple[int, str]] = {}
+def _read_queries(path: Path) -> dict[str, tuple[int, str, dict[str, Any]]]:
+    """query id -> (line, text, the sliceable entries of its ``metadata``)."""
+    out: dict[str, tuple[int, str, dict[str, Any]]] = {}
     for lineno, obj in _jsonl(path):
         qid = obj.get("_id", obj.get("id"))
         if isinstance(qid, bool) or not isinstance(qid, str | int) or str(qid) == "":
@@ -175,7 +180,27 @@ def _read_queries(path: Path) -> dict[str, tuple[int, str]]:
             first = out[qid][0]
             msg = f"duplicate query id {qid!r} (first on line {first})"
             raise InputError(msg, path=str(path), line=lineno)
-        out[qid] = (lineno, text)
+        out[qid] = (lineno, text, _sliceable(obj.get("metadata")))
+    return out
+
+
+def _sliceable(metadata: Any) -> dict[str, Any]:
+    """The entries of a BEIR query's ``metadata`` a golden line's ``meta`` may hold (strings,
+    numbers, booleans, lists of them); others are left out, as they name no slice."""
+    if not isinstance(metadata, dict):
+        return {}
+
+    def scalar(v: Any) -> bool:
+        return isinstance(v, str | int | float | bool) and v != ""
+
+    out: dict[str, Any] = {}
+    for key, v in metadata.items():
+        if not str(key).strip():
+            continue
+        if scalar(v):
+            out[str(key)] = v
+        elif isinstance(v, list) and v and all(scalar(x) for x in v):
+            out[str(key)] = list(v)
     return out
 
 

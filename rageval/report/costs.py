@@ -58,7 +58,7 @@ _SPECS = (
     CostSpec("texts_cached", "cached", "count", "texts asked of the encoder and not embedded"),
     CostSpec("index_disk_bytes", "index disk", "bytes", "the index's files (see docs)"),
     CostSpec("index_memory_bytes", "index mem", "bytes", "the index's arrays in memory"),
-    CostSpec("tokens_per_query", "tokens/q", "tokens", "mean tokens of the top k (tokens@k)"),
+    CostSpec("tokens_per_query", "tokens/q", "tokens", "mean tokens of the top k, as tokens@k"),
     CostSpec("requests_index", "req index", "count", "backend calls to build the index"),
     CostSpec("requests_search", "req search", "count", "backend calls to search all queries"),
 )
@@ -69,10 +69,16 @@ DEFAULT_PARETO_COST = "latency_p95_ms"
 
 def cost_spec(name: str, what: str = "sweep.pareto_cost") -> CostSpec:
     """The CostSpec of ``name``; a ConfigError listing the valid names otherwise."""
-    spec = COSTS.get(str(name).strip())
+    word = str(name).strip()
+    spec = COSTS.get(word)
     if spec is None:
+        import difflib
+
+        close = [c for c in COSTS if word and word.lower() in c]  # p95 -> latency_p95_ms
+        close += difflib.get_close_matches(word.lower(), list(COSTS), n=2, cutoff=0.6)
+        hint = f" (did you mean {' or '.join(dict.fromkeys(close))}?)" if close else ""
         raise ConfigError(
-            f"{what}={name!r} is not a cost; valid costs: {', '.join(COSTS)} (docs/costs.md)"
+            f"{what}={name!r} is not a cost{hint}; valid costs: {', '.join(COSTS)} (docs/costs.md)"
         )
     return spec
 
@@ -137,8 +143,9 @@ def costs_block(
     return out
 
 
-def costs_summary(costs: Mapping[str, Any]) -> str:
-    """Two console lines: stage times, then latency, embedding, index size, tokens, requests."""
+def costs_summary(costs: Mapping[str, Any], width: int = 120) -> str:
+    """Console lines of at most ``width`` columns (unless one part is longer): stage times, then
+    latency, embedding, index size, tokens and requests, each part whole on its line."""
     if not costs:
         return ""
 
@@ -165,4 +172,12 @@ def costs_summary(costs: Mapping[str, Any]) -> str:
         rest.append(f"{fmt('tokens_per_query')} tokens per query")
     if "requests_search" in costs:
         rest.append(f"{fmt('requests_index')} + {fmt('requests_search')} requests (index + search)")
-    return first + ("\n       " + "; ".join(rest) if rest else "")
+    lines = [first]
+    indent = " " * len("costs: ")
+    for i, part in enumerate(rest):  # room kept for the ";" that ends a full line
+        if i and len(lines[-1]) + len(f"; {part};") <= width:
+            lines[-1] += f"; {part}"
+        else:
+            lines[-1] += ";" if i else ""
+            lines.append(indent + part)
+    return "\n".join(lines)

@@ -295,7 +295,13 @@ def slice_console(report: EvalReport, width: int = SLICE_WIDTH) -> str:
     block = report.slices or {}
     rows = block.get("rows") or []
     if not rows:
-        return ""
+        fields = ", ".join(block.get("fields") or [])
+        return (  # asked for, but no query has the field (a BEIR set has no source)
+            f"Slices by {fields}: none, no query has {'it' if ',' not in fields else 'them'}; "
+            "slices=[<field>] slices by tags or a key of the golden lines' meta (docs/slices.md)"
+            if fields and report.per_query
+            else ""
+        )
     k = report.k
     evidence = f"evidence_recall@{k}" in block.get("metrics", [])
     wanted = [f"hit_rate@{k}", f"recall@{k}", f"ndcg@{k}"]

@@ -26,6 +26,7 @@ from typing import Any
 
 from rageval.errors import ConfigError
 from rageval.report.costs import COSTS, DEFAULT_PARETO_COST, cost_spec
+from rageval.report.fit import fit_table, job_table
 from rageval.report.pareto import Point, pareto_front
 from rageval.report.sweep_slices import sweep_slices
 from rageval.scoring.spec import MetricSpec
@@ -34,6 +35,7 @@ from rageval.scoring.stats import holm, paired_randomization_test
 CHUNKING_KEYS = ("chunk", "chunk_overlap")
 DEFAULT_BUDGET = 1024
 CONSOLE_WIDTH = 120
+CI = "(ci)"  # the console table's pseudo-column: the deciding metric's 95% CI
 
 
 @dataclass
@@ -255,65 +257,79 @@ class Leaderboard:
         return out.getvalue()
 
     def console(self, width: int = CONSOLE_WIDTH) -> str:
-        """An aligned table that fits ``width`` columns: the deciding metric (with its CI) first,
-        then the headline, span and token columns (leaderboard.md has them all)."""
-        from rich import box
-        from rich.console import Console
+        """Aligned tables that fit ``width`` columns, one line per job: the deciding metric (with
+        its CI) first, then the headline, span and token columns that fit (leaderboard.md and .csv
+        have them all); then the section by slice and the costs."""
         from rich.table import Table
 
-        shown = [m for m in self.columns if m in _console_columns(self.columns)]
-        table = Table(box=box.SIMPLE_HEAD)
-        table.add_column("job", justify="right")
-        for k in self.keys:
-            table.add_column(k, overflow="fold")
-        for i, m in enumerate(shown):
-            table.add_column(_two_lines(m), justify="right", style="bold" if i == 0 else "")
-        table.add_column("verdict")
-        for j in self.jobs:
-            cells = [str(j.job), *[j.values.get(k, "") for k in self.keys]]
-            if j.status == "ok":
-                cells += [self._cells(j, m, ci=(i == 0)) for i, m in enumerate(shown)]
-                cells.append(self.verdict.get(j.job, ""))
-            else:
-                cells += [""] * len(shown) + ["FAILED"]
-            table.add_row(*cells)
-        buf = io.StringIO()
-        Console(file=buf, width=width, no_color=True, highlight=False).print(table)
+        def build(shown: list[str]) -> Table:
+            ci = CI in shown  # the deciding metric's CI: the last to give way
+            metrics = [m for m in shown if m != CI]
+            table = job_table(self.keys)
+            for i, m in enumerate(metrics):
+                table.add_column(
+                    _two_lines(m), justify="right", style="bold" if i == 0 else "", no_wrap=True
+                )
+            table.add_column("verdict", no_wrap=True)
+            for j in self.jobs:
+                cells = [str(j.job), *[j.values.get(k, "") for k in self.keys]]
+                if j.status == "ok":
+                    cells += [self._cells(j, m, ci=ci and i == 0) for i, m in enumerate(metrics)]
+                    cells.append(self.verdict.get(j.job, ""))
+                else:
+                    cells += [""] * len(metrics) + ["FAILED"]
+                table.add_row(*cells)
+            return table
+
+        columns = [CI, *_console_columns(self.columns)]
+        body, dropped = fit_table(build, columns, [*_drop_order(columns[1:]), CI], width)
         head = textwrap.fill(self.header(), width=width)
-        body = "\n".join(line.rstrip() for line in buf.getvalue().splitlines()).strip("\n")
+        if dropped:
+            names = [f"the CI of {self.metric}" if d == CI else d for d in dropped]
+            body += "\n" + textwrap.fill(
+                f"(not shown here, in leaderboard.md and .csv: {', '.join(names)})", width=width
+            )
         if self.slices is not None:
             body += "\n\n" + self.slices.console(width)
         costs = self.costs_console(width)
         return f"{head}\n\n{body}" + (f"\n\n{costs}" if costs else "")
 
     def costs_console(self, width: int = CONSOLE_WIDTH) -> str:
-        """The costs of each job as a second aligned table, the Pareto front marked."""
-        from rich import box
-        from rich.console import Console
+        """The costs of each job as a second aligned table (one line per job, the costs that fit
+        ``width`` columns; the Pareto cost always), the Pareto front marked."""
         from rich.table import Table
 
         shown = [c for c in self.cost_columns if c in CONSOLE_COSTS or c == self.pareto_cost]
         if not shown:
             return ""
-        table = Table(box=box.SIMPLE_HEAD)
-        table.add_column("job", justify="right")
-        for k in self.keys:
-            table.add_column(k, overflow="fold")
-        for c in shown:
-            table.add_column(
-                COSTS[c].header, justify="right", style="bold" if c == self.pareto_cost else ""
+
+        def build(names: list[str]) -> Table:
+            table = job_table(self.keys)
+            for c in names:
+                table.add_column(
+                    COSTS[c].header,
+                    justify="right",
+                    style="bold" if c == self.pareto_cost else "",
+                    no_wrap=True,
+                )
+            table.add_column("pareto", no_wrap=True)
+            for j in self.jobs:
+                cells = [str(j.job), *[j.values.get(k, "") for k in self.keys]]
+                if j.status == "ok":
+                    cells += [self._cost(j, c) for c in names] + [self._front_mark(j)]
+                else:
+                    cells += [""] * len(names) + ["FAILED"]
+                table.add_row(*cells)
+            return table
+
+        drop = [c for c in CONSOLE_COSTS_DROP_ORDER if c != self.pareto_cost]
+        body, dropped = fit_table(build, shown, drop, width)
+        if dropped:
+            body += "\n" + textwrap.fill(
+                f"(not shown here, in leaderboard.md and .csv: "
+                f"{', '.join(COSTS[c].header for c in dropped)})",
+                width=width,
             )
-        table.add_column("pareto")
-        for j in self.jobs:
-            cells = [str(j.job), *[j.values.get(k, "") for k in self.keys]]
-            if j.status == "ok":
-                cells += [self._cost(j, c) for c in shown] + [self._front_mark(j)]
-            else:
-                cells += [""] * len(shown) + ["FAILED"]
-            table.add_row(*cells)
-        buf = io.StringIO()
-        Console(file=buf, width=width, no_color=True, highlight=False).print(table)
-        body = "\n".join(line.rstrip() for line in buf.getvalue().splitlines()).strip("\n")
         lead = (
             f"Costs (front: the Pareto front of {self.metric} against {self.pareto_cost}; "
             "a job there is beaten on both by no other job)"
@@ -333,6 +349,19 @@ CONSOLE_COSTS = (
     "index_disk_bytes",
     "index_memory_bytes",
     "requests_search",
+)
+# Which of them give way first when the costs table is wider than the console.
+CONSOLE_COSTS_DROP_ORDER = (
+    "texts_embedded",
+    "search_s",
+    "embed_s",
+    "rerank_s",
+    "latency_p50_ms",
+    "index_disk_bytes",
+    "total_s",
+    "requests_search",
+    "index_memory_bytes",
+    "latency_p95_ms",
 )
 
 
@@ -361,6 +390,15 @@ def _console_columns(columns: Sequence[str]) -> list[str]:
             continue
         keep.append(m)
     return keep
+
+
+def _drop_order(columns: Sequence[str]) -> list[str]:
+    """Which console columns give way first when the table is too wide: near-duplicates of what
+    stays (IoU follows evidence precision), then precision, judged, tokens, then the others from
+    the right; never the deciding metric (the first column)."""
+    first = ("evidence_iou", "evidence_precision", "judged", "tokens")
+    rest = [m for m in reversed(columns[1:]) if m.split("@")[0] not in first]
+    return [m for f in first for m in columns[1:] if m.split("@")[0] == f] + rest
 
 
 def _two_lines(name: str) -> str:

@@ -102,7 +102,15 @@ def pareto_png(board, path: Path) -> Path | None:
         if board.verdict.get(j.job) == "best":
             label += " (best)"
         labels.append((label, c, q, j.job in front))
-    unit = {"s": "seconds", "ms": "ms", "bytes": "bytes", "count": "", "tokens": "tokens"}
+    # bytes as kB / MB on the ticks (not 1e6 times a raw count); the unit then goes unsaid
+    unit = {"s": "seconds", "ms": "ms", "bytes": "", "count": "", "tokens": "tokens"}
+    if spec.unit == "bytes":
+        from matplotlib.ticker import FuncFormatter, NullFormatter
+
+        from rageval.report.costs import human_bytes
+
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: human_bytes(v) if v > 0 else "0"))
+        ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel(
         f"{board.pareto_cost} ({spec.meaning}{', ' + unit[spec.unit] if unit[spec.unit] else ''})"
     )

@@ -108,8 +108,9 @@ def summarise_stages(
     }
 
 
-def stages_table(block: Mapping[str, Any]) -> str:
-    """The stage block as console lines: one row per stage, then one line per lift."""
+def stages_table(block: Mapping[str, Any], width: int = 120) -> str:
+    """The stage block as console lines: one row per stage, then the lifts of each stage over
+    each input, wrapped at whole metrics to ``width`` columns."""
     if not block or not block.get("order"):
         return ""
     metrics = list(block.get("metrics", []))
@@ -135,7 +136,15 @@ def stages_table(block: Mapping[str, Any]) -> str:
                 f"{x['metric']} {x['delta']:+.4f} (p = {x['p_value']:.2g})"
             )
     for (stage, over), parts in by_pair.items():
-        lines.append(f"{stage} over {over}: " + ", ".join(parts))
+        lead = f"{stage} over {over}: "
+        line = lead + parts[0]
+        for part in parts[1:]:  # room kept for the "," that ends a full line
+            if len(line) + len(f", {part},") <= width:
+                line += f", {part}"
+            else:
+                lines.append(line + ",")
+                line = " " * len(lead) + part
+        lines.append(line)
     return "stage by stage:\n" + "\n".join(lines)
 
 

@@ -117,15 +117,26 @@ class StudySummary:
             f"the baseline's own tune - holdout: {self.split_gap:+.4f}"
         )
 
+    def trials_line(self) -> str:
+        """How many trials finished and failed (and were interrupted, then run again)."""
+        t = self.trials
+        line = f"{t.get('complete', 0)} trials finished, {t.get('failed', 0)} failed"
+        if t.get("interrupted"):
+            line += f" ({t['interrupted']} interrupted and run again)"
+        return line
+
+    def split_line(self) -> str:
+        """The split the study tuned on, in words."""
+        s = self.split
+        return (
+            f"the tune split ({s.get(TUNE)} of {s.get('of')} queries; holdout {s.get(HOLDOUT)}, "
+            f"holdout_fraction {s.get('holdout_fraction')}, split_seed {s.get('seed')})"
+        )
+
     def console(self) -> str:
         """The study's block for the console, after the leaderboard of its trials."""
-        s = self.split
-        t = self.trials
         lines = [
-            f"Study decided by {self.metric} on the tune split ({s.get(TUNE)} of {s.get('of')} "
-            f"queries; holdout {s.get(HOLDOUT)}, holdout_fraction {s.get('holdout_fraction')}, "
-            f"split_seed {s.get('seed')}); {t.get('complete', 0)} trials finished, "
-            f"{t.get('failed', 0)} failed",
+            f"Study decided by {self.metric} on {self.split_line()}; {self.trials_line()}",
             f"best: trial {self.best_trial} ({' '.join(self.best_overrides) or 'no overrides'})",
             f"baseline: {self.baseline_source}",
             "",
@@ -137,20 +148,34 @@ class StudySummary:
         return "\n".join(lines)
 
     def markdown(self) -> str:
-        """The same as Markdown (study.md, the parent run's description)."""
+        """The same as Markdown, the verdict first (study.md, the parent run's description)."""
         s = self.split
+        outcome = "confirms the gain" if self.confirmed else "does not confirm a gain"
         lines = [
-            f"**Study** decided by `{self.metric}` on the tune split ({s.get(TUNE)} of "
-            f"{s.get('of')} queries, {s.get(HOLDOUT)} held out).",
+            f"## Tuning study: the holdout {outcome}",
             "",
-            f"Best: trial {self.best_trial} (`{' '.join(self.best_overrides)}`); baseline: "
-            f"{self.baseline_source}.",
+            f"Decided by `{self.metric}` on {self.split_line()}; {self.trials_line()}.",
             "",
-            f"| configuration | {self.metric} tune | {self.metric} holdout |",
+            f"- **Best**: trial {self.best_trial} (`{' '.join(self.best_overrides)}`)",
+            f"- **Baseline**: {self.baseline_source}",
+            "",
+            f"| configuration | tune ({s.get(TUNE)} queries) "
+            f"| holdout ({s.get(HOLDOUT)} queries) |",
             "|---|---:|---:|",
         ]
         lines += [f"| {a} | {b} | {c} |" for a, b, c in self.rows()]
-        lines += ["", f"- {self.optimism_line()}", f"- {self.verdict()}"]
+        lines += [
+            "",
+            f"Means of `{self.metric}` over every query of each side, with 95% bootstrap CIs. The "
+            "best configuration and the baseline's were each scored on every golden query after "
+            "the search; the holdout queries took no part in choosing the best.",
+            "",
+            f"- **Optimism** {self.optimism_line().removeprefix('optimism ')}. The best's tune "
+            "score overstates what it "
+            "does on new queries by this much; the baseline's own gap is what the two query "
+            "sets differ by without any tuning.",
+            f"- **Holdout test**: {self.verdict()}.",
+        ]
         return "\n".join(lines)
 
     def mlflow_metrics(self) -> dict[str, float]:

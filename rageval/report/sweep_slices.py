@@ -5,13 +5,13 @@ slices on which the overall best job is beaten: where a configuration wins and w
 
 from __future__ import annotations
 
-import io
 import math
 import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rageval.report.fit import fit_table, job_table
 from rageval.scoring.slices import slice_table
 from rageval.scoring.spec import MetricSpec
 
@@ -98,33 +98,25 @@ class SweepSlices:
     def console(self, width: int = CONSOLE_WIDTH) -> str:
         """Job by slice means that fit ``width`` columns (leaderboard.md has the CIs and all
         slices); the best per slice marked with ``*``."""
-        from rich import box
-        from rich.console import Console
         from rich.table import Table
 
         best = self.best_per_slice()
-        fixed = 6 + sum(max(len(k), 8) + 3 for k in self.keys)
-        shown = []
-        for name in self.names:
-            if fixed + 3 + sum(max(len(s), 9) + 3 for s in [*shown, name]) > width:
-                break
-            shown.append(name)
-        table = Table(box=box.SIMPLE_HEAD)
-        table.add_column("job", justify="right")
-        for k in self.keys:
-            table.add_column(k, overflow="fold")
-        for name in shown:
-            table.add_column(f"{name}\n{self.n_of(name)}", justify="right")
-        for job, cells in self.cells.items():
-            row = [str(job), *[self.values[job].get(k, "") for k in self.keys]]
+
+        def build(shown: list[str]) -> Table:
+            table = job_table(self.keys)
             for name in shown:
-                c = cells.get(name)
-                text = "" if c is None or math.isnan(c[1]) else f"{c[1]:.3f}"
-                row.append(text + ("*" if text and best.get(name) == job else " "))
-            table.add_row(*row)
-        buf = io.StringIO()
-        Console(file=buf, width=width, no_color=True, highlight=False).print(table)
-        body = "\n".join(line.rstrip() for line in buf.getvalue().splitlines()).strip("\n")
+                table.add_column(f"{name}\n{self.n_of(name)}", justify="right", no_wrap=True)
+            for job, cells in self.cells.items():
+                row = [str(job), *[self.values[job].get(k, "") for k in self.keys]]
+                for name in shown:
+                    c = cells.get(name)
+                    text = "" if c is None or math.isnan(c[1]) else f"{c[1]:.3f}"
+                    row.append(text + ("*" if text and best.get(name) == job else " "))
+                table.add_row(*row)
+            return table
+
+        body, dropped = fit_table(build, self.names, self.names[::-1], width)
+        shown = [n for n in self.names if n not in dropped]
         more = len(self.names) - len(shown)
         head = f"By slice: {self.metric} (* best per slice" + (
             f"; {more} more slices in leaderboard.md)" if more else ")"

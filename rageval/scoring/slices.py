@@ -14,6 +14,7 @@ are sliced by the same code.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import math
 import re
@@ -139,8 +140,36 @@ def find_group(
     raw = {g.value: g for g in group_rows(rows, [field], 1)}
     if value in raw and value != OTHER:
         return raw[value]
-    known = ", ".join(sorted(raw)) or "none: no query has this field"
-    raise ConfigError(f"no query is in slice {name!r}; the slices of {field}: {known}")
+    if not raw:
+        fields = slice_fields(rows)
+        raise ConfigError(
+            f"no query is in slice {name!r}: no query has the field {field!r}"
+            f"{did_you_mean(field, fields)}; the golden set's slice fields: {', '.join(fields)}"
+        )
+    values = sorted(raw)
+    if any(g.value == OTHER for g in group_rows(rows, [field], min_size)):
+        values.append(OTHER)
+    close = did_you_mean(value, values, prefix=f"{field}=")
+    raise ConfigError(
+        f"no query is in slice {name!r}{close}; the slices of {field}: {', '.join(values)}"
+    )
+
+
+def slice_fields(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The fields the queries of ``rows`` can be sliced by: source, tags and the meta keys any
+    query has (sorted)."""
+    meta = sorted({str(k) for r in rows for k in (r.get("meta") or {})})
+    top = [f for f in TOP_FIELDS if any(field_values(r, f) for r in rows)]
+    return top + [f"meta.{k}" if k in TOP_FIELDS else k for k in meta]
+
+
+def did_you_mean(word: str, choices: Sequence[str], prefix: str = "") -> str:
+    """`` (did you mean x?)`` naming the closest of ``choices`` (case-insensitive, each written
+    after ``prefix``), or ``""`` when none is close."""
+    lower = {c.lower(): c for c in choices}
+    close = difflib.get_close_matches(word.lower(), list(lower), n=2, cutoff=0.6)
+    said = " or ".join(prefix + lower[c] for c in close)
+    return f" (did you mean {said}?)" if close else ""
 
 
 def _values(rows: Sequence[Mapping[str, Any]], metric: str, index: Sequence[int]) -> np.ndarray:

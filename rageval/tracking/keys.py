@@ -109,7 +109,9 @@ def cost_entries(report) -> list[tuple[str, float]]:
     costs = dict(getattr(report, "costs", None) or {})
     if not costs:
         costs = {
-            f"latency_{k}": v for k, v in (report.latency or {}).items() if k != "queries_sampled"
+            f"latency_{k}": v
+            for k, v in (report.latency or {}).items()
+            if k not in ("queries_sampled", "searches")
         }
         costs.update(report.timings or {})
     return [(f"costs/{k}", float(v)) for k, v in costs.items() if _finite(v)]

@@ -36,11 +36,15 @@ def summarise_sweep(
     uri: str,
     command: str = "",
     best_job: int | None = None,
+    swept_params: bool = True,
 ) -> dict[str, Any] | None:
     """Rename the children, and give the parent the best job's id, metrics and swept values, the
     sweep's files and a description. ``rows`` are the sweep's jobs (``job``, ``status``,
     ``overrides``, ``metrics``, ``run_id``); ``best_job`` overrides the pick by ``compare_metric``.
-    Returns the best row (None when no job finished)."""
+    ``swept_params=False`` leaves the swept values out of the parent's params: a tuning study's
+    parent outlives one command (a resumed study's best may change, and MLflow params cannot),
+    so its best configuration goes in a tag instead. Returns the best row (None when no job
+    finished)."""
     keys = swept_keys([r.get("overrides") or [] for r in rows])
     for r in rows:
         if r.get("run_id"):
@@ -71,6 +75,7 @@ def summarise_sweep(
             # the swept params as the child logged them (search -> search.mode too)
             params.update({k: v for k, v in child.data.params.items() if k in keys})
     tags[DESCRIPTION_TAG] = _description(rows, keys, best, compare_metric, command, link, sweep_dir)
+    params = params if swept_params else {}
     log_batched(client, parent_id, metrics=metrics, params=params, tags=tags)
     for f in sorted(Path(sweep_dir).iterdir()):
         if f.is_file() and f.suffix in SWEEP_ARTIFACT_SUFFIXES and not f.name.startswith("."):

@@ -67,7 +67,7 @@ def test_single_run_writes_report_and_logs_everything_to_mlflow(
         for k in (1, 3, 5, 10, 20):
             assert 0.0 <= rep["metrics"][f"{m}@{k}"] <= 1.0
     assert len(rep["per_query"]) == 8 and rep["config"]["chunk"] == 64
-    assert set(rep["latency"]) == {"p50_ms", "p95_ms", "queries_sampled"}
+    assert set(rep["latency"]) == {"p50_ms", "p95_ms", "queries_sampled", "searches"}
 
     c = client(tmp_path)
     run = c.get_run(rep["mlflow_run_id"])

@@ -102,6 +102,16 @@ def test_a_bm25_study_runs_resumes_and_its_holdout_decides_promote(
 
     n = study["trials"]["complete"]
     assert sorted(children()) == ["baseline", "best", *["trial"] * n]
+    # the runs table names the study and each trial by its number, as the console shows them
+    assert parent.data.tags["mlflow.runName"] == f"study {study['study']}"
+    names = [
+        r.data.tags["mlflow.runName"]
+        for r in client.search_runs([exp], f"tags.`mlflow.parentRunId` = '{parent_id}'")
+        if "rageval.study_role" not in r.data.tags
+    ]
+    assert len(names) == n and all(x.startswith("trial ") for x in names)
+    assert parent.data.params == {}  # the best's values are a tag: a resumed study's may change
+    assert parent.data.tags["rageval.study_best_config"].startswith("chunk=")
 
     # resumed: the same command with a larger budget runs only the missing trial, same parent
     assert run_app(study_args(mini, shared_cache, tmp_path, golden, s2, 4)) == 0
@@ -111,6 +121,7 @@ def test_a_bm25_study_runs_resumes_and_its_holdout_decides_promote(
     resumed = json.loads((s2 / "study.json").read_text())
     assert resumed["study"] == study["study"]
     assert resumed["trials"] == {"complete": 2, "failed": 2}  # the grid's four points, once each
+    assert client.get_run(parent_id).info.status == "FINISHED"
     assert children().count("trial") == 2
     # the parent shows the study's best trial, whichever part of the study found it
     best_trial_run = resumed["best_trial_run_id"]

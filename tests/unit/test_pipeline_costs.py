@@ -118,6 +118,65 @@ def test_a_hybrid_run_reports_dense_lexical_and_fusion(mini, model_dir):
     assert 0 < x["p_value"] <= 1
     # the embedding time is the encoder's, whichever stage asked for it
     assert rep.costs["embed_s"] > 0
+    # what a user reads off the table: the ceiling at depth holds the top k, a lift is the
+    # difference of the two stages' means (its sign the direction the metric moved)
+    for name in block["order"]:
+        r = rows[name]
+        assert r["depth"] >= 5 and r["recall@depth"] >= r["recall@5"] - 1e-12, name
+    for x in block["lift"]:
+        before, after = rows[x["over"]][x["metric"]], rows[x["stage"]][x["metric"]]
+        assert x["delta"] == pytest.approx(after - before, abs=1e-12)
     text = stages_table(block)
     assert text.splitlines()[1].split()[:3] == ["stage", "depth", "recall@depth"]
     assert "fusion over dense: ndcg@5" in text
+
+
+def test_the_lift_lines_wrap_at_whole_metrics_within_the_width():
+    metrics = ["ndcg@10", "recall@10", "evidence_recall@1024t"]
+    row = {"depth": 100, "recall@depth": 0.9, "latency_p50_ms": 0.5, "latency_p95_ms": 0.9}
+    block = {
+        "order": ["dense", "lexical", "fusion"],
+        "metrics": metrics,
+        "stages": {s: {**row, "seconds": 0.1, **dict.fromkeys(metrics, 0.5)} for s in "abc"},
+        "lift": [
+            {"stage": "fusion", "over": over, "metric": m, "delta": -0.1248, "p_value": 1e-4}
+            for over in ("dense", "lexical")
+            for m in metrics
+        ],
+    }
+    block["stages"] = dict(zip(block["order"], block["stages"].values(), strict=True))
+    for width in (120, 80):  # the stage table is 96 wide; its lift lines follow the width
+        lines = stages_table(block, width).splitlines()
+        lifts = "\n".join(lines[lines.index(next(x for x in lines if " over " in x)) :])
+        assert max(map(len, lifts.splitlines())) <= width
+        assert lifts.count("fusion over ") == 2
+        for m in metrics:  # each part whole on one line
+            assert lifts.count(f"{m} -0.1248 (p = 0.0001)") == 2
+
+
+class SlowBackend(CountingBackend):
+    """A search of 25 ms, like a remote service or a reranker: above the repeat threshold."""
+
+    def search(self, queries, depth):
+        import time
+
+        if len(queries) == 1:
+            time.sleep(0.025)
+        return super().search(queries, depth)
+
+
+def test_a_fast_search_is_timed_three_times_a_slow_one_once(mini, model_dir, monkeypatch):
+    import rageval.pipeline as pipeline
+
+    # thresholds far from the searches' real times, so a busy machine cannot move them across
+    monkeypatch.setattr(pipeline, "REPEAT_BELOW_MS", 1e9)
+    fast = CountingBackend()
+    fast_report = evaluate(_spec(mini, model_dir, latency_sample=4), fast, None)
+    # one batch search, one untimed warm-up, then the sample
+    assert fast_report.latency["searches"] == 4 * pipeline.LATENCY_REPEATS
+    assert fast.requests["search"] == 2 + 4 * pipeline.LATENCY_REPEATS
+    monkeypatch.setattr(pipeline, "REPEAT_BELOW_MS", 5.0)
+    slow = SlowBackend()
+    slow_report = evaluate(_spec(mini, model_dir, latency_sample=4), slow, None)
+    assert slow_report.latency["searches"] == 4 and slow.requests["search"] == 2 + 4
+    assert slow_report.latency["p50_ms"] >= 25

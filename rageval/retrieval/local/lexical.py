@@ -13,9 +13,25 @@ from pathlib import Path
 import numpy as np
 
 from rageval.embedding.base import Encoder
+from rageval.errors import ConfigError
 from rageval.ranking import break_ties
 from rageval.retrieval.tokenize import BM25Tokenizer
 from rageval.types import Chunk, RankedList
+
+# BM25's parameters: k1 (term-frequency saturation) from 0 up, b (length normalisation) in [0, 1]
+BM25_BOUNDS = {"k1": (0.0, None), "b": (0.0, 1.0)}
+
+
+def check_bm25_param(name: str, value) -> None:
+    """ConfigError unless ``value`` is a number BM25's ``name`` (k1 or b) can take."""
+    low, high = BM25_BOUNDS[name]
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    if not ok or value < low or (high is not None and value > high):
+        span = f"between {low:g} and {high:g}" if high is not None else f"{low:g} or more"
+        raise ConfigError(
+            f"search.bm25.{name} must be a number {span}, got {value!r} (k1: term-frequency "
+            "saturation, 1.2-2.0 usual; b: document-length normalisation, 0.75 usual)"
+        )
 
 
 class BM25Retriever:
@@ -34,6 +50,8 @@ class BM25Retriever:
         lower: bool = True,
         cache_dir: str | None = None,
     ):
+        check_bm25_param("k1", k1)
+        check_bm25_param("b", b)
         self.params = {
             "k1": k1,
             "b": b,

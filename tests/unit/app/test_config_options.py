@@ -129,6 +129,22 @@ def test_every_job_of_a_sweep_is_checked_before_any_runs():
     check_overrides(["--cfg", "job", "chunk=abc"])  # Hydra's own flags: left to Hydra
 
 
+def test_a_misspelt_pareto_cost_stops_the_sweep_before_any_job():
+    # Hydra only warns when a callback raises: the check before Hydra starts is what stops it
+    check_overrides(["-m", "search=vector,bm25", "sweep.pareto_cost=tokens_per_query"])
+    for argv in (
+        ["-m", "search=vector,bm25", "sweep.pareto_cost=p95"],
+        ["-m", "sweep.pareto_cost=p95"],  # a sweep of one job
+        ["-m", "search=vector,bm25", "sweep.pareto_cost=index_s,p95"],
+    ):
+        with pytest.raises(
+            ConfigError,
+            match=r"sweep.pareto_cost='p95' is not a cost \(did you "
+            r"mean latency_p95_ms\?\); valid costs: load_s",
+        ):
+            check_overrides(argv)
+
+
 def test_the_custom_dataset_points_at_a_doc_that_exists():
     text = (CONF_DIR / "dataset" / "custom.yaml").read_text()
     docs = [w.strip("().,") for w in text.split() if w.strip("().,").startswith("docs/")]

@@ -38,6 +38,7 @@ def test_internal_options_are_not_choices():
         ("search=vectr", "search has no option 'vectr'; did you mean vector?"),
         ("search.rrf=30", "did you mean search.rrf_k"),
         ("chunk=256,5l2", None),  # a sweep value is checked by the run itself (int check)
+        ("chunk=range(512,128)", "the sweep is empty"),  # not Hydra's "requires --multirun"
     ],
 )
 def test_prepare_overrides_explains_mistakes(override, message):

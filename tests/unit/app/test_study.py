@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import json
+
 import optuna
 import pytest
+from optuna.trial import TrialState
 
 from rageval.app.study import (
+    _counted,
     _fail_stale,
     _grid_size,
     _same_golden_set,
     _sampler,
+    _settle_interrupted,
     _tell,
     _trial_overrides,
 )
@@ -57,13 +62,57 @@ def test_a_grid_study_runs_each_point_once_and_a_resumed_sampler_draws_anew():
     assert draws[0] == draws[1] != draws[2]
 
 
-def test_trials_a_stopped_study_left_running_are_marked_failed_when_it_resumes(tmp_path):
+def test_a_trial_killed_mid_run_is_run_again_first_and_not_counted(tmp_path):
     storage = f"sqlite:///{tmp_path / 'optuna.db'}"
-    study = optuna.create_study(study_name="s", storage=storage)
-    done, left = study.ask(), study.ask()
+    space, _ = search_space({}, ["chunk=choice(64,128,256)", "search.bm25.k1=interval(0.5,2)"])
+    study = optuna.create_study(study_name="s", storage=storage, direction="maximize")
+    done, left = study.ask(space), study.ask(space)
     _tell(study, done, 0.5)
     resumed = optuna.load_study(study_name="s", storage=storage)  # as a new process would
     assert _fail_stale(resumed) == [left.number]
-    states = [t.state for t in resumed.get_trials()]
-    assert states == [optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.FAIL]
-    assert _fail_stale(resumed) == []
+    trials = resumed.get_trials()
+    assert [t.state for t in trials] == [TrialState.COMPLETE, TrialState.FAIL, TrialState.WAITING]
+    assert trials[1].user_attrs["interrupted"]
+    assert [t.number for t in _counted(resumed)] == [done.number]  # the budget: one trial done
+    again = resumed.ask(space)  # the interrupted configuration comes back first
+    assert again.params == left.params
+    assert _fail_stale(resumed) == [again.number]  # interrupted again: enqueued again, once
+    assert len(resumed.get_trials(states=(TrialState.WAITING,))) == 1
+
+
+def test_a_trial_whose_job_finished_before_the_stop_keeps_its_value(tmp_path):
+    space, fixed = search_space({}, ["chunk=choice(64,128)"])
+    study = resumed = optuna.create_study(direction="maximize")
+    trial = study.ask(space)
+    ovr = _trial_overrides(trial, fixed)
+    job = tmp_path / "0"
+    trial.set_user_attr("launched", {"dir": str(job), "ovr": ovr})
+    job.mkdir()
+    report = {"overrides": ovr, "metrics": {"ndcg@5": 0.25}, "k": 5, "mlflow_run_id": "r1"}
+    (job / "report.json").write_text(json.dumps(report))
+    _settle_interrupted(resumed, [trial.number], "ndcg@5", ())
+    (t,) = resumed.get_trials()
+    assert t.state == TrialState.COMPLETE and t.value == 0.25
+    assert t.user_attrs["mlflow_run_id"] == "r1" and not t.user_attrs.get("interrupted")
+    other = study.ask(space)  # a job folder of another configuration is not taken for it
+    other.set_user_attr("launched", {"dir": str(job), "ovr": ["chunk=999", "split=tune"]})
+    _settle_interrupted(resumed, [other.number], "ndcg@5", ())
+    assert resumed.get_trials()[1].user_attrs["interrupted"]
+
+
+def test_the_final_runs_keep_libraries_info_lines_out_of_the_console(caplog):
+    import logging
+
+    from rageval.app.study import _job_log_level
+
+    root = logging.getLogger()
+    saved = root.level
+    root.setLevel(logging.INFO)  # as Hydra leaves the launching process
+    try:
+        with caplog.at_level(logging.INFO), _job_log_level():
+            logging.getLogger("faiss.loader").info("Loading faiss with AVX512 support.")
+            logging.getLogger("faiss.loader").warning("a warning still shows")
+        assert [r.getMessage() for r in caplog.records] == ["a warning still shows"]
+        assert root.level == logging.INFO
+    finally:
+        root.setLevel(saved)

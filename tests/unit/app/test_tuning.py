@@ -47,6 +47,11 @@ def test_the_search_space_reads_hydras_sweep_syntax_and_the_command_line_wins():
         (["holdout_fraction=interval(0.2,0.4)"], "holdout_fraction cannot be searched"),
         (["chunk=256"], "empty search space"),
         (["chunk=choice(1,"], "cannot parse"),
+        (["chunk=range(512, 128)"], r"range\(512, 128, 1\) is empty"),
+        (["search.bm25.k1=interval(2, 0.5)"], r"low end first .* write interval\(0.5, 2.0\)"),
+        (["search.bm25.k1=tag(log, interval(0, 2))"], "log-uniform interval needs a low end"),
+        (["search.bm25.b=interval(0.3, 1.5)"], "search.bm25.b must be a number between 0 and 1"),
+        (["search.bm25.k1=choice(1.2, -1)"], "search.bm25.k1 must be a number 0 or more"),
     ],
 )
 def test_a_search_space_a_study_cannot_use_is_a_config_error(arguments, message):
@@ -128,3 +133,19 @@ def test_a_bad_study_command_line_is_a_config_error_before_hydra_starts():
         check_study(["-m", "hydra/sweeper=optuna", "hydra.sweeper.n_trials=0"], CONF_DIR)
     check_study(["-m", "hydra/sweeper=optuna_bm25", "chunk=choice(64,128)"], CONF_DIR)
     check_study(["-m", "chunk=1,2"], CONF_DIR)  # no study: nothing to check
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("hydra.sweeper.n_trial=3", r"hydra.sweeper has no key 'n_trial'; did you mean n_trials\?"),
+        ("hydra.sweeper.sampler.n_startup=3", r"did you mean n_startup_trials\?; .* write \+hydra"),
+        ("+hydra.sweeper.sampler.multivariat=true", r"has no argument .*did you mean multivariate"),
+    ],
+)
+def test_a_mistyped_sweeper_setting_is_one_line_with_the_closest_key(override, message):
+    from rageval.app.tuning import check_study
+
+    with pytest.raises(ConfigError, match=message) as err:
+        check_study(["-m", "hydra/sweeper=optuna_bm25", override], CONF_DIR)
+    assert "\n" not in str(err.value)

@@ -57,6 +57,10 @@ def test_a_slice_only_regression_fails_the_gate_while_the_mean_passes():
     assert (r.wins, r.ties, r.losses) == (0, 5, 5)
     assert "recall@5 on source=adversarial" in cmp.console().splitlines()[-1]
     md = cmp.markdown()
+    assert md.splitlines()[2] == (
+        "**Regressed:** recall@5 on source=adversarial, mrr@5 on source=adversarial (every "
+        "headline metric is within tolerance; the slice table below shows the slices that are not)"
+    )
     assert "| source=adversarial | 10 | recall@5 | 1.0000 | 0.5000 | -0.5000 |" in md
     assert "Holm-adjusted over the 2 slice tests" in md
     assert cmp.to_dict()["slices"][0]["slice"] == "source=adversarial"
@@ -210,3 +214,66 @@ def test_a_bad_gate_slices_is_refused_before_the_rerun_from_the_baselines_rows()
         check_spec({"source=adversarial": {"recal@5": 0.05}}, METRICS, [])
     old = [{k: v for k, v in r.items() if k not in ("source", "tags")} for r in rows]
     check_spec({"source=adversrial": 0.05}, METRICS, old)  # no fields yet: checked after the run
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        # what a misspelt value, field, metric after a slice or unmeasured metric composes into
+        (
+            {"source=adversrial": 0.05},
+            r"gate.slices: no query is in slice 'source=adversrial' "
+            r"\(did you mean source=adversarial\?\); the slices of source: adversarial, ticket",
+        ),
+        (
+            {"sorce": 0.05},
+            r"field 'sorce', which no query of the golden set has \(did you mean source\?\).*"
+            r"a field the queries have: source, tags",
+        ),
+        ({"sorce=ticket": 0.05}, r"no query has the field 'sorce' \(did you mean source\?\)"),
+        (
+            {"source=adversarial.recal@5": 0.05},
+            r"'recal@5' after the slice 'source=adversarial' is no metric "
+            r"\(did you mean recall@5[ ?]",
+        ),
+        (
+            {"source=adversarial": {"mrr_at_50": 0.05}},
+            r"per-query rows have no 'mrr@50' \(did you mean mrr@5\?\)",
+        ),
+    ],
+)
+def test_a_misspelt_gate_slice_says_what_it_meant(spec, message):
+    from rageval.gate.slices import check_spec
+
+    with pytest.raises(ConfigError, match=message):
+        check_spec(spec, METRICS, BASE["per_query"])
+
+
+def test_a_misspelt_metric_after_a_slice_reaches_the_check_as_part_of_the_slice_name():
+    out = normalize_slice_override("gate.slices.source=adversarial.recal@5=0.05")
+    assert out == "++gate.slices={source\\=adversarial.recal@5:0.05}"
+
+
+def test_every_documented_spelling_fails_the_slice_only_regression():
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from rageval.app.config import register_resolvers
+
+    register_resolvers()
+    spellings = [
+        ("gate.slices.source=adversarial.recall@5=0.05", "source=adversarial"),
+        ("gate.slices.source=adversarial.recall_at_5=0.05", "source=adversarial"),
+        ("gate.slices.source=adversarial=0.05", "source=adversarial"),
+        ("gate.slices.source=0.05", "source=adversarial"),
+        ("gate.slices.tags=multi-hop=0.05", "tags=multi-hop"),
+    ]
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        for override, gated in spellings:
+            cfg = compose("config", overrides=prepare_overrides([override], CONF_DIR, GROUPS))
+            spec = OmegaConf.to_container(cfg.gate.slices)
+            cmp = compare(BASE, CUR, METRICS, tolerance=0.06, slices=spec)
+            assert all(r.verdict == "ok" for r in cmp.rows) and cmp.exit_code == 1, override
+            failed = {(r.slice, r.metric) for r in cmp.slices if r.verdict == "regressed"}
+            assert (gated, "recall@5") in failed, override
+            assert cmp.console().splitlines()[-1].startswith("FAIL: recall@5 on " + gated)

@@ -172,3 +172,34 @@ def test_the_runs_max_document_mb_caps_a_beir_corpus(beir):
     assert "max_document_mb" in str(err.value)
     cfg = compose(["dataset=beir", f"dataset.path={beir}"])
     assert len(instantiate(cfg.dataset, "dataset").golden.queries) == 30
+
+
+def test_query_metadata_becomes_meta_and_slices_a_beir_run(beir, tmp_path):
+    from rageval.scoring.slices import check_fields, slice_table
+
+    path = beir / "queries.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    for i, q in enumerate(rows):  # what BEIR datasets carry: strings, lists, nested, nulls
+        q["metadata"] = {
+            "kind": ["what", "cause", "effect"][i % 3],
+            "labels": ["geo", "bio"] if i % 2 else ["geo"],
+            "answer": {"text": "nested"},
+            "year": None,
+        }
+    path.write_text("".join(json.dumps(q) + "\n" for q in rows))
+    data = load_beir(beir)
+    by_id = {q["_id"]: q for q in rows}
+    for q in data.golden.queries:
+        want = by_id[q.id]["metadata"]
+        assert dict(q.meta) == {"kind": want["kind"], "labels": want["labels"]}
+    per_query = [{"id": q.id, "meta": dict(q.meta), "ndcg@5": 1.0} for q in data.golden.queries]
+    check_fields(["kind", "labels"], per_query, "qrels/test.tsv")
+    table = slice_table(per_query, ["kind"], ["ndcg@5"], min_size=1)
+    assert sorted(r["slice"] for r in table) == ["kind=cause", "kind=effect", "kind=what"]
+    assert sum(r["n"] for r in table) == len(data.golden.queries)
+    # the exported golden set keeps it, digest and all
+    golden, _, _ = import_beir(beir, tmp_path / "out")
+    assert load_golden(golden).digest == data.golden.digest
+    assert [dict(q.meta) for q in load_golden(golden).queries] == [
+        dict(q.meta) for q in data.golden.queries
+    ]

@@ -38,3 +38,29 @@ def test_cost_names_and_formats():
     assert cost_spec(" tokens_per_query ").name == "tokens_per_query"
     with pytest.raises(ConfigError, match="sweep.pareto_cost='p95'.*valid costs: load_s"):
         cost_spec("p95")
+
+
+def test_costs_summary_fits_the_console_with_every_part_whole():
+    costs = {
+        "total_s": 4.75,
+        "chunk_s": 0.75,
+        "embed_s": 0.01,
+        "search_s": 0.2,
+        "latency_p50_ms": 0.93,
+        "latency_p95_ms": 1.16,
+        "texts_embedded": 0,
+        "texts_cached": 446,
+        "index_disk_bytes": 839_270,
+        "index_memory_bytes": 1_150_000,
+        "tokens_per_query": 2496.9,
+        "requests_index": 12,
+        "requests_search": 2,
+    }
+    for width in (120, 80):
+        lines = costs_summary(costs, width=width).splitlines()
+        assert len(lines) >= 3 and max(map(len, lines)) <= width
+        assert all(x.startswith(" " * 7) and not x.startswith(" " * 8) for x in lines[1:])
+        parts = " ".join(x.strip() for x in lines[1:]).split("; ")
+        assert parts[0] == "latency p50 0.93 ms, p95 1.16 ms"
+        assert parts[-1] == "12 + 2 requests (index + search)"
+        assert "index 839.3 kB on disk, 1.1 MB in memory" in parts

@@ -106,3 +106,18 @@ def test_final_runs_without_the_metric_are_an_input_error():
             alpha=0.05,
             best_trial=0,
         )
+
+
+def test_study_md_opens_with_the_verdict_and_counts_interrupted_trials_apart():
+    rng = np.random.default_rng(3)
+    base = {q: float(rng.uniform(0.3, 0.7)) for q in IDS}
+    s = summary({q: v - 0.05 for q, v in base.items()}, base)
+    s.trials = {"complete": 9, "failed": 1, "interrupted": 2}
+    md = s.markdown().splitlines()
+    assert md[0] == "## Tuning study: the holdout does not confirm a gain"
+    assert "9 trials finished, 1 failed (2 interrupted and run again)" in md[2]
+    header = next(line for line in md if line.startswith("| configuration"))
+    assert f"holdout ({s.best_holdout.n} queries)" in header
+    assert "9 trials finished, 1 failed (2 interrupted" in s.console().splitlines()[0]
+    s.trials = {"complete": 3, "failed": 0}
+    assert "interrupted" not in s.console()

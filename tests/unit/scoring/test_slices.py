@@ -152,6 +152,9 @@ def test_console_table_fits_120_columns_and_lists_what_other_pooled():
     assert head.startswith("slice,field,value,n,mlflow_prefix,recall@5,recall@5_low")
     assert first.startswith("source=ticket,source,ticket,12,slice/source.ticket,1.0,")
     assert slice_console(_report([], fields=())) == ""
+    bare = rows_of([(None, (), {}, 1.0)] * 3)  # a BEIR set: no source, no tags, no meta
+    note = slice_console(_report(bare, fields=("source",)))
+    assert note.startswith("Slices by source: none, no query has it; slices=[<field>]")
     assert not math.isnan(rep.slices["rows"][0]["metrics"]["ndcg@5"])
 
 
