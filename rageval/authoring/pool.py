@@ -405,10 +405,24 @@ def pool(
                     {"doc": e["doc"], "quote": e["quote"]} for e in row.get("evidence") or []
                 ],
                 "relevant": list(row.get("relevant_labels") or []),
+                "relevant_docs": [  # document-level labels (BEIR qrels): what they say
+                    {"doc": label, "text": opening(docs[label].text)}
+                    for label in row.get("relevant_labels") or []
+                    if label in docs
+                ],
                 "passages": ordered,
             }
         )
     return result
+
+
+def opening(text: str, width: int = 400) -> str:
+    """The first ``width`` characters of ``text``, cut at whitespace, "..." when cut."""
+    text = " ".join(text.split())
+    if len(text) <= width:
+        return text
+    cut = text.rfind(" ", 0, width)
+    return text[: cut if cut > 0 else width] + " ..."
 
 
 def write_pool(result: PoolResult, out: str | Path, source: Mapping[str, Any]) -> Path:

@@ -61,6 +61,11 @@ def _query(qi: int, q: Mapping[str, Any]) -> str:
         f'<li><span class="doc">{_esc(e["doc"])}</span> <q>{_esc(e["quote"])}</q></li>'
         for e in q.get("evidence") or []
     )
+    if not evidence and q.get("relevant_docs"):  # document labels: each one's opening
+        evidence = "".join(
+            f'<li><span class="doc">{_esc(d["doc"])}</span> <q>{_esc(d["text"])}</q></li>'
+            for d in q["relevant_docs"]
+        )
     if not evidence and q.get("relevant"):
         evidence = "".join(f"<li>{_esc(x)}</li>" for x in q["relevant"])
     known = (

@@ -4,6 +4,7 @@ and its judgements land where the runs and the next pool look for them."""
 
 from __future__ import annotations
 
+import html
 import json
 import re
 
@@ -40,11 +41,21 @@ def by_topic(body):
     return json.dumps({"grade": 2 if topic in passage else 0, "reason": "topic"})
 
 
-def test_a_beir_pool_names_its_dataset_and_the_judgements_runs_read(beir_pool):
+def test_a_beir_pool_names_its_dataset_and_the_judgements_runs_read(beir_pool, tmp_path):
     root, _, out = beir_pool
     source = json.loads(out.open().readline())["source"]
     assert source["golden"] == str(root) and source["split"] == "test"
     assert source["judgements"] == str(root / "qrels" / "judgements.jsonl")
+    # document labels carry the documents' openings, for the review page's known evidence
+    first = json.loads(out.open().readline())
+    corpus = {d["_id"]: d for d in map(json.loads, (root / "corpus.jsonl").open())}
+    shown = {d["doc"]: d["text"] for d in first["relevant_docs"]}
+    assert set(shown) == set(first["relevant"]) and shown
+    for doc, text in shown.items():
+        assert corpus[doc]["text"] in text
+    page = tmp_path / "review.html"
+    assert main(["judge", str(out), "--review", str(page)]) == 0
+    assert all(html.escape(t, quote=True) in page.read_text() for t in shown.values())
 
 
 def test_an_llm_judges_a_beir_pool_calibrated_on_its_labelled_documents(
