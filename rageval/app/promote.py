@@ -73,14 +73,25 @@ def _dataset_digests(dataset: Mapping[str, Any]) -> tuple[str | None, str | None
     return load_golden(str(golden)).digest, corpus_d
 
 
+def _golden_digest(golden: str) -> str:
+    """The digest of ``--golden``: a golden-set JSONL file, or a BEIR folder (``DIR`` for its
+    test split, ``DIR:SPLIT`` for another), whose qrels are the golden set its runs score."""
+    from rageval.inputs.beir import load_beir
+    from rageval.inputs.golden import load_golden
+
+    path, _, split = golden.rpartition(":") if ":" in golden else (golden, "", "")
+    folder = Path(path or golden).expanduser()
+    if folder.is_dir():
+        return load_beir(folder, split or "test").golden.digest
+    return load_golden(golden).digest
+
+
 def project_data(baseline_path: str | Path, golden: str | None = None) -> ProjectData:
     """The golden set (and corpus) the project gates on; see the module docstring."""
     from omegaconf import OmegaConf
 
-    from rageval.inputs.golden import load_golden
-
     if golden:
-        return ProjectData(load_golden(golden).digest, None, f"--golden {golden}")
+        return ProjectData(_golden_digest(golden), None, f"--golden {golden}")
     if Path(baseline_path).is_file():
         from rageval.app.gate_run import compose_from_baseline
 

@@ -125,7 +125,7 @@ def _job_dir(ret, sweep_dir: Path, idx: int) -> Path:
 
 def _outcome(job_dir: Path, metric: str | None, varies: Sequence[str]):
     """(value, objective metric, report, error) of one trial's job folder."""
-    from rageval.report.leaderboard import default_metric
+    from rageval.report.leaderboard import default_metric, measured
 
     report_file, error_file = job_dir / "report.json", job_dir / "error.json"
     if not report_file.is_file():
@@ -135,7 +135,8 @@ def _outcome(job_dir: Path, metric: str | None, varies: Sequence[str]):
     report = json.loads(report_file.read_text())
     metrics = report.get("metrics") or {}
     if metric is None:
-        metric = default_metric(set(metrics), int(report.get("k", 5)), varies)[0]
+        names = {m for m, v in metrics.items() if measured(v)}
+        metric = default_metric(names, int(report.get("k", 5)), varies)[0]
     value = metrics.get(metric)
     if not isinstance(value, int | float) or not math.isfinite(value):
         return None, metric, report, f"the run reports no finite {metric}"

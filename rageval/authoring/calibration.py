@@ -3,10 +3,14 @@
 The sample is passages whose answer is known:
 
 - relevant: the golden set's evidence quotes, each shown inside a passage of the pool's typical
-  length around it (as a retriever would return it), and passages people judged 1-3;
-- not relevant: passages people judged 0, and pooled passages of queries whose evidence is
-  complete (``--complete``: a passage that holds none of the evidence then answers nothing;
-  one that holds part of a quote is left out).
+  length around it (as a retriever would return it), documents the golden set labels relevant
+  (document-level labels, as BEIR qrels: the whole document, when it is at most twice that
+  length, since a label on a longer one does not say which part answers), and passages people
+  judged 1-3;
+- not relevant: passages people judged 0, documents labelled 0 (same length rule), and pooled
+  passages of queries whose evidence is complete (``--complete``: a passage that holds none of
+  the evidence then answers nothing; one that holds part of a quote or a relevant document is
+  left out).
 
 Agreement is measured on the binary question (relevant = grade >= 1, rageval's rule): Cohen's
 kappa, the confusion matrix, and the judge's precision and recall against the known labels.
@@ -79,6 +83,15 @@ def candidates(
                 continue
             start, text = evidence_window(doc, found[0], found[1], width)
             pos.append(Item(q.id, q.query, ev.doc, start, text, ev.grade, "gold evidence"))
+        for doc_id, grade in q.relevant_docs.items():
+            doc = docs.get(doc_id)
+            if doc is None:
+                continue
+            if grade >= 1:  # a relevant document holds no known negative, whatever its length
+                spans.setdefault(q.id, []).append((doc_id, 0, len(doc.text)))
+            if doc.text.strip() and len(doc.text) <= 2 * width:
+                item = Item(q.id, q.query, doc_id, 0, doc.text, grade, "gold document label")
+                (pos if grade >= 1 else neg).append(item)
     for j in human:
         if j.query_id not in text_of:
             continue

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import statistics
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -257,7 +258,9 @@ def load_golden_set(run: RunFolder, golden: str | Path | None = None):
     elif ds.get("path"):
         from rageval.inputs.beir import beir_dataset
 
-        gs = beir_dataset(str(ds["path"]), str(ds.get("split") or "test"))[1]
+        with warnings.catch_warnings():  # the run already said what the dataset skips
+            warnings.simplefilter("ignore")
+            gs = beir_dataset(str(ds["path"]), str(ds.get("split") or "test"))[1]
     elif ds.get("golden"):
         if not Path(ds["golden"]).exists():
             raise InputError(
@@ -402,10 +405,24 @@ def pool(
                     {"doc": e["doc"], "quote": e["quote"]} for e in row.get("evidence") or []
                 ],
                 "relevant": list(row.get("relevant_labels") or []),
+                "relevant_docs": [  # document-level labels (BEIR qrels): what they say
+                    {"doc": label, "text": opening(docs[label].text)}
+                    for label in row.get("relevant_labels") or []
+                    if label in docs
+                ],
                 "passages": ordered,
             }
         )
     return result
+
+
+def opening(text: str, width: int = 400) -> str:
+    """The first ``width`` characters of ``text``, cut at whitespace, "..." when cut."""
+    text = " ".join(text.split())
+    if len(text) <= width:
+        return text
+    cut = text.rfind(" ", 0, width)
+    return text[: cut if cut > 0 else width] + " ..."
 
 
 def write_pool(result: PoolResult, out: str | Path, source: Mapping[str, Any]) -> Path:

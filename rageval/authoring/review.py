@@ -13,6 +13,7 @@ from __future__ import annotations
 import html
 import json
 import re
+import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -60,6 +61,11 @@ def _query(qi: int, q: Mapping[str, Any]) -> str:
         f'<li><span class="doc">{_esc(e["doc"])}</span> <q>{_esc(e["quote"])}</q></li>'
         for e in q.get("evidence") or []
     )
+    if not evidence and q.get("relevant_docs"):  # document labels: each one's opening
+        evidence = "".join(
+            f'<li><span class="doc">{_esc(d["doc"])}</span> <q>{_esc(d["text"])}</q></li>'
+            for d in q["relevant_docs"]
+        )
     if not evidence and q.get("relevant"):
         evidence = "".join(f"<li>{_esc(x)}</li>" for x in q["relevant"])
     known = (
@@ -75,8 +81,14 @@ def _query(qi: int, q: Mapping[str, Any]) -> str:
     )
 
 
-def render_review(queries: Sequence[Mapping[str, Any]], title: str = "rageval review") -> str:
-    """The review page of a pool (``rageval.authoring.pool.read_pool``'s queries)."""
+def render_review(
+    queries: Sequence[Mapping[str, Any]],
+    title: str = "rageval review",
+    pool_file: str | None = None,
+) -> str:
+    """The review page of a pool (``rageval.authoring.pool.read_pool``'s queries); ``pool_file``
+    goes into the import command the page shows, so the grades land in the judgements file the
+    pool names (not the demo's default)."""
     records = [
         [
             {"query_id": q["query_id"], "doc": p["doc"], "quote": p["text"], "start": p["start"]}
@@ -95,9 +107,17 @@ def render_review(queries: Sequence[Mapping[str, Any]], title: str = "rageval re
         "TOTAL": str(n),
         "BODY": "".join(_query(qi, q) for qi, q in enumerate(queries)),
         "DATA": _script_json(records),
+        "IMPORT": _esc(import_command(pool_file, "FILE")),
+        "IMPORTJS": _script_json(import_command(pool_file, "")),
     }
     # one pass: a passage that happens to contain "__DATA__" stays text
     return re.sub(r"__([A-Z]+)__", lambda m: fill.get(m.group(1), m.group(0)), PAGE)
+
+
+def import_command(pool_file: str | None, grades: str) -> str:
+    """``rageval judge POOL --import GRADES``: the command that adds a saved file's grades."""
+    pool = f"{shlex.quote(pool_file)} " if pool_file else ""
+    return f"rageval judge {pool}--import {grades}"
 
 
 PAGE = """<!doctype html>
@@ -159,7 +179,7 @@ body.hide-graded .passage.graded,body.hide-graded .query.done{display:none}
 one, <kbd>j</kbd>/<kbd>k</kbd> move down/up; a click marks a passage.
 Judge the passage on its own: would a person asking the question find the answer in it?
 Save writes the grades you gave (ungraded passages are left out) to a JSONL file; add it to the
-judgements with <code>rageval judge --import FILE</code>.</p></details>
+judgements with <code>__IMPORT__</code>.</p></details>
 __BODY__
 </main>
 <script type="application/json" id="records">__DATA__</script>
@@ -260,7 +280,7 @@ __BODY__
     setTimeout(function () { URL.revokeObjectURL(a.href); }, 1000);
     unsaved = false;
     say("Saved " + picks.length + " grades to " + file +
-        "; import them with: rageval judge --import " + file);
+        "; import them with: " + __IMPORTJS__ + file);
   });
   count();
 })();

@@ -16,6 +16,7 @@ import dataclasses
 import json
 import re
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -110,24 +111,38 @@ class Where:
     judgements: Path
     corpus_digest: str | None = None
     golden_digest: str | None = None
+    split: str | None = None  # a BEIR folder as the golden set: its qrels split
 
 
 def locate(args: argparse.Namespace, pool: list[dict[str, Any]] | None) -> Where:
     """Paths from the options, else the pool file's ``source``, else the golden-set defaults."""
     from rageval.cli.paths import golden_and_corpus
+    from rageval.inputs.judgements import default_path
 
     source = (pool[0].get("source") or {}) if pool else {}
     golden = args.golden or source.get("golden")
     corpus = args.corpus or source.get("corpus")
     golden_path, corpus_path = golden_and_corpus(golden, corpus)
     judgements = args.judgements or source.get("judgements")
+    split = source.get("split") or "test"
+    if is_beir_folder(golden_path):  # its qrels file stands for the golden set, as in runs
+        beside = golden_path / "qrels" / f"{split}.tsv"
+        corpus_path = corpus_path or golden_path
+    else:
+        beside = golden_path
     return Where(
         golden_path,
         corpus_path,
-        Path(judgements) if judgements else golden_path.parent / "judgements.jsonl",
+        Path(judgements) if judgements else default_path(beside),
         None if args.corpus else source.get("corpus_digest"),
         None if args.golden else source.get("golden_digest"),
+        split,
     )
+
+
+def is_beir_folder(path: Path) -> bool:
+    """A BEIR dataset folder (corpus.jsonl, queries.jsonl, qrels/) named as the golden set."""
+    return path.is_dir() and (path / "corpus.jsonl").is_file()
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -145,17 +160,17 @@ def handle(args: argparse.Namespace) -> int:
 
 
 def write_review(args: argparse.Namespace, pool: list[dict[str, Any]]) -> int:
-    from rageval.authoring.review import render_review
+    from rageval.authoring.review import import_command, render_review
     from rageval.formats.atomic import atomic_write_text
 
     out = Path(args.review)
     out.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out, render_review(pool, args.title))
+    atomic_write_text(out, render_review(pool, args.title, str(args.pool)))
     n = sum(len(q["passages"]) for q in pool)
     print(
         f"review page: {out} ({n} passages for {len(pool)} queries). Open it in a browser, "
-        "enter your name, grade, click Save, then: rageval judge --import "
-        "judgements-<name>-<time>.jsonl"
+        "enter your name, grade, click Save, then: "
+        + import_command(str(args.pool), "judgements-<name>-<time>.jsonl")
     )
     return 0
 
@@ -207,7 +222,14 @@ def load_inputs(where: Where):
             "--corpus, or pool again",
             path=str(where.corpus),
         )
-    golden = load_golden(where.golden)
+    if is_beir_folder(where.golden):
+        from rageval.inputs.beir import beir_dataset
+
+        with warnings.catch_warnings():  # the runs already said what the dataset skips
+            warnings.simplefilter("ignore")
+            golden = beir_dataset(where.golden, where.split or "test")[1]
+    else:
+        golden = load_golden(where.golden)
     if where.golden_digest and golden.digest != where.golden_digest:
         raise InputError(
             "this golden set is not the one the pool was made from (it changed since, or another "
@@ -347,13 +369,25 @@ def judge_with_llm(args: argparse.Namespace, pool: list[dict[str, Any]]) -> int:
     atomic_write_text(prefix.with_name(prefix.name + ".md"), cal.markdown(rep))
     print(_calibration_line(rep))
     print(f"  calibration report: {prefix}.json, {prefix}.md")
+    for why, n in first.skipped.items():
+        print(f"  skipped {n:>4}  {why}")
+    if first.malformed_example:
+        print(f"  e.g. {first.malformed_example}")
     if first.error is not None:
         raise first.error
     if rep["verdict"] == "incomplete":
         _spent(budget)
+        malformed = sum(n for why, n in first.skipped.items() if why.startswith("malformed"))
+        hint = (
+            f"; {malformed} of its answers stayed malformed (not the JSON object the prompt "
+            "asks for, e.g. above): a model that does not follow the format wastes any budget, "
+            "try another model"
+            if malformed
+            else ""
+        )
         raise CalibrationFailed(
             f"{rep['why']}; no LLM judgement was written. Raise --max-requests/--max-tokens or "
-            "fix the endpoint, and run again"
+            f"fix the endpoint, and run again{hint}"
         )
 
     items = [

@@ -82,7 +82,8 @@ def handle(args: argparse.Namespace) -> int:
     golden_set = load_golden_set(runs[0], args.golden)
     corpus, golden = dataset_paths(runs[0])
     corpus, golden = args.corpus or corpus, args.golden or golden
-    judged = judgements_path(runs[0], golden, args.judgements)
+    # the golden set's own file (a BEIR dataset: its qrels), where runs look for judgements
+    judged = judgements_path(runs[0], golden_set.path, args.judgements)
     covered = covered_units(runs, docs, judged, golden_set)
     result = pool(runs, docs, args.depth, covered, args.queries)
     for name, n in result.short_runs:
@@ -92,7 +93,8 @@ def handle(args: argparse.Namespace) -> int:
             stacklevel=1,
         )
     source = {  # absolute, so `rageval judge` finds them from any folder
-        "golden": _absolute(golden),
+        "golden": _absolute(golden or (corpus if _is_beir(runs[0]) else None)),
+        "split": (runs[0].dataset().get("split") or "test") if _is_beir(runs[0]) else None,
         "corpus": _absolute(corpus),
         "judgements": _absolute(judged),
         "golden_digest": runs[0].digests.get("golden"),
@@ -110,6 +112,10 @@ def handle(args: argparse.Namespace) -> int:
         print("  " + ", ".join(f"{q['query_id']} {len(q['passages'])}" for q in result.queries))
     print(f"pool: {out}  (next: rageval judge {out} --review review.html)", file=sys.stdout)
     return 0
+
+
+def _is_beir(run) -> bool:
+    return bool(run.dataset().get("path"))
 
 
 def _absolute(path: str | Path | None) -> str | None:

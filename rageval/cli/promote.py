@@ -38,7 +38,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--golden",
-        help="golden set the project gates on (default: the current baseline's dataset, else the "
+        help="golden set the project gates on: a JSONL file or a BEIR folder (DIR or DIR:SPLIT) "
+        "(default: the current baseline's dataset, else the "
         "configured dataset.golden)",
     )
     p.add_argument(

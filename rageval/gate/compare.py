@@ -298,14 +298,15 @@ def label_info(report: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def labels_text(labels: Mapping[str, Mapping[str, Any]]) -> str:
-    """``gold, 12 judgements (digest 1a2b3c4d5e6f)`` for both sides, or one when they agree."""
+    """``gold, 12 judgements (digest 1a2b3c4d5e6f)`` for both sides, or once, saying so, when they
+    agree."""
 
     def one(x: Mapping[str, Any]) -> str:
         return f"{x['label_set']}, {x['judgements']} judgements (digest {x['digest'][:12]})"
 
     b, c = labels.get("baseline") or {}, labels.get("current") or {}
     if b == c:
-        return one(b) + ", both"
+        return one(b) + ", the same for the baseline and this run"
     return f"{one(b)} (baseline) vs {one(c)} (now)"
 
 

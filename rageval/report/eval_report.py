@@ -151,7 +151,7 @@ class EvalReport:
         left = int(j.get("not_counted") or 0)
         if left:
             counted += (
-                f"; {left} LLM judgement{'s' * (left != 1)} not counted (labels=all counts them)"
+                f"; {left} LLM judgement{'s' * (left != 1)} not counted: labels=all counts them"
             )
         return f"labels: {self.label_set} ({counted})"
 

@@ -114,16 +114,22 @@ def deciding_metric(jobs: Sequence[Job], chosen: str | None = None) -> tuple[str
     if chosen:
         return str(MetricSpec.parse(chosen)), "sweep.compare_metric"
     ok = [j for j in jobs if j.status == "ok"]
-    names = {m for j in ok for m in j.metrics}
+    names = {m for j in ok for m, v in j.metrics.items() if measured(v)}
     k = ok[0].report.get("k", 5) if ok else 5
     varies = [key for key in swept_keys(jobs) if key in CHUNKING_KEYS]
     return default_metric(names, k, varies)
 
 
+def measured(value: Any) -> bool:
+    """A metric value a run really measured: a finite number (a BEIR run's evidence metrics are
+    NaN, since document labels carry no quotes)."""
+    return isinstance(value, int | float) and math.isfinite(value)
+
+
 def default_metric(names: Collection[str], k: int, varies: Sequence[str]) -> tuple[str, str]:
-    """The default rule of :func:`deciding_metric` for runs reporting the metrics ``names`` at
-    cutoff ``k``, where ``varies`` lists the chunking keys that differ between them (a tuning
-    study: those in its search space)."""
+    """The default rule of :func:`deciding_metric` for runs reporting the metrics ``names`` (those
+    with a measured value) at cutoff ``k``, where ``varies`` lists the chunking keys that differ
+    between them (a tuning study: those in its search space)."""
     evidence = any(n.startswith("evidence_recall@") for n in names)
     budgets = sorted(
         {int(n.split("@")[1][:-1]) for n in names if n.startswith("recall@") and n.endswith("t")}
@@ -448,8 +454,11 @@ def rank(
     scored = [j for j in ok if not math.isnan(j.metrics.get(metric, math.nan))]
     note = ""
     if ok and not scored:
-        have = sorted({m for j in ok for m in j.metrics})
-        note = f"No job reports {metric}; the jobs report: {', '.join(have)}"
+        have = sorted({m for j in ok for m, v in j.metrics.items() if measured(v)})
+        note = (
+            f"No job measured {metric}; choose one the jobs measured with "
+            f"sweep.compare_metric=...: {', '.join(have)}"
+        )
     label_sets = sorted({str(j.report.get("label_set") or "gold") for j in ok})
     if len(label_sets) > 1:  # e.g. -m labels=gold,all: each job counted other labels
         note = " ".join(

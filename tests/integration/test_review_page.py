@@ -95,7 +95,10 @@ def test_grade_save_and_import_back(browser, downloads, tmp_path, mini, model_di
     d.find_element("id", "ungraded").click()
     d.find_element("id", "save").click()
     saved = wait_for_file(downloads, "judgements-Ada_Lovelace-*.jsonl")
-    assert "Saved 5 grades" in d.find_element("id", "status").text
+    status = d.find_element("id", "status").text
+    assert "Saved 5 grades" in status
+    # the command shown names the pool, so the import goes to the judgements file it names
+    assert f"import them with: rageval judge {pool_file} --import {saved.name}" in status
 
     records = [json.loads(x) for x in saved.read_text().splitlines()]
     flat = [(q, p) for q in pool for p in q["passages"]]

@@ -53,3 +53,33 @@ def make_run(
     write_chunks_jsonl(out / "chunks.jsonl", report.chunks)
     report.write_json(out / "report.json")
     return out
+
+
+def make_beir_run(root: Path, model_dir: str, out: Path, split: str = "test") -> Path:
+    """A BM25 run folder over the BEIR dataset at ``root`` (document-level labels from its
+    qrels), its config naming the folder as ``dataset=beir`` runs do."""
+    import warnings
+
+    from rageval.inputs.beir import beir_dataset
+
+    with warnings.catch_warnings():  # the fixture's skipped queries, counted by the BEIR tests
+        warnings.simplefilter("ignore")
+        docs, golden = beir_dataset(root, split)
+    spec = RunSpec(
+        docs,
+        golden,
+        model_dir,
+        ChunkingSpec(256, 0),
+        latency_sample=0,
+        budgets=(),
+        judged_warn_below=0.0,
+    )
+    config = {"dataset": {"path": str(root), "split": split}, "chunk": 256}
+    report = evaluate(spec, BM25Retriever(), None, config=config)
+    report.overrides = ["dataset=beir"]
+    out.mkdir(parents=True, exist_ok=True)
+    write_run(out / "run.trec", [r["id"] for r in report.per_query], report.rankings)
+    write_qrels(out / "qrels.trec", report.qrels)
+    write_chunks_jsonl(out / "chunks.jsonl", report.chunks)
+    report.write_json(out / "report.json")
+    return out

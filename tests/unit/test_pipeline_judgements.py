@@ -104,7 +104,7 @@ def test_llm_labels_never_reach_a_gated_metric_unless_labels_all(project, model_
     assert gold.metrics == before.metrics  # every metric, gated or not, unchanged
     assert gold.judgements["counted"] == 0 and gold.judgements["not_counted"] == 4
     assert gold.digests["judgements"] == before.digests["judgements"]
-    assert "4 LLM judgements not counted (labels=all counts them)" in gold.table()
+    assert "4 LLM judgements not counted: labels=all counts them)" in gold.table()
 
     everything, _ = run(project, model_dir, labels="all")
     assert everything.label_set == "all" and everything.judgements["llm"] == 4

@@ -52,3 +52,23 @@ def test_another_golden_set_or_label_set_is_refused_unless_forced(report, tmp_pa
 def test_best_without_a_cutoff_lists_the_choices(tmp_path):
     with pytest.raises(ConfigError, match="must name a cutoff: name@k .e.g. ndcg@5.*valid names"):
         promote(None, str(tmp_path / "b.json"), best="ndcg")
+
+
+def test_golden_may_be_a_beir_folder_and_its_split(report, tmp_path):
+    import warnings
+
+    from beir_fixture import make_beir
+
+    from rageval.inputs.beir import load_beir
+
+    beir = make_beir(tmp_path / "beir")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        digest = load_beir(beir).golden.digest
+    data = json.loads(report.read_text())
+    report.write_text(json.dumps({**data, "digests": {"golden": digest}}))
+    done = promote(str(report), str(tmp_path / "b.json"), golden=str(beir))
+    assert load_baseline(done.path)["digests"]["golden"] == digest
+    assert promote(str(report), str(tmp_path / "c.json"), golden=f"{beir}:test").path.exists()
+    with pytest.raises(InputError, match="no qrels for split 'dev'"):
+        promote(str(report), str(tmp_path / "d.json"), golden=f"{beir}:dev")

@@ -251,6 +251,17 @@ def test_budget_spent_during_calibration_writes_no_judgement(
     assert not judgements.exists() and not (tmp_path / "judgements.rejected.jsonl").exists()
 
 
+def test_a_judge_that_never_answers_in_json_is_named_as_the_cause(env, pool_file, tmp_path, capsys):
+    judgements = tmp_path / "judgements.jsonl"
+    with ChatServer(key=KEY, responder=lambda body: "Grade: 2, it mentions the leave.") as srv:
+        code = judge(srv, pool_file, judgements, "--max-requests", "10")
+    out, err = capsys.readouterr()
+    assert code == 1 and len(srv.seen) == 10
+    assert "skipped    5  malformed answer (2 tries)" in out and "Grade: 2" in out
+    assert "5 of its answers stayed malformed" in err and "try another model" in err
+    assert not judgements.exists()
+
+
 def test_budget_spent_while_judging_keeps_what_was_graded(env, pool_file, tmp_path, mini, capsys):
     golden = load_golden(mini / "golden.jsonl")
     judgements = tmp_path / "judgements.jsonl"

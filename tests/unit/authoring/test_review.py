@@ -32,3 +32,27 @@ def test_passage_text_is_escaped_on_the_page_and_intact_in_the_records():
         [{"query_id": "q1", "doc": "d", "quote": HOSTILE, "start": 7}]
     ]
     assert page.count("<script") == 2  # the records and the page's own script, nothing injected
+
+
+def test_the_import_command_shown_names_the_pool_quoted_for_a_shell():
+    pool = [{"query_id": "q1", "query": "q", "evidence": [], "passages": []}]
+    page = render_review(pool, "t", "my pools/pool.jsonl")
+    assert "<code>rageval judge &#x27;my pools/pool.jsonl&#x27; --import FILE</code>" in page
+    assert json.dumps("rageval judge 'my pools/pool.jsonl' --import ") in page  # Save's message
+    assert "rageval judge --import FILE" in render_review(pool)  # no pool file: the default
+
+
+def test_document_labels_show_each_documents_opening_as_known_evidence():
+    pool = [
+        {
+            "query_id": "q1",
+            "query": "q",
+            "evidence": [],
+            "relevant": ["d1", "d2"],
+            "relevant_docs": [{"doc": "d1", "text": "Lava <b>flows</b>"}],
+            "passages": [],
+        }
+    ]
+    page = render_review(pool)
+    assert '<span class="doc">d1</span> <q>Lava &lt;b&gt;flows&lt;/b&gt;</q>' in page
+    assert "<li>d2</li>" not in page  # the texts replace the bare ids

@@ -97,7 +97,23 @@ def test_default_deciding_metric(tmp_path):
     assert rank(load_jobs(tmp_path / "b"), "ndcg@5").best == 1
     assert rank(load_jobs(tmp_path / "b"), "tokens@5").best == 0  # a cost: the fewest tokens win
     board = rank(load_jobs(tmp_path / "b"), "quote_recall@5")
-    assert board.best is None and "No job reports quote_recall@5" in board.header()
+    assert board.best is None and "No job measured quote_recall@5" in board.header()
+    assert "quote_recall@5" not in board.header().split("compare_metric=...:")[1]
+
+
+def test_a_document_labelled_sweep_is_not_decided_by_its_nan_evidence_metrics(tmp_path):
+    """A BEIR run reports evidence metrics as NaN (document labels carry no quotes): a sweep
+    over chunkings decides by recall@1024t, not by the empty evidence_recall@1024t."""
+    for i, o in enumerate([["chunk=128"], ["chunk=256"]]):
+        _job(tmp_path, i, o, [0.5 + 0.1 * i, 0.6 + 0.1 * i], evidence=False)
+        f = tmp_path / str(i) / "report.json"
+        rep = json.loads(f.read_text())
+        rep["metrics"][METRIC] = float("nan")  # as json.dumps writes a NaN mean
+        f.write_text(json.dumps(rep))
+    jobs = load_jobs(tmp_path)
+    assert deciding_metric(jobs)[0] == "recall@1024t"
+    board = rank(jobs)
+    assert board.best == 1 and "No job measured" not in board.header()
 
 
 def test_compare_metric_from_the_sweep_block_and_the_deprecated_mlflow_key():
