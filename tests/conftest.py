@@ -20,10 +20,18 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # Hermetic: the suite never reads or fills the user's cache (~/.cache/rageval); every default
-# cache_dir in the tests points at one throwaway folder, so the model embeds each text once.
-_CACHE = Path(tempfile.mkdtemp(prefix="rageval-test-cache-"))
+# cache_dir in the tests points at one throwaway folder, so the model embeds each text once. With
+# pytest-xdist the controlling process makes the folder (and removes it at exit) before it starts
+# the workers, which inherit it through the environment: the workers share one cache, as parallel
+# sweep jobs do (the cache is safe for several processes), instead of each embedding everything.
+_SHARED = "RAGEVAL_TEST_SESSION_CACHE"
+if os.environ.get("PYTEST_XDIST_WORKER") and os.environ.get(_SHARED):
+    _CACHE = Path(os.environ[_SHARED])
+else:
+    _CACHE = Path(tempfile.mkdtemp(prefix="rageval-test-cache-"))
+    os.environ[_SHARED] = str(_CACHE)
+    atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
 os.environ["RAGEVAL_CACHE_DIR"] = str(_CACHE)
-atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
 
 DATA = Path(__file__).parent / "support" / "data"
 ROOT = Path(__file__).resolve().parent.parent

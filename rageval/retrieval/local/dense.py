@@ -223,7 +223,10 @@ def _save_index(faiss, index, path: Path) -> None:
         tmp.replace(path)
     except (OSError, RuntimeError) as err:  # faiss reports a failed write as RuntimeError
         tmp.unlink(missing_ok=True)
-        reason = str(err).strip().splitlines()[-1][:200]
+        # FAISS's message repeats the (long) temporary path before the cause, which comes last:
+        # name the path once, in the warning, and keep the end of the message when it is long
+        reason = str(err).strip().splitlines()[-1].replace(str(tmp), "a temporary file")
+        reason = reason if len(reason) <= 200 else "..." + reason[-200:]
         warnings.warn(
             f"could not cache the FAISS index at {path} ({reason}); the next run builds it again",
             stacklevel=2,
