@@ -67,9 +67,28 @@ def shared_cache() -> Path:
 INTEGRATION = Path(__file__).parent / "integration"
 
 
+def pytest_xdist_auto_num_workers(config) -> int:
+    """``-n auto`` (pyproject's addopts): one worker per usable core (at most 4) for a run of
+    folders or the whole suite; none (this process alone) for a run of named files or tests,
+    where starting workers costs more than it saves."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    named = config.args and all(
+        "::" in arg or Path(arg.split("::")[0]).is_file() for arg in config.args
+    )
+    return 0 if named or (cores or 1) < 2 else min(cores, 4)
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """Mark every test under tests/integration/ ``integration``; refuse one marked so elsewhere,
-    since the fast tier (``-m "not integration"``) is tests/unit/ and nothing slow belongs there."""
+    since the fast tier (``-m "not integration"``) is tests/unit/ and nothing slow belongs there.
+
+    Then, after the other plugins (pytest-randomly's shuffle, ``-m`` deselection: this wrapper
+    is registered last, so it is the outermost), a stable reorder for pytest-xdist, which hands
+    whole files to its workers in this order (``--dist loadfile``): files marked ``long_module``
+    (a cluster or server start-up, a minute or more) first, then the other integration files,
+    then the unit tests, many and short, which fill whatever gap is left at the end. Within each
+    of the three the order stays random."""
     misplaced = []
     for item in items:
         if item.path.is_relative_to(INTEGRATION):
@@ -81,3 +100,14 @@ def pytest_collection_modifyitems(config, items):
             "tests marked integration outside tests/integration/ (move them there): "
             + ", ".join(misplaced)
         )
+    result = yield
+    items.sort(
+        key=lambda item: (
+            0
+            if item.get_closest_marker("long_module")
+            else 1
+            if item.get_closest_marker("integration")
+            else 2
+        )
+    )
+    return result

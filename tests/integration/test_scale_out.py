@@ -1,84 +1,19 @@
-"""Integration: sweeps on Ray (a local cluster, and a running one by address) and on joblib, with a
-real MLflow server; a failing or crashing job does not lose the sweep's other results."""
+"""Integration: sweeps on Ray (a local cluster, and a running one by address) with a real MLflow
+server (the joblib launcher's failing and crashing jobs: test_sweep_failures.py)."""
 
 import json
-import os
 import shutil
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from sweep_processes import run_group, sweep_args
 
-pytestmark = pytest.mark.integration
+# a network namespace, an MLflow server and two Ray clusters: about 1.5 minutes
+pytestmark = [pytest.mark.integration, pytest.mark.long_module]
 SUPPORT = Path(__file__).resolve().parents[1] / "support"
 RAY_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
-
-
-def sweep_args(corpus, golden, cache, uri, *extra):
-    return [
-        "-m",
-        "dataset=custom",
-        f"dataset.corpus={corpus}",
-        f"dataset.golden={golden}",
-        f"cache_dir={cache}",
-        f"mlflow.tracking_uri={uri}",
-        "latency_sample=0",
-        *extra,
-    ]
-
-
-def run_group(args, cwd, env_extra=None, timeout=300) -> subprocess.CompletedProcess:
-    """``args`` in its own process group, which is killed whole at the end (Ray's leftovers too)."""
-    path = os.pathsep.join(filter(None, [str(SUPPORT), os.environ.get("PYTHONPATH")]))
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": path, **(env_extra or {})}
-    proc = subprocess.Popen(
-        args,
-        cwd=cwd,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    finally:
-        stop_group(proc.pid)
-    return subprocess.CompletedProcess(args, proc.returncode, out, err)
-
-
-def stop_group(pgid: int) -> None:
-    """SIGTERM the group, then SIGKILL whatever is left of it after 5 s (waiting only as long as
-    some process of the group lives)."""
-    for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 0.0)):
-        try:
-            os.killpg(pgid, sig)
-        except ProcessLookupError:
-            return
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
-            try:
-                os.killpg(pgid, 0)  # anyone left?
-            except ProcessLookupError:
-                return
-            time.sleep(0.1)
-
-
-def runs_of(uri, experiment):
-    from mlflow.tracking import MlflowClient
-
-    c = MlflowClient(tracking_uri=uri)
-    exp = c.get_experiment_by_name(experiment)
-    runs = c.search_runs([exp.experiment_id]) if exp else []
-    parents = [r for r in runs if r.data.tags.get("rageval.sweep") == "parent"]
-    assert len(parents) == 1, [r.data.tags for r in runs]
-    parent = parents[0]
-    children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
-    assert len(runs) == 1 + len(children)
-    return c, parent, children
 
 
 @pytest.fixture(scope="module")
@@ -179,39 +114,3 @@ def test_a_sweep_on_a_running_ray_cluster_from_another_folder(ray_sweeps):
     assert len(children) == 2 and parent["status"] == "FINISHED"
     reports = list((launch / "multirun").rglob("report.json"))
     assert len(reports) == 2 and not (Path(ray_sweeps["head"]) / "multirun").exists()
-
-
-def joblib_sweep(mini, cache, tmp_path, how: str) -> tuple[subprocess.CompletedProcess, Path, str]:
-    sweep, uri = tmp_path / "sweep", f"sqlite:///{tmp_path / 'mlflow.db'}"
-    args = sweep_args(
-        mini / "corpus",
-        mini / "golden.jsonl",
-        cache,
-        uri,
-        f"hydra.sweep.dir={sweep}",
-        f"hydra.searchpath=[file://{SUPPORT / 'conf'}]",
-        "hydra/launcher=joblib",
-        "hydra.launcher.n_jobs=2",
-        "chunk=48",
-        "backend=faiss,crash",
-    )
-    env = {"RAGEVAL_TEST_CRASH": how}
-    return run_group([sys.executable, "-m", "rageval", *args], tmp_path, env), sweep, uri
-
-
-@pytest.mark.parametrize("how", ["raise", "exit"])
-def test_a_failing_or_crashing_job_keeps_the_other_results_and_the_summary_says_why(
-    mini, shared_cache, tmp_path, how
-):
-    proc, sweep, uri = joblib_sweep(mini, shared_cache, tmp_path, how)
-    assert proc.returncode == 2, proc.stderr[-3000:]
-    reason = "RuntimeError: boom" if how == "raise" else "the job left no report; the sweep stopped"
-    assert "Sweep of 2 jobs (1 failed)" in proc.stdout
-    assert "job 1 (" in proc.stderr and reason in proc.stderr
-    table = (sweep / "leaderboard.md").read_text()
-    assert "| ok |" in table or "| best |" in table
-    assert f"FAILED: {reason}" in table
-    assert (sweep / "0" / "report.json").is_file()
-    c, parent, children = runs_of(uri, "rageval")
-    assert len(children) == 1 and children[0].info.status == "FINISHED"
-    assert parent.info.status == "FAILED" and parent.data.tags["rageval.jobs_failed"] == "1"
