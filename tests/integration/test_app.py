@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from mlflow_store import store_uri
 
 from rageval.app.main import run_app
 
@@ -21,7 +22,7 @@ def mini_args(mini, cache, tmp_path, *extra):
         f"dataset.corpus={mini / 'corpus'}",
         f"dataset.golden={mini / 'golden.jsonl'}",
         f"cache_dir={cache}",
-        f"mlflow.tracking_uri=sqlite:///{tmp_path / 'mlflow.db'}",
+        f"mlflow.tracking_uri={store_uri(tmp_path / 'mlflow.db')}",
         "latency_sample=3",
         *extra,
     ]

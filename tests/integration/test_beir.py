@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from beir_fixture import beir_qrels, make_beir, read_run_lines
+from mlflow_store import store_uri
 from trec_oracle import oracle_scores
 
 from rageval.cli.import_beir import import_beir
@@ -26,7 +27,7 @@ def app_args(cache: Path, out: Path, *extra: str) -> list[str]:
         f"cache_dir={cache}",
         f"hydra.run.dir={out}",
         "latency_sample=0",
-        f"mlflow.tracking_uri=sqlite:///{out.parent / 'mlflow.db'}",
+        f"mlflow.tracking_uri={store_uri(out.parent / 'mlflow.db')}",
         *extra,
     ]
 

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 from fakes.azure_search import FakeAzureSearch
 from fakes.plugin_retrievers import FlakyRetriever
+from mlflow_store import store_uri
 
 from rageval.app.main import run_app, run_job
 from rageval.cli.check import compose
@@ -94,7 +95,7 @@ def test_mlflow_down_keeps_the_report_and_rageval_log_sends_it_later(
     rep = json.loads((out / "report.json").read_text())
     assert rep["mlflow_run_id"] is None and rep["metrics"]["ndcg@5"] >= 0
 
-    assert main(["log", str(out), "--tracking-uri", f"sqlite:///{db}"]) == 0  # the server is back
+    assert main(["log", str(out), "--tracking-uri", store_uri(db)]) == 0  # the server is back
     (run,) = store_runs(db)
     assert (
         run.info.status == "FINISHED"
@@ -108,7 +109,7 @@ def test_mlflow_down_keeps_the_report_and_rageval_log_sends_it_later(
         run.data.tags["rageval.logged_later"] == "true"
         and "mlflow.source.git.commit" not in run.data.tags
     )
-    assert main(["log", str(out), "--tracking-uri", f"sqlite:///{db}"]) == 2  # already logged
+    assert main(["log", str(out), "--tracking-uri", store_uri(db)]) == 2  # already logged
 
 
 def test_a_sweep_runs_every_job_while_mlflow_is_down(mini, shared_cache, tmp_path, monkeypatch):
@@ -149,7 +150,7 @@ def test_mlflow_failing_half_way_leaves_a_failed_run_never_a_running_one(
     with pytest.warns(UserWarning, match=re.escape(f"log it later with: rageval log {out}")):
         code = run_app(
             mini_args(
-                mini, shared_cache, f"mlflow.tracking_uri=sqlite:///{db}", f"hydra.run.dir={out}"
+                mini, shared_cache, f"mlflow.tracking_uri={store_uri(db)}", f"hydra.run.dir={out}"
             )
         )
     assert code == 0
@@ -157,7 +158,7 @@ def test_mlflow_failing_half_way_leaves_a_failed_run_never_a_running_one(
     assert failed.info.status == "FAILED"  # not RUNNING, though its params and metrics arrived
     assert json.loads((out / "report.json").read_text())["mlflow_run_id"] is None
     monkeypatch.undo()
-    assert main(["log", str(out), "--tracking-uri", f"sqlite:///{db}"]) == 0
+    assert main(["log", str(out), "--tracking-uri", store_uri(db)]) == 0
     assert sorted(r.info.status for r in store_runs(db)) == ["FAILED", "FINISHED"]
 
 
@@ -180,7 +181,7 @@ def test_azure_failing_and_timing_out_on_some_queries_fails_the_run_naming_them(
             "backend.max_retries=2",
             "backend.retry_backoff=0.01",
             "backend.timeout=0.5",
-            f"mlflow.tracking_uri=sqlite:///{db}",
+            f"mlflow.tracking_uri={store_uri(db)}",
             f"hydra.run.dir={out}",
         )
         with pytest.raises(SystemExit) as exit_:
@@ -204,7 +205,7 @@ def test_azure_failing_and_timing_out_on_some_queries_fails_the_run_naming_them(
 def flaky_job(mini, cache, out, db=None, **behaviour):
     for k, v in {"transient": 0, "fail_on": "", "nan_on": "", "calls": [], **behaviour}.items():
         setattr(FlakyRetriever, k, v)
-    mlflow = [f"mlflow.tracking_uri=sqlite:///{db}"] if db else ["mlflow.enabled=false"]
+    mlflow = [f"mlflow.tracking_uri={store_uri(db)}"] if db else ["mlflow.enabled=false"]
     cfg = compose(
         mini_args(mini, cache, "backend._target_=fakes.plugin_retrievers.FlakyRetriever", *mlflow)
     )

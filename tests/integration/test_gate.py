@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pytest
+from mlflow_store import store_uri
 
 from rageval.app.gate_run import run_check
 from rageval.app.main import run_app
@@ -23,7 +24,7 @@ def store(tmp_path_factory, mini, shared_cache):
     """Two runs of the fixture (chunk 64 and 32) and one of a 2-query toy golden set (which
     scores higher) logged to one SQLite store."""
     d = tmp_path_factory.mktemp("gate")
-    uri = f"sqlite:///{d / 'mlflow.db'}"
+    uri = store_uri(d / "mlflow.db")
     toy = d / "toy.jsonl"
     toy.write_text("".join((mini / "golden.jsonl").read_text().splitlines(keepends=True)[:2]))
     reports = {}

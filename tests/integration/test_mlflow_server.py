@@ -11,6 +11,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from mlflow_store import store_uri
 
 from rageval.app.main import run_app
 
@@ -62,7 +63,7 @@ def mlflow_server(tmp_path):
                 "--port",
                 str(port),
                 "--backend-store-uri",
-                f"sqlite:///{tmp_path / f'server{attempt}.db'}",
+                store_uri(tmp_path / f"server{attempt}.db"),
                 "--artifacts-destination",
                 str(tmp_path / "artifacts"),
                 "--workers",

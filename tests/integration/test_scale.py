@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import numpy as np
+from mlflow_store import store_uri
 
 from rageval.embedding.cache import EmbeddingCache, text_key
 
@@ -79,7 +80,7 @@ def test_a_job_finds_its_parent_in_the_sweep_folder_then_the_environment_then_ml
     assert parent_run_id(str(sweep)) == "from-file"
     # a cluster node without the sweep folder and without the variables asks MLflow
     monkeypatch.delenv(PARENT_ENV)
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = store_uri(tmp_path / "mlflow.db")
     client = client_for(uri)
     exp = ensure_experiment(client, "e")
     run = client.create_run(exp, tags={"rageval.sweep": "parent", "rageval.sweep_id": "/x/sw"})

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from fakes.leaky import LeakyRetriever
+from mlflow_store import store_uri
 
 from rageval.app.main import run_app
 from rageval.cli.main import main
@@ -67,7 +68,7 @@ def test_no_secret_reaches_mlflow_the_run_folder_the_log_file_or_the_console(
     from mlflow.tracking import MlflowClient
 
     out, db = tmp_path / "run", tmp_path / "mlflow.db"
-    assert run_app(app_args(mini, shared_cache, out, f"mlflow.tracking_uri=sqlite:///{db}")) == 0
+    assert run_app(app_args(mini, shared_cache, out, f"mlflow.tracking_uri={store_uri(db)}")) == 0
     printed = capsys.readouterr()
     client = MlflowClient(tracking_uri=f"sqlite:///{db}")
     run = client.get_run(json.loads((out / "report.json").read_text())["mlflow_run_id"])

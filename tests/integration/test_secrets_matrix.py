@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from mlflow_store import store_uri
 
 TESTS = Path(__file__).resolve().parents[1]
 ROOT = TESTS.parent
@@ -89,7 +90,7 @@ def _args_env(tmp_path: Path, *extra: str) -> tuple[list[str], dict]:
         f"cache_dir={tmp_path / 'cache'}",
         "search=bm25",
         "latency_sample=0",
-        f"mlflow.tracking_uri=sqlite:///{tmp_path / 'm.db'}",
+        f"mlflow.tracking_uri={store_uri(tmp_path / 'm.db')}",
     ]
     for override, _, _ in SHAPES.values():
         if override.startswith("env:"):

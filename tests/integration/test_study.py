@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from mlflow_store import store_uri
 from study_golden import write_study_golden
 
 from rageval.app.main import run_app
@@ -34,7 +35,7 @@ def study_args(mini, cache, tmp_path, golden, sweep_dir, n_trials):
         f"dataset.corpus={mini / 'corpus'}",
         f"dataset.golden={golden}",
         f"cache_dir={cache}",
-        f"mlflow.tracking_uri=sqlite:///{tmp_path / 'mlflow.db'}",
+        f"mlflow.tracking_uri={store_uri(tmp_path / 'mlflow.db')}",
         "latency_sample=0",
         "budgets=[1024]",
         "ks=[5]",

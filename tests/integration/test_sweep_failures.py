@@ -6,13 +6,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from mlflow_store import store_uri
 from sweep_processes import SUPPORT, run_group, runs_of, sweep_args
 
 pytestmark = pytest.mark.integration
 
 
 def joblib_sweep(mini, cache, tmp_path, how: str) -> tuple[subprocess.CompletedProcess, Path, str]:
-    sweep, uri = tmp_path / "sweep", f"sqlite:///{tmp_path / 'mlflow.db'}"
+    sweep, uri = tmp_path / "sweep", store_uri(tmp_path / "mlflow.db")
     args = sweep_args(
         mini / "corpus",
         mini / "golden.jsonl",

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import subprocess
 
+from mlflow_store import store_uri
+
 
 def test_a_sweep_reads_in_mlflow_like_its_comparison(
     mini, shared_cache, tmp_path, monkeypatch, capsys
@@ -34,7 +36,7 @@ def test_a_sweep_reads_in_mlflow_like_its_comparison(
         ["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True
     ).stdout.strip()
     monkeypatch.chdir(repo)
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = store_uri(tmp_path / "mlflow.db")
     code = run_app(
         [
             "-m",

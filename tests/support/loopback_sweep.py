@@ -28,6 +28,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+from mlflow_store import store_uri
+
 BIN = Path(sys.executable).parent
 
 
@@ -62,7 +64,7 @@ def start_mlflow(workdir: Path) -> tuple[subprocess.Popen, str]:
             "--workers",
             "1",
             "--backend-store-uri",
-            f"sqlite:///{workdir / 'server.db'}",
+            store_uri(workdir / "server.db"),
             "--artifacts-destination",
             str(workdir / "artifacts"),
         ],
