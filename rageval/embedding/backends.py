@@ -9,8 +9,10 @@ int8. Anything but plain torch needs an exported copy of the model, written once
   ``int8`` is *dynamic quantization per token* (int8 weights per output column, each token's
   activations scaled by their own largest value at run time: rageval.embedding.onnx_graph), so a
   text's vector does not depend on its batch.
-- ``openvino``: the model exported to OpenVINO IR; ``int8`` compresses the weights to int8 (NNCF
-  weight compression; activations stay float, no calibration data needed, so it runs offline).
+- ``openvino``: the model exported to OpenVINO IR; ``int8`` is *static quantization* (NNCF
+  post-training quantization: int8 weights, and int8 activations whose ranges are fixed once from
+  rageval's own calibration texts, rageval.embedding.calibration), so the matrix products run on
+  the CPU's int8 instructions and a text's vector does not depend on its batch.
 - ``static``: a model2vec static embedding distilled from the model (a vector per token of its
   vocabulary, PCA to 256 dims, mean of the token vectors per text); ``int8`` stores it in int8.
 
@@ -42,9 +44,14 @@ from rageval.errors import ConfigError
 BACKENDS = ("torch", "onnx", "openvino", "static")
 QUANTIZE = ("none", "int8")
 EXPORT_FORMAT = 1
-# a backend whose export changed: its older exports are rebuilt, the others' stay valid
-# onnx 2: fused fp32 graph, per-token int8; onnx and openvino 2: may run without torch
-EXPORT_FORMATS = {"onnx": 2, "openvino": 2}
+# a backend (or one quantization of it) whose export changed: its older exports are rebuilt, the
+# others' stay valid. onnx 2: fused fp32 graph, per-token int8; onnx and openvino 2: may run
+# without torch; openvino int8 3: static int8 (weights and activations) instead of int8 weights
+EXPORT_FORMATS: dict[str | tuple[str, str], int] = {
+    "onnx": 2,
+    "openvino": 2,
+    ("openvino", "int8"): 3,
+}
 STATIC_DIMS = 256  # PCA dimensions of a distilled static model
 
 # backend -> (module that must import, the rageval extra that installs it)
@@ -62,7 +69,9 @@ METHODS = {
     "token's activations scaled by their own max |x| at run time (batch-independent)",
     ("openvino", "none"): "OpenVINO IR; runs in the plugin's default precision (bf16 on CPUs "
     "with AMX or AVX512-BF16, fp32 otherwise)",
-    ("openvino", "int8"): "OpenVINO IR, int8 weights (NNCF weight compression, asymmetric)",
+    ("openvino", "int8"): "OpenVINO IR, static int8 (NNCF post-training quantization, "
+    "transformer preset): int8 weights per channel and int8 activations, their ranges fixed "
+    "from rageval's calibration texts",
     ("static", "none"): f"model2vec static embedding, PCA to {STATIC_DIMS} dims, float32",
     ("static", "int8"): f"model2vec static embedding, PCA to {STATIC_DIMS} dims, int8 table",
 }
@@ -205,7 +214,7 @@ def prepare(
             file_name = EXPORTERS[(backend, quantize)](source, tmp)
             distance = measure(tmp, file_name) if measure is not None else None
             info = {
-                "format": export_format(backend),
+                "format": export_format(backend, quantize),
                 "backend": backend,
                 "quantize": quantize,
                 "source": str(source),
@@ -228,9 +237,11 @@ def prepare(
         lock.release()
 
 
-def export_format(backend: str) -> int:
-    """The export layout version of ``backend``: an export of another version is rebuilt."""
-    return EXPORT_FORMATS.get(backend, EXPORT_FORMAT)
+def export_format(backend: str, quantize: str = "none") -> int:
+    """The export layout version of ``backend`` with ``quantize``: an export of another version
+    is rebuilt."""
+    found = EXPORT_FORMATS.get((backend, quantize))
+    return found if found is not None else EXPORT_FORMATS.get(backend, EXPORT_FORMAT)
 
 
 def _read(folder: Path) -> Export | None:
@@ -238,7 +249,7 @@ def _read(folder: Path) -> Export | None:
         info = json.loads((folder / "export.json").read_text())
     except (OSError, ValueError):
         return None
-    if info.get("format") != export_format(str(info.get("backend"))):
+    if info.get("format") != export_format(str(info.get("backend")), str(info.get("quantize"))):
         return None
     d = info.get("max_cosine_distance")
     return Export(folder, info.get("file_name"), None if d is None else float(d), info)
@@ -326,13 +337,35 @@ def _export_openvino_int8(source: Path, target: Path) -> str:
     import nncf
     import openvino as ov
 
+    from rageval.embedding.calibration import CALIBRATION_TEXTS
+
     model = _st(source, "openvino")
     model.save_pretrained(str(target))
     _record_runner(model, target)
     xml = target / "openvino" / "openvino_model.xml"
-    compressed = nncf.compress_weights(ov.Core().read_model(str(xml)))  # int8, asymmetric
-    name = "openvino/openvino_model_int8_weights.xml"
-    ov.save_model(compressed, str(target / name))
+    graph = ov.Core().read_model(str(xml))
+    names = [i.get_any_name() for i in graph.inputs]
+    # one text a sample, tokenized as the encoder tokenizes it (unpadded: no pad token's
+    # activations widen a range)
+    preprocess = getattr(model, "preprocess", None) or model.tokenize
+    samples = []
+    for text in CALIBRATION_TEXTS:
+        features = preprocess([text])
+        samples.append({k: np.asarray(features[k]) for k in names if k in features})
+    nncf_log = logging.getLogger("nncf")
+    level = nncf_log.level
+    nncf_log.setLevel(logging.WARNING)
+    try:
+        quantized = nncf.quantize(
+            graph,
+            nncf.Dataset(samples),
+            model_type=nncf.ModelType.TRANSFORMER,  # softmax, layer norm and GELU stay float
+            subset_size=len(samples),
+        )
+    finally:
+        nncf_log.setLevel(level)
+    name = "openvino/openvino_model_int8.xml"
+    ov.save_model(quantized, str(target / name))
     xml.unlink()
     xml.with_suffix(".bin").unlink()
     return name

@@ -131,9 +131,9 @@ class SentenceTransformerEncoder:
             self._fingerprint = self.source_fingerprint
         else:
             variant = {**settings, "backend": backend, "quantize": quantize}
-            if backends.export_format(backend) != backends.EXPORT_FORMAT:
+            if backends.export_format(backend, quantize) != backends.EXPORT_FORMAT:
                 # another export layout computes other vectors: never mixed with the older ones
-                variant["export_format"] = backends.export_format(backend)
+                variant["export_format"] = backends.export_format(backend, quantize)
             self._fingerprint = model_fingerprint(self.model_path, variant, memo)
         self._export: backends.Export | None = None
         self.cache = EmbeddingCache(self.cache_dir, self._fingerprint)

@@ -117,8 +117,36 @@ def test_int8_is_a_different_model_for_the_guard(cache):
         check_query_model(torch_enc, int8_enc, allow=False)
 
 
+def test_openvino_int8_quantizes_weights_and_activations_statically(cache):
+    """Every weighted matrix product of the int8 export reads int8 weights and activations
+    through a FakeQuantize whose range is a constant of the graph (static quantization, not
+    weight compression that leaves the products float), and it stays close to torch."""
+    import openvino as ov
+
+    enc = _fresh(cache, "openvino", "int8")
+    export = enc._prepare()
+    assert "static int8" in export.info["method"] and export.info["format"] == 3
+    graph = ov.Core().read_model(str(export.path / export.file_name))
+    products = [op for op in graph.get_ordered_ops() if op.get_type_name() == "MatMul"]
+    assert len(products) == 36  # 6 layers x (Q, K, V, attention output, two feed-forward)
+    for op in products:
+        activation = op.input_value(0).get_node()
+        assert activation.get_type_name() == "FakeQuantize", op.get_friendly_name()
+        ranges = [activation.input_value(i).get_node().get_type_name() for i in range(1, 5)]
+        assert ranges == ["Constant"] * 4
+        weight = op.input_value(1).get_node()
+        while weight.get_type_name() != "Constant":
+            weight = weight.input_value(0).get_node()
+        assert weight.get_output_element_type(0).get_type_name() in ("i8", "u8")
+    ref = _fresh(cache, "torch", "none").encode_documents(TEXTS)
+    got = enc.encode_documents(TEXTS)
+    assert np.einsum("ij,ij->i", ref, got).min() > 0.98
+    assert 0 < export.max_cosine_distance < 0.05
+
+
 @pytest.mark.parametrize(
-    ("backend", "quantize"), [("onnx", "none"), ("onnx", "int8"), ("openvino", "none")]
+    ("backend", "quantize"),
+    [("onnx", "none"), ("onnx", "int8"), ("openvino", "none"), ("openvino", "int8")],
 )
 def test_onnx_and_openvino_run_without_torch_and_equal_the_sentence_transformers_path(
     cache, backend, quantize

@@ -245,6 +245,51 @@ def test_an_export_of_an_older_format_is_rebuilt_and_the_others_kept(tmp_path, m
     assert (static.path / "m.bin").read_bytes() == b"old"
 
 
+def test_a_new_int8_format_rebuilds_the_int8_export_only(tmp_path, monkeypatch):
+    """openvino int8 moved from int8 weights to static int8 (format 3): its old export is rebuilt
+    and its vectors get a new cache key, while openvino's float export and vectors stay."""
+    built = []
+
+    def fake(source, target):
+        built.append(target.name)
+        target.mkdir(parents=True)
+        (target / "m.bin").write_bytes(b"new")
+        return "m.bin"
+
+    for quantize in ("none", "int8"):
+        monkeypatch.setitem(backends.EXPORTERS, ("openvino", quantize), fake)
+        old = backends.export_dir(tmp_path, "d" * 64, "openvino", quantize)
+        old.mkdir(parents=True)
+        (old / "m.bin").write_bytes(b"old")
+        info = {"format": 2, "backend": "openvino", "quantize": quantize, "file_name": "m.bin"}
+        (old / "export.json").write_text(json.dumps(info))
+    assert backends.export_format("openvino", "int8") == 3 > backends.export_format("openvino")
+    plain = backends.prepare(Path("/src"), "d" * 64, "openvino", "none", tmp_path)
+    int8 = backends.prepare(Path("/src"), "d" * 64, "openvino", "int8", tmp_path)
+    assert (plain.path / "m.bin").read_bytes() == b"old"
+    assert (int8.path / "m.bin").read_bytes() == b"new" and len(built) == 1
+    assert json.loads((int8.path / "export.json").read_text())["format"] == 3
+    keys = {
+        q: SentenceTransformerEncoder(
+            cache_dir=str(tmp_path), backend="openvino", quantize=q, progress=False
+        ).fingerprint
+        for q in ("none", "int8")
+    }
+    assert len(set(keys.values())) == 2
+
+
+def test_the_calibration_texts_fill_the_models_window_and_are_not_the_probe_set(tokenizer):
+    """Static int8 fixes each activation's range from these texts: a range seen only on short
+    texts would clip long ones, and the probe set must stay apart to measure the export."""
+    from rageval.embedding.calibration import CALIBRATION_TEXTS
+
+    lengths = [len(tokenizer.encode(t).ids) for t in CALIBRATION_TEXTS]
+    assert max(lengths) >= 256 and min(lengths) <= 16
+    assert sum(n >= 200 for n in lengths) >= 4
+    assert not set(CALIBRATION_TEXTS) & set(backends.PROBE_TEXTS)
+    assert len(set(CALIBRATION_TEXTS)) == len(CALIBRATION_TEXTS)
+
+
 @pytest.mark.parametrize("key", ["word_embedding_dimension", "embedding_dimension"])
 def test_dims_are_read_from_either_pooling_config_format(tmp_path, key):
     model = tmp_path / "model"
