@@ -93,6 +93,17 @@ def worker(name: str, cache_dir: str, texts_file: str, vec_dir: str) -> None:
             enc.encode_documents(chunks)
             enc.encode_queries(queries)
             reply({"cpu": time.process_time() - c, "wall": time.perf_counter() - w})
+        elif cmd["op"] == "gemm":  # the CPU's fp32 matrix-product rate, through torch's MKL
+            import torch
+
+            n, reps = cmd["n"], cmd["reps"]
+            a, b = torch.randn(n, n), torch.randn(n, n)
+            torch.mm(a, b)  # warm-up
+            c, w = time.process_time(), time.perf_counter()
+            for _ in range(reps):
+                torch.mm(a, b)
+            cpu = time.process_time() - c
+            reply({"cpu": cpu, "wall": time.perf_counter() - w, "flop": 2.0 * n**3 * reps})
         elif cmd["op"] == "stop":
             return
 
@@ -136,6 +147,24 @@ class Worker:
 
 
 # --- the parent --------------------------------------------------------------------------------
+
+
+def model_flop(texts: list[str], model_dir: Path, tokenizer) -> float:
+    """Floating-point operations a BERT-type encoder spends on ``texts`` padded as rageval pads
+    them (each to its own length rounded up to BUCKET): per layer and padded token, the Q, K, V
+    and output projections (4 h^2 multiply-adds) and the feed-forward pair (2 h f), plus the two
+    attention products over the padded width w (2 w h); a multiply-add counts as two."""
+    from rageval.embedding.batching import BUCKET
+
+    cfg = json.loads((model_dir / "config.json").read_text())
+    h, f, layers = cfg["hidden_size"], cfg["intermediate_size"], cfg["num_hidden_layers"]
+    cap = json.loads((model_dir / "sentence_bert_config.json").read_text())["max_seq_length"]
+    total = 0.0
+    for text in texts:
+        n = min(len(tokenizer.encode(text).ids), cap)
+        w = min(-(-n // BUCKET) * BUCKET, cap)
+        total += layers * 2.0 * w * (4 * h * h + 2 * h * f + 2 * w * h)
+    return total
 
 
 def main() -> None:
@@ -182,9 +211,8 @@ def main() -> None:
         parts[name] = build(cfg)
     spec = parts["torch"].spec
     docs = load_corpus(spec.corpus)
-    chunks = [
-        c.text for c in chunk_documents(docs, spec.chunking, load_tokenizer(spec.tokenizer_dir))
-    ]
+    tokenizer = load_tokenizer(spec.tokenizer_dir)
+    chunks = [c.text for c in chunk_documents(docs, spec.chunking, tokenizer)]
     queries = [q.query for q in load_golden(spec.golden).queries]
     texts_file = work / "texts.json"
     texts_file.write_text(json.dumps({"chunks": chunks, "queries": queries}))
@@ -212,6 +240,7 @@ def main() -> None:
                 wall[name].append(got["wall"])
             print(f"repeat {r + 1}/{a.repeats} ({' '.join(order)}), load {load()}", flush=True)
         full = {n: workers[n].ask({"op": "full"}) for n in names}
+        gemm = [workers["torch"].ask({"op": "gemm", "n": 2048, "reps": 10}) for _ in range(3)]
     finally:
         for w in workers.values():
             w.stop()
@@ -247,6 +276,18 @@ def main() -> None:
                 "metrics": {m: report.metrics.get(m) for m in HEADLINE},
             }
         )
+    # the fp32 ceiling: no fp32 backend runs the model's products faster than the CPU runs one
+    # large matrix product, so (GEMM rate) / (torch's rate on the model) bounds its speed-up even
+    # if everything but the products took no time
+    flop = model_flop([chunks[i] for i in sample], Path(spec.tokenizer_dir), tokenizer)
+    gemm_rate = max(g["flop"] / g["cpu"] for g in gemm)
+    torch_rate = flop / statistics.median(cpu["torch"])
+    fp32_ceiling = {
+        "model_gflop": flop / 1e9,
+        "torch_gflop_per_cpu_s": torch_rate / 1e9,
+        "gemm_gflop_per_cpu_s": gemm_rate / 1e9,
+        "ceiling": gemm_rate / torch_rate,
+    }
     torch_m = rows[0]["metrics"]
     for row in rows:
         row["max_metric_delta"] = max(abs(row["metrics"][m] - torch_m[m]) for m in HEADLINE)
@@ -274,7 +315,15 @@ def main() -> None:
         ]
         cells += [f"{row['metrics'][m]:.4f}" for m in HEADLINE] + [f"{row['max_metric_delta']:.4f}"]
         print("| " + " | ".join(cells) + " |")
+    print(
+        f"\nfp32 ceiling: the sample is {fp32_ceiling['model_gflop']:.0f} GFLOP of model "
+        f"arithmetic; torch ran it at {fp32_ceiling['torch_gflop_per_cpu_s']:.0f} GFLOP per CPU "
+        f"second, a 2048x2048 fp32 matrix product runs at "
+        f"{fp32_ceiling['gemm_gflop_per_cpu_s']:.0f} (best of 3 x 10 products): no fp32 "
+        f"backend can be more than {fp32_ceiling['ceiling']:.2f}x torch on these chunks"
+    )
     result = {
+        "fp32_ceiling": fp32_ceiling,
         "chunks": len(chunks),
         "sample": len(sample),
         "repeats": a.repeats,

@@ -62,6 +62,28 @@ def log_batched(
         ms, ps, ts = ms[BATCH_METRICS:], ps[BATCH_PARAMS_TAGS:], ts[BATCH_PARAMS_TAGS:]
 
 
+# what a tracking store says when another run created the same dataset between its look-up and
+# its insert (SQLite, PostgreSQL, MySQL; through a server, inside a BAD_REQUEST)
+_DATASET_RACE = ("UNIQUE constraint failed", "IntegrityError", "duplicate key", "Duplicate entry")
+
+
+def log_inputs(client, run_id: str, inputs: list, attempts: int = 4) -> None:
+    """Link the run to its dataset inputs, creating the datasets the experiment lacks.
+
+    MLflow looks a dataset up and inserts it when missing in two steps, so two sweep jobs that log
+    the same golden set at the same moment can both miss it, and the second insert fails on the
+    store's unique key. The dataset exists by then: the call is made again, and the second try
+    links the run to it. Any other error is raised at once."""
+    for attempt in range(attempts):
+        try:
+            client.log_inputs(run_id, datasets=inputs)
+            return
+        except Exception as err:
+            if attempt + 1 == attempts or not any(m in str(err) for m in _DATASET_RACE):
+                raise
+            time.sleep(0.1 * (attempt + 1))
+
+
 def log_artifacts(client, run_id: str, output_dir: Path) -> None:
     """The run folder's files named in ARTIFACTS (those present) as the run's artifacts."""
     for name in ARTIFACTS:
@@ -164,7 +186,7 @@ def log_run(
         )
         inputs = dataset_inputs(report, config)
         if inputs:
-            client.log_inputs(run_id, datasets=inputs)
+            log_inputs(client, run_id, inputs)
         data = report.to_dict()
         data["mlflow_run_id"] = run_id
         client.log_text(run_id, json.dumps(data, indent=2, default=str), "report.json")
