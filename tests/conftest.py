@@ -121,3 +121,11 @@ def pytest_collection_modifyitems(config, items):
         )
     )
     return result
+
+
+def pytest_terminal_summary(terminalreporter, config) -> None:
+    """The random order's seed at the end of every run, ``-q`` included (pytest-randomly prints
+    it only in the header, which ``-q`` hides): a red run's order can be replayed."""
+    seed = getattr(config.option, "randomly_seed", None)
+    if isinstance(seed, int) and config.pluginmanager.hasplugin("randomly"):
+        terminalreporter.write_line(f"random order: replay it with --randomly-seed={seed}")
