@@ -33,6 +33,7 @@ import os
 import shutil
 import time
 import uuid
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -274,14 +275,32 @@ def _st(source: Path, backend: str, **kw):
     hf_logging.disable_progress_bar()
     hf_logging.set_verbosity_error()
     # sentence-transformers logs "exporting ..." and advises saving the export into the source
-    # folder (site-packages for the packaged model): rageval saves it into its cache itself
+    # folder (site-packages for the packaged model): rageval saves it into its cache itself.
+    # optimum warns that it "could not infer whether the model was already converted" (a plain
+    # model folder is not), with a bare "expected str, bytes or os.PathLike object" under it;
+    # it resets its loggers' levels when it sets them up, so that one message is filtered.
     st_log = logging.getLogger("sentence_transformers")
     level = st_log.level
     st_log.setLevel(logging.ERROR)
+    noisy = [logging.getLogger(name) for name in _OPTIMUM_LOADERS]
+    for log in noisy:
+        log.addFilter(_not_converted_yet)
     try:
-        return SentenceTransformer(str(source), backend=backend, device="cpu", **kw)
+        with warnings.catch_warnings():
+            # the ONNX/OpenVINO export traces the model, and torch warns about its constants
+            warnings.filterwarnings("ignore", message=r"torch\.tensor results are registered")
+            return SentenceTransformer(str(source), backend=backend, device="cpu", **kw)
     finally:
         st_log.setLevel(level)
+        for log in noisy:
+            log.removeFilter(_not_converted_yet)
+
+
+_OPTIMUM_LOADERS = ("optimum.intel.openvino.modeling_base", "optimum.onnxruntime.modeling")
+
+
+def _not_converted_yet(record: logging.LogRecord) -> bool:
+    return not str(record.msg).startswith("Could not infer whether the model was already")
 
 
 def _model_type(folder: Path) -> str:

@@ -297,3 +297,33 @@ def test_dims_are_read_from_either_pooling_config_format(tmp_path, key):
     (model / "1_Pooling" / "config.json").write_text(json.dumps({key: 12}))
     enc = SentenceTransformerEncoder(model=str(model), cache_dir=str(tmp_path), backend="onnx")
     assert enc.dim == 12 and not enc.model_loaded
+
+
+def test_an_export_keeps_optimums_and_torchs_export_noise_off_the_console(monkeypatch, caplog):
+    """Exporting a plain model folder made optimum warn that it 'could not infer whether the
+    model was already converted' (with a bare TypeError text under it) and torch's tracer warn
+    about constants: neither says anything a user can act on."""
+    import logging
+
+    import sentence_transformers
+
+    class Loader:
+        def __init__(self, *args, **kwargs):
+            logging.getLogger("optimum.intel.openvino.modeling_base").warning(
+                "Could not infer whether the model was already converted or not to the "
+                "OpenVINO IR, keeping `export=True`.\nexpected str, bytes or os.PathLike object"
+            )
+            logging.getLogger("optimum.intel.openvino.modeling_base").warning("a real warning")
+            warnings.warn(
+                "torch.tensor results are registered as constants in the trace", stacklevel=1
+            )
+
+    monkeypatch.setattr(sentence_transformers, "SentenceTransformer", Loader)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        backends._st(Path("/src"), "openvino")
+    logged = [r.getMessage() for r in caplog.records]
+    assert logged == ["a real warning"]
+    assert not [w for w in seen if "registered as constants" in str(w.message)]
+    # the filter is gone afterwards: other code's warnings from that logger still show
+    assert not logging.getLogger("optimum.intel.openvino.modeling_base").filters
