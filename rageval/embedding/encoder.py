@@ -134,6 +134,10 @@ class SentenceTransformerEncoder:
             if backends.export_format(backend, quantize) != backends.EXPORT_FORMAT:
                 # another export layout computes other vectors: never mixed with the older ones
                 variant["export_format"] = backends.export_format(backend, quantize)
+            if backend == "openvino" and backends.openvino_precision(quantize):
+                # bf16 (a CPU with AMX) and f32 give other vectors: a cache shared by two
+                # machines keeps them apart
+                variant["precision"] = backends.openvino_precision(quantize)
             self._fingerprint = model_fingerprint(self.model_path, variant, memo)
         self._export: backends.Export | None = None
         self.cache = EmbeddingCache(self.cache_dir, self._fingerprint)
@@ -229,7 +233,7 @@ class SentenceTransformerEncoder:
         probe texts (None when their dimensions differ: a static model's PCA vectors)."""
         texts = list(backends.PROBE_TEXTS)
         ref = encode_stable(_torch_model(self.model_path, "cpu"), texts, self.batch_size)
-        export = backends.Export(folder, file_name, None, {})
+        export = backends.Export(folder, file_name, None, {"quantize": self.quantize})
         vec = self._vectors(backends.load(export, self.backend), texts)
         if vec.shape != ref.shape:
             return None

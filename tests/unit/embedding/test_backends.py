@@ -246,8 +246,10 @@ def test_an_export_of_an_older_format_is_rebuilt_and_the_others_kept(tmp_path, m
 
 
 def test_a_new_int8_format_rebuilds_the_int8_export_only(tmp_path, monkeypatch):
-    """openvino int8 moved from int8 weights to static int8 (format 3): its old export is rebuilt
-    and its vectors get a new cache key, while openvino's float export and vectors stay."""
+    """A format bumped for one quantization of a backend (openvino int8 moved from int8 weights
+    to static int8): its old export is rebuilt and its vectors get a new cache key, while the
+    backend's other export stays."""
+    monkeypatch.setattr(backends, "EXPORT_FORMATS", {"openvino": 2, ("openvino", "int8"): 3})
     built = []
 
     def fake(source, target):
@@ -264,6 +266,7 @@ def test_a_new_int8_format_rebuilds_the_int8_export_only(tmp_path, monkeypatch):
         info = {"format": 2, "backend": "openvino", "quantize": quantize, "file_name": "m.bin"}
         (old / "export.json").write_text(json.dumps(info))
     assert backends.export_format("openvino", "int8") == 3 > backends.export_format("openvino")
+    assert backends.export_format("openvino", "none") == 2
     plain = backends.prepare(Path("/src"), "d" * 64, "openvino", "none", tmp_path)
     int8 = backends.prepare(Path("/src"), "d" * 64, "openvino", "int8", tmp_path)
     assert (plain.path / "m.bin").read_bytes() == b"old"
@@ -276,6 +279,25 @@ def test_a_new_int8_format_rebuilds_the_int8_export_only(tmp_path, monkeypatch):
         for q in ("none", "int8")
     }
     assert len(set(keys.values())) == 2
+
+
+def test_float_openvino_runs_bf16_only_with_amx_and_the_cache_keeps_them_apart(
+    tmp_path, monkeypatch
+):
+    """OpenVINO's bf16 default is slower than f32 on a CPU with AVX512-BF16 but no AMX; rageval
+    asks for f32 there, and vectors of the two precisions never share a cache key."""
+    keys = {}
+    for amx in (True, False):
+        monkeypatch.setattr(backends, "_cpu_has_amx", lambda amx=amx: amx)
+        assert backends.openvino_precision() == ("bf16" if amx else "f32")
+        assert backends._openvino_config("none") == {
+            "INFERENCE_PRECISION_HINT": "bf16" if amx else "f32"
+        }
+        assert backends.openvino_precision("int8") is None  # int8: the plugin's default
+        keys[amx] = SentenceTransformerEncoder(
+            cache_dir=str(tmp_path), backend="openvino", progress=False
+        ).fingerprint
+    assert keys[True] != keys[False]
 
 
 def test_the_calibration_texts_fill_the_models_window_and_are_not_the_probe_set(tokenizer):
