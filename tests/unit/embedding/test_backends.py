@@ -221,14 +221,21 @@ def test_vectors_that_may_not_agree_are_refused(query):
         assert isinstance(check_query_model(index, query, allow=True), PairedEncoder)
 
 
-def test_an_export_of_an_older_format_is_rebuilt_and_the_others_kept(tmp_path, monkeypatch):
-    built = []
+def _recording_exporter(built: list[str]):
+    """An exporter that writes ``m.bin`` = b"new" and records the folders it built."""
 
     def fake(source, target):
         built.append(target.name)
         target.mkdir(parents=True)
         (target / "m.bin").write_bytes(b"new")
         return "m.bin"
+
+    return fake
+
+
+def test_an_export_of_an_older_format_is_rebuilt_and_the_others_kept(tmp_path, monkeypatch):
+    built: list[str] = []
+    fake = _recording_exporter(built)
 
     for backend in ("onnx", "static"):
         monkeypatch.setitem(backends.EXPORTERS, (backend, "none"), fake)
@@ -250,13 +257,8 @@ def test_a_new_int8_format_rebuilds_the_int8_export_only(tmp_path, monkeypatch):
     to static int8): its old export is rebuilt and its vectors get a new cache key, while the
     backend's other export stays."""
     monkeypatch.setattr(backends, "EXPORT_FORMATS", {"openvino": 2, ("openvino", "int8"): 3})
-    built = []
-
-    def fake(source, target):
-        built.append(target.name)
-        target.mkdir(parents=True)
-        (target / "m.bin").write_bytes(b"new")
-        return "m.bin"
+    built: list[str] = []
+    fake = _recording_exporter(built)
 
     for quantize in ("none", "int8"):
         monkeypatch.setitem(backends.EXPORTERS, ("openvino", quantize), fake)
