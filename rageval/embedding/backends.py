@@ -417,7 +417,8 @@ def openvino_precision(quantize: str = "none") -> str | None:
     """The inference precision rageval compiles a float OpenVINO model with: ``bf16`` on a CPU
     with AMX, whose bf16 matrix units ran the demo 3.9x faster than torch, ``f32`` elsewhere:
     OpenVINO's own default is bf16 on any CPU with AVX512-BF16, where without AMX it ran slower
-    than f32 (0.97-1.14x torch against ~1.5x) and further from torch's vectors. None for int8,
+    than f32 (0.97-1.14x torch against 1.18-1.76x, load-dependent) and further from torch's
+    vectors. None for int8,
     which keeps the plugin's default for its float parts."""
     if quantize != "none":
         return None
