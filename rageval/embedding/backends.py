@@ -26,6 +26,7 @@ embedded by both. The query/index guard reads that number (rageval.embedding.gua
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.util
 import json
 import logging
@@ -45,16 +46,15 @@ from rageval.errors import ConfigError
 BACKENDS = ("torch", "onnx", "openvino", "static")
 QUANTIZE = ("none", "int8")
 EXPORT_FORMAT = 1
-# a backend (or one quantization of it) whose export changed: its older exports are rebuilt, the
-# others' stay valid. onnx 2: fused fp32 graph, per-token int8; onnx and openvino 2: may run
-# without torch; openvino int8 3: static int8 (weights and activations) instead of int8 weights
+# a backend (or one quantization of it: a (backend, quantize) key wins) whose export changed: its
+# older exports are rebuilt, the others' stay valid. onnx 2: fused fp32 graph, per-token int8, may
+# run without torch; openvino 2: may run without torch; openvino int8 3: static int8 (weights and
+# activations) instead of int8 weights; openvino none 3: f32 unless the CPU has AMX
+# (openvino_precision), so the probe distance is measured again
 EXPORT_FORMATS: dict[str | tuple[str, str], int] = {
     "onnx": 2,
-    "openvino": 2,
-    ("openvino", "int8"): 3,
-    # float OpenVINO 3: f32 unless the CPU has AMX (openvino_precision); the probe distance is
-    # measured again
     ("openvino", "none"): 3,
+    ("openvino", "int8"): 3,
 }
 STATIC_DIMS = 256  # PCA dimensions of a distilled static model
 
@@ -252,7 +252,8 @@ def _read(folder: Path) -> Export | None:
         info = json.loads((folder / "export.json").read_text())
     except (OSError, ValueError):
         return None
-    if info.get("format") != export_format(str(info.get("backend")), str(info.get("quantize"))):
+    backend, quantize = str(info.get("backend")), str(info.get("quantize", "none"))
+    if info.get("format") != export_format(backend, quantize):
         return None
     d = info.get("max_cosine_distance")
     return Export(folder, info.get("file_name"), None if d is None else float(d), info)
@@ -418,14 +419,15 @@ def openvino_precision(quantize: str = "none") -> str | None:
     with AMX, whose bf16 matrix units ran the demo 3.9x faster than torch, ``f32`` elsewhere:
     OpenVINO's own default is bf16 on any CPU with AVX512-BF16, where without AMX it ran slower
     than f32 (0.97-1.14x torch against 1.18-1.76x, load-dependent) and further from torch's
-    vectors. None for int8,
-    which keeps the plugin's default for its float parts."""
+    vectors. None for int8, which keeps the plugin's default for its float parts."""
     if quantize != "none":
         return None
     return "bf16" if _cpu_has_amx() else "f32"
 
 
+@functools.cache
 def _cpu_has_amx() -> bool:
+    """Whether /proc/cpuinfo lists AMX's bf16 units (read once per process)."""
     try:
         text = Path("/proc/cpuinfo").read_text()
     except OSError:
