@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 import warnings
 from pathlib import Path
@@ -189,6 +190,17 @@ def finish_sweep(config, stopped: str | None = None) -> int:
         board = rank(jobs, None, resamples=resamples, pareto_cost=cost)
         board.note = f"{err}; decided by the default metric instead"
         bad_metric = True
+    # a job whose results are complete on disk but whose MLflow logging failed (it warned): the
+    # sweep's verdict stands, and its header says which jobs the MLflow comparison lacks
+    unlogged = [j for j in jobs if j.status == "ok" and not j.report.get("mlflow_run_id")]
+    unlogged = unlogged if config.mlflow.enabled else []
+    if unlogged:
+        which = ", ".join(str(j.job) for j in unlogged)
+        text = (
+            f"{len(unlogged)} of {len(jobs) - len(failed)} finished jobs are not in MLflow "
+            f"(their logging failed): job {which}"
+        )
+        board.note = f"{board.note}; {text}" if board.note else text
     md_path, csv_path = sweep_dir / "leaderboard.md", sweep_dir / "leaderboard.csv"
     atomic_write_text(md_path, board.markdown())
     atomic_write_text(csv_path, board.csv())
@@ -200,6 +212,16 @@ def finish_sweep(config, stopped: str | None = None) -> int:
         print(f"Pareto plot: {plot}")
     for j in failed:
         print(f"job {j.job} ({' '.join(j.overrides)}) failed: {j.error}", file=sys.stderr)
+    if unlogged:
+        shown = scrub(tracking_uri(config.mlflow.tracking_uri), ())
+        q = shlex.quote
+        for j in unlogged:
+            print(
+                f"job {j.job} ({' '.join(j.overrides)}) is not in MLflow; log it with: rageval "
+                f"log {q(str(sweep_dir / str(j.job)))} --tracking-uri {q(shown)} --experiment "
+                f"{q(str(config.mlflow.experiment))}",
+                file=sys.stderr,
+            )
     from rageval.app.tuning import load_outcome, print_outcome
 
     study = load_outcome(sweep_dir)  # a tuning study: its verdict on the holdout

@@ -126,3 +126,34 @@ def test_a_sweep_writes_its_pareto_plot_and_refuses_an_unknown_cost_before_any_j
     cfg.sweep.pareto_cost = "p95"
     with pytest.raises(ConfigError, match="valid costs: .*latency_p95_ms"):
         SweepCallback(outcome_file=str(tmp_path / "outcome2.json")).on_multirun_start(cfg)
+
+
+def test_a_sweep_names_the_finished_jobs_whose_mlflow_logging_failed(tmp_path, capsys):
+    cfg = sweep_config(tmp_path)
+    cfg.mlflow.enabled = True
+    cfg.mlflow.tracking_uri = "http://user:hunter2@127.0.0.1:9/"
+    for n, chunk in enumerate((32, 64, 128)):
+        job(tmp_path / "sweep", n, overrides=(f"chunk={chunk}",))
+    logged = tmp_path / "sweep" / "0" / "report.json"
+    logged.write_text(json.dumps({**json.loads(logged.read_text()), "mlflow_run_id": "abc"}))
+    assert sweep.finish_sweep(cfg) == 0  # the results are complete: the verdict stands
+    out, err = capsys.readouterr()
+    header = " ".join(out.split())  # the console wraps the header at 120 columns
+    assert "Sweep of 3 jobs (0 failed)" in header
+    assert "2 of 3 finished jobs are not in MLflow (their logging failed): job 1, 2" in header
+    md = (tmp_path / "sweep" / "leaderboard.md").read_text()
+    assert "2 of 3 finished jobs are not in MLflow" in md
+    for n, chunk in ((1, 64), (2, 128)):
+        assert (
+            f"job {n} (chunk={chunk}) is not in MLflow; log it with: rageval log "
+            f"{tmp_path / 'sweep' / str(n)} --tracking-uri" in err
+        )
+    assert "job 0 (" not in err and "hunter2" not in out + err + md
+
+
+def test_a_sweep_without_mlflow_says_nothing_of_it(tmp_path, capsys):
+    cfg = sweep_config(tmp_path)
+    job(tmp_path / "sweep", 0)
+    assert sweep.finish_sweep(cfg) == 0
+    out, err = capsys.readouterr()
+    assert "MLflow" not in out + err
