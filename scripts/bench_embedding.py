@@ -104,8 +104,54 @@ def worker(name: str, cache_dir: str, texts_file: str, vec_dir: str) -> None:
                 torch.mm(a, b)
             cpu = time.process_time() - c
             reply({"cpu": cpu, "wall": time.perf_counter() - w, "flop": 2.0 * n**3 * reps})
+        elif cmd["op"] == "profile":  # where ONNX Runtime's time goes, by its own profiler
+            reply(onnx_profile(enc, [chunks[i] for i in cmd["idx"]]))
         elif cmd["op"] == "stop":
             return
+
+
+PRODUCT_OPS = ("MatMul", "FusedMatMul", "Gemm", "MatMulIntegerToFloat")
+
+
+def onnx_profile(enc, texts: list[str]) -> dict:
+    """One pass over ``texts`` through a profiling copy of the encoder's ONNX Runtime session
+    (after one unprofiled pass): kernel time per operator type, and the floating-point operations
+    of its plain matrix products (``MatMul`` nodes: 2 x output elements x inner dimension, from
+    the shapes the profiler records), so the products' own rate inside the model is known."""
+    import onnxruntime
+
+    from rageval.embedding import runner
+
+    export = enc._export
+    opts = onnxruntime.SessionOptions()
+    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    opts.enable_profiling = True
+    folder = Path(tempfile.mkdtemp(prefix="ort-profile-"))
+    opts.profile_file_prefix = str(folder / "ort")
+    model = runner.DirectEncoderModel(export.path, export.file_name, "onnx")
+    session = onnxruntime.InferenceSession(
+        str(export.path / export.file_name), opts, providers=["CPUExecutionProvider"]
+    )
+    inputs = [i.name for i in session.get_inputs()]
+    model._run = lambda f: session.run(None, {k: f[k] for k in inputs})[0]
+    enc._vectors(model, texts)  # warm-up: its events are dropped below
+    enc._vectors(model, texts)
+    events = json.loads(Path(session.end_profiling()).read_text())
+    shutil.rmtree(folder, ignore_errors=True)
+    runs = sorted(e["ts"] + e["dur"] for e in events if e.get("name") == "model_run")
+    warm_end = runs[len(runs) // 2 - 1]  # the first half of the runs is the warm-up pass
+    by_op: dict[str, float] = {}
+    matmul_flop = 0.0
+    for e in events:
+        if e.get("cat") != "Node" or not e["name"].endswith("_kernel_time") or e["ts"] < warm_end:
+            continue
+        op = e["args"]["op_name"]
+        by_op[op] = by_op.get(op, 0.0) + e["dur"] / 1e6
+        if op == "MatMul":
+            (x,) = e["args"]["input_type_shape"][0].values()
+            (y,) = e["args"]["output_type_shape"][0].values()
+            matmul_flop += 2.0 * float(np.prod(y)) * x[-1]
+    return {"by_op_s": by_op, "matmul_flop": matmul_flop}
 
 
 _PROTOCOL = sys.stdout
@@ -241,6 +287,7 @@ def main() -> None:
             print(f"repeat {r + 1}/{a.repeats} ({' '.join(order)}), load {load()}", flush=True)
         full = {n: workers[n].ask({"op": "full"}) for n in names}
         gemm = [workers["torch"].ask({"op": "gemm", "n": 2048, "reps": 10}) for _ in range(3)]
+        profile = workers["onnx"].ask({"op": "profile", "idx": sample}) if "onnx" in names else None
     finally:
         for w in workers.values():
             w.stop()
@@ -288,6 +335,24 @@ def main() -> None:
         "gemm_gflop_per_cpu_s": gemm_rate / 1e9,
         "ceiling": gemm_rate / torch_rate,
     }
+    onnx_bound = None
+    if profile is not None and profile["by_op_s"].get("MatMul"):
+        # ONNX Runtime's fp32 bound: the model's products (all of them: Q, K, V, attention, output
+        # and feed-forward) at the rate its own MatMul kernels reached on this model's shapes,
+        # as a share of its kernel time; the products cannot get cheaper than that without
+        # faster kernels, so even if every other operator took no time onnx's ratio to torch
+        # would grow by 1 / share at most
+        kernel_s = sum(profile["by_op_s"].values())
+        rate = profile["matmul_flop"] / profile["by_op_s"]["MatMul"]
+        share = flop / rate / kernel_s
+        onnx_row = next(r for r in rows if r["variant"] == "onnx")
+        onnx_bound = {
+            "kernel_s": kernel_s,
+            "op_share": {k: v / kernel_s for k, v in sorted(profile["by_op_s"].items())},
+            "matmul_gflop_per_s": rate / 1e9,
+            "products_share": share,
+            "bound": onnx_row["cpu_ratio"] / share,
+        }
     torch_m = rows[0]["metrics"]
     for row in rows:
         row["max_metric_delta"] = max(abs(row["metrics"][m] - torch_m[m]) for m in HEADLINE)
@@ -322,8 +387,20 @@ def main() -> None:
         f"{fp32_ceiling['gemm_gflop_per_cpu_s']:.0f} (best of 3 x 10 products): no fp32 "
         f"backend can be more than {fp32_ceiling['ceiling']:.2f}x torch on these chunks"
     )
+    if onnx_bound is not None:
+        shares = sorted(onnx_bound["op_share"].items(), key=lambda kv: -kv[1])
+        print(
+            "onnx fp32, by ONNX Runtime's profiler (one pass over the sample): "
+            + ", ".join(f"{k} {v:.0%}" for k, v in shares if v >= 0.005)
+            + f" of its kernel time; its MatMul kernels ran at "
+            f"{onnx_bound['matmul_gflop_per_s']:.0f} GFLOP per second, at which the model's "
+            f"products alone (attention's included) fill {onnx_bound['products_share']:.0%} of "
+            f"that time: even with every other operator free, onnx fp32 would be at most "
+            f"{onnx_bound['bound']:.2f}x torch"
+        )
     result = {
         "fp32_ceiling": fp32_ceiling,
+        "onnx_bound": onnx_bound,
         "chunks": len(chunks),
         "sample": len(sample),
         "repeats": a.repeats,
