@@ -2,7 +2,8 @@
 
 ``embedding.backend`` picks how the model runs and ``embedding.quantize`` whether its weights are
 int8. Anything but plain torch needs an exported copy of the model, written once into
-``<cache_dir>/models/<source fingerprint>-<backend>-<quantize>/`` and reused by every later run:
+``<cache_dir>/models/<source fingerprint>-<backend>-<quantize>[-<precision>]/`` and reused by
+every later run:
 
 - ``onnx``: the model exported to ONNX (sentence-transformers' ``backend="onnx"``, through
   optimum), its attention, layer-norm and GELU sub-graphs fused into ONNX Runtime's kernels;
@@ -158,9 +159,25 @@ def _importable(module: str) -> bool:
         return False
 
 
-def export_dir(cache_dir: Path, source_fingerprint: str, backend: str, quantize: str) -> Path:
-    """Where the export of one source model for one backend and quantization lives."""
-    return Path(cache_dir) / "models" / f"{source_fingerprint[:24]}-{backend}-{quantize}"
+def export_dir(
+    cache_dir: Path,
+    source_fingerprint: str,
+    backend: str,
+    quantize: str,
+    precision: str | None = None,
+) -> Path:
+    """Where the export of one source model for one backend and quantization lives; a float
+    OpenVINO export also names the precision it runs in (:func:`export_precision`), so a cache
+    shared by a CPU with AMX (bf16) and one without (f32) keeps one export each, each with the
+    probe distance of the precision it runs in."""
+    name = f"{source_fingerprint[:24]}-{backend}-{quantize}"
+    return Path(cache_dir) / "models" / (f"{name}-{precision}" if precision else name)
+
+
+def export_precision(backend: str, quantize: str) -> str | None:
+    """The precision an export of ``backend``/``quantize`` runs in on this machine, when it
+    depends on the machine (float OpenVINO: :func:`openvino_precision`), else None."""
+    return openvino_precision(quantize) if backend == "openvino" else None
 
 
 # (backend, quantize) -> function(source folder, target folder) -> file to load, relative to target
@@ -193,7 +210,8 @@ def prepare(
     model over :data:`PROBE_TEXTS`; it runs inside the lock, before the export becomes visible."""
     from filelock import FileLock, Timeout
 
-    final = export_dir(cache_dir, source_fingerprint, backend, quantize)
+    precision = export_precision(backend, quantize)
+    final = export_dir(cache_dir, source_fingerprint, backend, quantize, precision)
     found = _read(final)
     if found is not None:
         return found
@@ -226,6 +244,7 @@ def prepare(
                 "method": METHODS.get((backend, quantize), ""),
                 "max_cosine_distance": distance,
                 "probe_texts": len(PROBE_TEXTS),
+                "precision": precision,
                 "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 "versions": _versions(),
             }

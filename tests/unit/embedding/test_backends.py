@@ -262,7 +262,8 @@ def test_a_new_int8_format_rebuilds_the_int8_export_only(tmp_path, monkeypatch):
 
     for quantize in ("none", "int8"):
         monkeypatch.setitem(backends.EXPORTERS, ("openvino", quantize), fake)
-        old = backends.export_dir(tmp_path, "d" * 64, "openvino", quantize)
+        precision = backends.export_precision("openvino", quantize)
+        old = backends.export_dir(tmp_path, "d" * 64, "openvino", quantize, precision)
         old.mkdir(parents=True)
         (old / "m.bin").write_bytes(b"old")
         info = {"format": 2, "backend": "openvino", "quantize": quantize, "file_name": "m.bin"}
@@ -300,6 +301,35 @@ def test_float_openvino_runs_bf16_only_with_amx_and_the_cache_keeps_them_apart(
             cache_dir=str(tmp_path), backend="openvino", progress=False
         ).fingerprint
     assert keys[True] != keys[False]
+
+
+def test_each_float_openvino_precision_has_its_own_export_and_probe_distance(tmp_path, monkeypatch):
+    """A cache shared by a CPU with AMX (bf16) and one without (f32): the IR is the same, but
+    the distance to torch the query/index guard trusts is measured in the precision the export
+    runs in, so each machine kind builds (and measures) its own; int8 does not depend on it."""
+    built: list[str] = []
+    monkeypatch.setitem(backends.EXPORTERS, ("openvino", "none"), _recording_exporter(built))
+    monkeypatch.setitem(backends.EXPORTERS, ("openvino", "int8"), _recording_exporter(built))
+    distance = {"bf16": 3e-5, "f32": 4e-8}
+    found = {}
+    for amx in (False, True, False):
+        monkeypatch.setattr(backends, "_cpu_has_amx", lambda amx=amx: amx)
+        precision = backends.openvino_precision()
+        found[amx] = backends.prepare(
+            Path("/src"),
+            "e" * 64,
+            "openvino",
+            "none",
+            tmp_path,
+            measure=lambda folder, name, p=precision: distance[p],
+        )
+        assert found[amx].path.name.endswith(f"-openvino-none-{precision}")
+        assert found[amx].max_cosine_distance == distance[precision]
+        assert found[amx].info["precision"] == precision
+        int8 = backends.prepare(Path("/src"), "e" * 64, "openvino", "int8", tmp_path)
+        assert int8.path.name.endswith("-openvino-int8") and int8.info["precision"] is None
+    assert found[True].path != found[False].path
+    assert len(built) == 3  # f32, int8, then bf16; the second f32 look reads the first's export
 
 
 def test_the_calibration_texts_fill_the_models_window_and_are_not_the_probe_set(tokenizer):
