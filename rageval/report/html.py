@@ -103,9 +103,16 @@ def _chunk_list(row, chunks, level: str, moves: Mapping[str, str] | None = None)
 
 
 def _slices(row) -> list[str]:
-    return ([f"source:{row['source']}"] if row.get("source") else []) + [
-        f"tag:{t}" for t in row.get("tags") or []
-    ]
+    """The slices a query row is in, as the page's filter lists them: ``source:ticket``,
+    ``tag:hr``, and each meta field's value (``difficulty:hard``; a list gives each item)."""
+    from rageval.scoring.slices import field_values
+
+    meta = row.get("meta") or {}
+    return (
+        ([f"source:{row['source']}"] if row.get("source") else [])
+        + [f"tag:{t}" for t in row.get("tags") or []]
+        + [f"{key}:{v}" for key in sorted(meta) for v in field_values(row, f"meta.{key}")]
+    )
 
 
 def _metric_names(report: Mapping[str, Any]) -> list[str]:
@@ -250,7 +257,7 @@ def render_diff(
 
 
 def _tr(r, cells, *, miss: bool, changed: bool) -> str:
-    slices = _esc(" ".join(_slices(r)))
+    slices = _esc(json.dumps(_slices(r)))  # a JSON list: a value may hold spaces
     return (
         f'<tr data-slices="{slices}" data-miss="{int(miss)}" data-changed="{int(changed)}">'
         f"{''.join(cells)}</tr>"
@@ -311,7 +318,7 @@ function filter(){
   for(const r of rows){
     const show=(!t||r.cells[0].textContent.toLowerCase().includes(t)||
                 r.cells[1].querySelector('summary').textContent.toLowerCase().includes(t))
-      &&(!s||r.dataset.slices.split(' ').includes(s))&&(!o||r.dataset[attr]==='1');
+      &&(!s||JSON.parse(r.dataset.slices).includes(s))&&(!o||r.dataset[attr]==='1');
     r.style.display=show?'':'none'; if(show) n++;
   }
   count.textContent=n+' of '+rows.length+' queries';

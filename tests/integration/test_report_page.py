@@ -44,6 +44,13 @@ def test_one_run_page_sorts_filters_and_highlights_offline(browser, tmp_path):
 
     Select(d.find_element("id", "slice")).select_by_value("source:synthetic")
     assert ids_shown(d) == ["q2"]
+    # a golden line's meta fields are slices too, values with spaces and list items included
+    options = [o.get_attribute("value") for o in Select(d.find_element("id", "slice")).options]
+    assert {"difficulty:very hard", "lang:en", "lang:de"} <= set(options)
+    Select(d.find_element("id", "slice")).select_by_value("difficulty:very hard")
+    assert ids_shown(d) == ["q1"]
+    Select(d.find_element("id", "slice")).select_by_value("lang:de")
+    assert ids_shown(d) == ["q1"]
     Select(d.find_element("id", "slice")).select_by_value("")
     d.find_element("id", "only").click()  # misses only: q3 found nothing relevant
     assert ids_shown(d) == ["q3"]

@@ -28,13 +28,16 @@ CHUNKS = {
 }
 
 
-def row(qid, query, retrieved, ndcg, first, source="ticket", tags=("hr",), evidence=True):
+def row(
+    qid, query, retrieved, ndcg, first, source="ticket", tags=("hr",), evidence=True, meta=None
+):
     labels = [CHUNKS[c]["label"] for c in retrieved]
     return {
         "id": qid,
         "query": query,
         "source": source,
         "tags": list(tags),
+        **({"meta": meta} if meta else {}),
         "first_relevant_rank": first,
         "retrieved": retrieved,
         "retrieved_labels": labels,
@@ -61,7 +64,14 @@ def report(rows):
 
 RUN_A = report(
     [
-        row("q1", "How much leave do contractors get?", ["c1", "c2", "c3"], 0.63, 2),
+        row(
+            "q1",
+            "How much leave do contractors get?",
+            ["c1", "c2", "c3"],
+            0.63,
+            2,
+            meta={"difficulty": "very hard", "lang": ["en", "de"]},
+        ),
         row(
             "q2",
             "Which regions run payments?",
