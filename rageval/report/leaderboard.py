@@ -239,11 +239,16 @@ class Leaderboard:
         )
 
     def csv(self) -> str:
-        """Numbers only: ``<metric>``, ``<metric>_low``, ``<metric>_high`` per column, the p-value
-        against the best, the verdict and each job's MLflow run id."""
+        """Numbers only: ``<metric>``, ``<metric>_low``, ``<metric>_high`` per column, the
+        deciding metric per slice (``<metric> [<slice>]``, its CI and ``n [<slice>]``, when the
+        jobs slice), the p-value against the best, the verdict and each job's MLflow run id."""
         head = ["job", *self.keys]
         for m in self.columns:
             head += [m, f"{m}_low", f"{m}_high"]
+        names = self.slices.names if self.slices is not None else []
+        for name in names:
+            col = f"{self.slices.metric} [{name}]"
+            head += [col, f"{col}_low", f"{col}_high", f"n [{name}]"]
         head += list(self.cost_columns)
         head += ["pareto_front", "p_value", "verdict", "status", "mlflow_run_id", "error"]
         out = io.StringIO()
@@ -254,6 +259,10 @@ class Leaderboard:
             for m in self.columns:
                 lo, hi = (j.report.get("ci") or {}).get(m, (None, None))
                 row += [_num(j.metrics.get(m)), _num(lo), _num(hi)]
+            cells = self.slices.cells.get(j.job, {}) if names else {}
+            for name in names:
+                n, mean, lo, hi = cells.get(name, ("", None, None, None))
+                row += [_num(mean), _num(lo), _num(hi), n]
             row += [_num(j.costs.get(c)) for c in self.cost_columns]
             row.append(("1" if j.job in self.front else "0") if j.status == "ok" else "")
             p = self.pvalues.get(j.job)

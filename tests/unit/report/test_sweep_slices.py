@@ -93,3 +93,29 @@ def test_reports_written_before_slices_get_no_section(tmp_path):
     _job(tmp_path, 1, ["chunk=2"], [0.4] * 12, [0.2] * 12, sliced=False)
     board = rank(load_jobs(tmp_path), METRIC)
     assert board.slices is None and "By slice" not in board.markdown()
+
+
+def test_leaderboard_csv_has_the_deciding_metric_per_slice(sweep):
+    import csv
+    import io
+
+    board = rank(load_jobs(sweep), METRIC)
+    rows = {r["job"]: r for r in csv.DictReader(io.StringIO(board.csv()))}
+    for job in (0, 1):
+        n, mean, lo, hi = board.slices.cells[job]["source=adversarial"]
+        row = rows[str(job)]
+        assert float(row["ndcg@5 [source=adversarial]"]) == pytest.approx(mean, abs=1e-12)
+        assert float(row["ndcg@5 [source=adversarial]_low"]) == pytest.approx(lo, abs=1e-12)
+        assert float(row["ndcg@5 [source=adversarial]_high"]) == pytest.approx(hi, abs=1e-12)
+        assert row["n [source=adversarial]"] == "12" and row["n [source=ticket]"] == "30"
+    # the winner on the mean loses on the adversarial slice, and the spreadsheet shows it
+    assert float(rows["0"]["ndcg@5 [source=adversarial]"]) < float(
+        rows["1"]["ndcg@5 [source=adversarial]"]
+    )
+
+
+def test_leaderboard_csv_without_slices_has_no_slice_columns(tmp_path):
+    _job(tmp_path, 0, ["chunk=1"], [0.5] * 12, [0.1] * 12, sliced=False)
+    _job(tmp_path, 1, ["chunk=2"], [0.4] * 12, [0.2] * 12, sliced=False)
+    head = rank(load_jobs(tmp_path), METRIC).csv().splitlines()[0]
+    assert "[" not in head and "n [" not in head
