@@ -51,12 +51,14 @@ from rageval.errors import ConfigError
 
 def _sampler(s: StudySettings, space: Mapping[str, Any], done: int = 0):
     """The sampler of ``s``; ``done`` trials already in the study shift its seed, so a resumed
-    study does not draw its first trials again."""
+    study does not draw its first trials again. Not the grid sampler's: its seed shuffles the
+    grid, and a trial's stored grid id means a point only under the same shuffle (a shifted
+    seed made a resumed grid study run a visited point and skip a missing one)."""
     import optuna
 
     args = dict(s.sampler or {})
     name = args.pop("name", "tpe")
-    if done and isinstance(args.get("seed"), int):
+    if done and isinstance(args.get("seed"), int) and name != "grid":
         args["seed"] += done
     cls = getattr(optuna.samplers, SAMPLERS[name])
     if name == "grid":
@@ -104,6 +106,101 @@ def _chosen_metric(config) -> str | None:
 
     chosen = compare_settings(config)[0]
     return str(MetricSpec.parse(chosen)) if chosen else None
+
+
+# ------------------------------------------------------------------ what a trial reads
+
+# the search modes whose reading of the search keys rageval knows (the local and Qdrant
+# backends); another mode (Azure's semantic, a plug-in's) is taken to read every key
+KNOWN_MODES = ("vector", "bm25", "hybrid")
+
+
+def reads(key: str, mode: str | None, fusion: str | None) -> bool:
+    """Whether a trial whose search ``mode`` fuses with ``fusion`` reads ``key``: fusion and
+    candidate depth only in hybrid search (rrf_k with rrf fusion, weights with weighted), BM25's
+    knobs only in bm25 and hybrid search; every other key, and every key of a mode outside
+    :data:`KNOWN_MODES`, is read."""
+    if mode not in KNOWN_MODES:
+        return True
+    if key in ("search.fusion", "search.candidate_depth"):
+        return mode == "hybrid"
+    if key == "search.rrf_k":
+        return mode == "hybrid" and fusion in (None, "rrf")
+    if key == "search.weights":
+        return mode == "hybrid" and fusion in (None, "weighted")
+    if key.startswith("search.bm25."):
+        return mode in ("bm25", "hybrid")
+    return True
+
+
+def _first(key: str) -> int:
+    """Sampling order: the mode first, then the fusion, then the keys they decide on."""
+    return {"search": 0, "search.mode": 0, "search.fusion": 1}.get(key, 2)
+
+
+def fixed_values(fixed: Sequence[str], config=None) -> dict[str, str | None]:
+    """What a trial's mode and fusion are when the space does not draw them: the fixed
+    overrides (``search=bm25``, ``search.mode=...``, ``search.fusion=...``), else the config's
+    own ``search.mode`` and ``search.fusion``."""
+    from omegaconf import OmegaConf
+
+    lines = {}
+    for line in fixed:
+        key, _, value = line.lstrip("+~").partition("=")
+        lines[key.strip()] = value.strip()
+
+    def default(key: str) -> str | None:
+        found = OmegaConf.select(config, key, default=None) if config is not None else None
+        return None if found is None else str(found)
+
+    mode = lines.get("search.mode") or lines.get("search") or default("search.mode")
+    return {
+        "search.mode": mode,
+        "search.fusion": lines.get("search.fusion") or default("search.fusion"),
+    }
+
+
+def ask(study, space: Mapping[str, Any], fixed: Mapping[str, str | None]):
+    """A new trial that samples only the keys its own search mode reads (:func:`reads`; ``fixed``:
+    :func:`fixed_values`): a vector trial draws no BM25 k1/b or rrf_k, so two trials that differ
+    only in keys their mode ignores are one configuration, and the second is not run again."""
+    trial = study.ask()
+    drawn: dict[str, Any] = {}
+    for key in sorted(space, key=_first):  # stable: the space's order otherwise
+        mode = drawn.get("search.mode", drawn.get("search", fixed.get("search.mode")))
+        fusion = drawn.get("search.fusion", fixed.get("search.fusion"))
+        if reads(key, None if mode is None else str(mode), fusion):
+            drawn[key] = _suggest(trial, key, space[key])
+    return trial
+
+
+def unread(space: Mapping[str, Any], fixed: Mapping[str, str | None]) -> list[str]:
+    """The searched keys no trial can read, whatever it draws (``search.rrf_k`` with
+    ``search=bm25`` fixed): no trial draws them, so searching them is a mistake to name."""
+
+    def options(keys: Sequence[str], otherwise: str | None) -> list:
+        for key in keys:  # drawn: any of its choices (a non-categorical draw: anything)
+            if key in space:
+                return list(getattr(space[key], "choices", None) or [None])
+        return [otherwise]
+
+    modes = options(("search.mode", "search"), fixed.get("search.mode"))
+    fusions = options(("search.fusion",), fixed.get("search.fusion"))
+    return [
+        k
+        for k in space
+        if not any(reads(k, None if m is None else str(m), f) for m in modes for f in fusions)
+    ]
+
+
+def _suggest(trial, key: str, dist):
+    from optuna.distributions import CategoricalDistribution, IntDistribution
+
+    if isinstance(dist, CategoricalDistribution):
+        return trial.suggest_categorical(key, list(dist.choices))
+    if isinstance(dist, IntDistribution):
+        return trial.suggest_int(key, dist.low, dist.high, step=dist.step, log=dist.log)
+    return trial.suggest_float(key, dist.low, dist.high, step=dist.step, log=dist.log)
 
 
 # ---------------------------------------------------------------------------- the study
@@ -196,25 +293,58 @@ def _run_study(sweeper, arguments: list[str]) -> list:
     returns: list = []
     names: dict[str, str] = {}  # MLflow run id -> "trial N: its values"
     job_idx = 0
+    given = fixed_values(fixed, config)
+    for key in unread(space, given):
+        print(
+            f"search space: no trial reads {key} with search mode {given['search.mode']} "
+            f"(fusion {given['search.fusion']}); it is not searched",
+            file=sys.stderr,
+        )
     while to_go > 0:
         batch = min(s.n_jobs, to_go)
-        trials = [study.ask(dict(space)) for _ in range(batch)]
+        trials = [ask(study, space, given) for _ in range(batch)]
         overrides = [_trial_overrides(t, fixed) for t in trials]
-        for i, (trial, ovr) in enumerate(zip(trials, overrides, strict=True)):
+        # a configuration an earlier trial ran (or one of this batch runs) is not run again
+        earlier = _ran(study)
+        launch: list[list[str]] = []
+        slot: dict[tuple[str, ...], int] = {}  # configuration -> its place in this launch
+        plan: list[int | None] = []  # per trial: its place in the launch, None: told already
+        for trial, ovr in zip(trials, overrides, strict=True):
+            key = tuple(o for o in ovr if o not in fixed)
+            if key in earlier:
+                _repeat(study, trial, earlier[key])
+                plan.append(None)
+                continue
+            if key not in slot:
+                slot[key] = len(launch)
+                launch.append(ovr)
+            plan.append(slot[key])
             # where the job will write: what an interrupted study's next start looks at
-            trial.set_user_attr("launched", {"dir": str(sweep_dir / str(job_idx + i)), "ovr": ovr})
-        try:
-            rets = sweeper.launcher.launch(overrides, initial_job_idx=job_idx)
-        except BaseException:  # Ctrl-C, a launcher that died: settle this batch, then stop
-            _settle_interrupted(study, [t.number for t in trials], metric, varies)
-            raise
-        for i, (trial, ret, ovr) in enumerate(zip(trials, rets, overrides, strict=True)):
-            job_dir = _job_dir(ret, sweep_dir, job_idx + i)
+            where = {"dir": str(sweep_dir / str(job_idx + slot[key])), "ovr": ovr}
+            trial.set_user_attr("launched", where)
+        waiting = [t for t, i in zip(trials, plan, strict=True) if i is not None]
+        rets: list = []
+        if launch:
+            try:
+                rets = list(sweeper.launcher.launch(launch, initial_job_idx=job_idx))
+            except BaseException:  # Ctrl-C, a launcher that died: settle this batch, then stop
+                _settle_interrupted(study, [t.number for t in waiting], metric, varies)
+                raise
+        runs: dict[int, int] = {}  # place in the launch -> the trial that ran it
+        for trial, i in zip(trials, plan, strict=True):
+            if i is None:
+                continue
+            ovr = launch[i]
+            job_dir = _job_dir(rets[i], sweep_dir, job_idx + i)
             value, metric, report, error = _outcome(job_dir, metric, varies)
             _record(study, trial.number, [o for o in ovr if o not in fixed], job_dir, report)
-            if report and report.get("mlflow_run_id"):  # its name in MLflow's runs table
-                shown = " ".join(o for o in ovr if o not in fixed and o != "split=tune")
-                names[report["mlflow_run_id"]] = f"trial {trial.number}: {shown}"[:250]
+            if i in runs:  # a second trial of this batch drew the same configuration
+                trial.set_user_attr("same_as", runs[i])
+            else:
+                runs[i] = trial.number
+                if report and report.get("mlflow_run_id"):  # its name in MLflow's runs table
+                    shown = " ".join(o for o in ovr if o not in fixed and o != "split=tune")
+                    names[report["mlflow_run_id"]] = f"trial {trial.number}: {shown}"[:250]
             if report:
                 _same_golden_set(study, report, trial)
             if value is None:
@@ -223,11 +353,36 @@ def _run_study(sweeper, arguments: list[str]) -> list:
         if metric and not stored:
             study.set_user_attr("objective", metric)
             stored = metric
-        returns.append(rets)
-        job_idx += len(rets)
+        if rets:
+            returns.append(rets)
+        job_idx += len(launch)
         to_go -= batch
     _finish(sweeper, study, s, space, fixed, metric, names)
     return returns
+
+
+def _ran(study) -> dict[tuple[str, ...], Any]:
+    """The finished trials by configuration (their overrides beyond the fixed ones)."""
+    from optuna.trial import TrialState
+
+    done = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    return {tuple(t.user_attrs["overrides"]): t for t in done if t.user_attrs.get("overrides")}
+
+
+def _repeat(study, trial, earlier) -> None:
+    """Tell ``trial`` the value of the ``earlier`` trial that ran the same configuration: the
+    same retrieval, scored on the same queries, gives the same number."""
+    for key in ("overrides", "job_dir", "mlflow_run_id"):
+        if key in earlier.user_attrs:
+            trial.set_user_attr(key, earlier.user_attrs[key])
+    trial.set_user_attr("same_as", earlier.number)
+    shown = " ".join(o for o in earlier.user_attrs["overrides"] if o != "split=tune")
+    print(
+        f"trial {trial.number} drew the configuration of trial {earlier.number} ({shown}): "
+        f"its value {earlier.value:.4f}, not run again",
+        file=sys.stderr,
+    )
+    _tell(study, trial, earlier.value)
 
 
 def _fail_stale(study) -> list[int]:
@@ -359,6 +514,9 @@ def _finish(sweeper, study, s: StudySettings, space, fixed, metric: str | None, 
     }
     if interrupted:  # stopped mid-trial and run again: not a failure of the configuration
         counts["interrupted"] = interrupted
+    repeated = sum("same_as" in t.user_attrs for t in trials)
+    if repeated:  # drew an earlier trial's configuration: told its value, not run again
+        counts["repeated"] = repeated
     record: dict[str, Any] = {
         "study": study.study_name,
         "storage": storage_of(config, s),

@@ -123,6 +123,11 @@ class StudySummary:
         line = f"{t.get('complete', 0)} trials finished, {t.get('failed', 0)} failed"
         if t.get("interrupted"):
             line += f" ({t['interrupted']} interrupted and run again)"
+        if t.get("repeated"):
+            line += (
+                f"; {t['repeated']} drew the configuration of an earlier trial and took its "
+                "value without running"
+            )
         return line
 
     def split_line(self) -> str:

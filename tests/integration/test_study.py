@@ -122,6 +122,13 @@ def test_a_bm25_study_runs_resumes_and_its_holdout_decides_promote(
     resumed = json.loads((s2 / "study.json").read_text())
     assert resumed["study"] == study["study"]
     assert resumed["trials"] == {"complete": 2, "failed": 2}  # the grid's four points, once each
+    (last,) = [json.loads((j / "report.json").read_text()) for j in jobs(s2)]
+    first = [
+        json.loads((j / "report.json").read_text())
+        for j in jobs(s1)
+        if (j / "report.json").is_file()
+    ]
+    assert last["overrides"] not in [r["overrides"] for r in first]  # the point the first run left
     assert client.get_run(parent_id).info.status == "FINISHED"
     assert children().count("trial") == 2
     # the parent shows the study's best trial, whichever part of the study found it
@@ -180,3 +187,33 @@ def test_a_study_batch_runs_in_parallel_on_the_joblib_launcher(mini, shared_cach
     exp = client.get_run(parent).info.experiment_id
     nested = client.search_runs([exp], f"tags.`mlflow.parentRunId` = '{parent}'")
     assert len(nested) == 4  # two trials from the workers, the best and the baseline from here
+
+
+def test_a_trial_draws_only_the_keys_its_search_mode_reads_and_none_runs_twice(
+    mini, shared_cache, tmp_path, capsys
+):
+    """BM25 search reads no rrf_k: a grid of 2 chunk sizes x 2 rrf_k values is 4 trials but 2
+    configurations, so 2 jobs run and the other 2 trials take their values."""
+    golden = tmp_path / "golden.jsonl"
+    write_study_golden(mini / "corpus", golden)
+    sweep = tmp_path / "s"
+    args = study_args(mini, shared_cache, tmp_path, golden, sweep, 4)
+    args = [a if not a.startswith("chunk_overlap=") else "chunk_overlap=0" for a in args]
+    args += ["search.rrf_k=choice(10,60)"]
+    assert run_app(args) == 0
+    err = capsys.readouterr().err
+    study = json.loads((sweep / "study.json").read_text())
+    assert study["trials"] == {"complete": 4, "failed": 0, "repeated": 2}
+    ran = [json.loads((j / "report.json").read_text()) for j in jobs(sweep)]
+    assert sorted(r["config"]["chunk"] for r in ran) == [32, 64]
+    assert all("search.rrf_k=" not in " ".join(r["overrides"]) for r in ran)
+    assert err.count("not run again") == 2 and "drew the configuration of trial" in err
+    import optuna
+
+    storage = f"sqlite:///{tmp_path / 'optuna.db'}"
+    trials = optuna.load_study(study_name=study["study"], storage=storage).get_trials()
+    assert all("search.rrf_k" not in t.params for t in trials)
+    by_chunk: dict[int, set[float]] = {}
+    for t in trials:
+        by_chunk.setdefault(t.params["chunk"], set()).add(t.value)
+    assert {k: len(v) for k, v in by_chunk.items()} == {32: 1, 64: 1}  # same config, same value
