@@ -292,8 +292,8 @@ def _run_study(sweeper, arguments: list[str]) -> list:
     varies = [k for k in space if k in CHUNKING_KEYS]
     returns: list = []
     names: dict[str, str] = {}  # MLflow run id -> "trial N: its values"
-    job_idx = 0
     given = fixed_values(fixed, config)
+    used = {int(p.name) for p in sweep_dir.iterdir() if p.is_dir() and p.name.isdigit()}
     for key in unread(space, given):
         print(
             f"search space: no trial reads {key} with search mode {given['search.mode']} "
@@ -309,6 +309,7 @@ def _run_study(sweeper, arguments: list[str]) -> list:
         launch: list[list[str]] = []
         slot: dict[tuple[str, ...], int] = {}  # configuration -> its place in this launch
         plan: list[int | None] = []  # per trial: its place in the launch, None: told already
+        firsts: list[int] = []  # the trial that runs each place
         for trial, ovr in zip(trials, overrides, strict=True):
             key = tuple(o for o in ovr if o not in fixed)
             if key in earlier:
@@ -318,11 +319,15 @@ def _run_study(sweeper, arguments: list[str]) -> list:
             if key not in slot:
                 slot[key] = len(launch)
                 launch.append(ovr)
+                firsts.append(trial.number)
             plan.append(slot[key])
-            # where the job will write: what an interrupted study's next start looks at
-            where = {"dir": str(sweep_dir / str(job_idx + slot[key])), "ovr": ovr}
-            trial.set_user_attr("launched", where)
+        job_idx = _first_job(firsts, used)
+        used.update(range(job_idx, job_idx + len(launch)))
         waiting = [t for t, i in zip(trials, plan, strict=True) if i is not None]
+        for trial, i in zip(trials, plan, strict=True):
+            if i is not None:  # where the job writes: what an interrupted study's next start reads
+                where = {"dir": str(sweep_dir / str(job_idx + i)), "ovr": launch[i]}
+                trial.set_user_attr("launched", where)
         rets: list = []
         if launch:
             try:
@@ -355,18 +360,32 @@ def _run_study(sweeper, arguments: list[str]) -> list:
             stored = metric
         if rets:
             returns.append(rets)
-        job_idx += len(launch)
         to_go -= batch
     _finish(sweeper, study, s, space, fixed, metric, names)
     return returns
 
 
+def _first_job(trials: Sequence[int], used: set[int]) -> int:
+    """The job number of a launch's first job: its trial's number when the launch's trials are
+    numbered one after another and those folders are free (job N is trial N in the leaderboard,
+    as in the study's lines), else the first number after every folder used."""
+    consecutive = bool(trials) and trials == list(range(trials[0], trials[0] + len(trials)))
+    if consecutive and not used.intersection(trials):
+        return trials[0]
+    return max(used, default=-1) + 1
+
+
 def _ran(study) -> dict[tuple[str, ...], Any]:
-    """The finished trials by configuration (their overrides beyond the fixed ones)."""
+    """The finished trials by configuration (their overrides beyond the fixed ones): the trial
+    that ran it, not one that took its value."""
     from optuna.trial import TrialState
 
     done = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-    return {tuple(t.user_attrs["overrides"]): t for t in done if t.user_attrs.get("overrides")}
+    out: dict[tuple[str, ...], Any] = {}
+    for t in sorted(done, key=lambda t: ("same_as" in t.user_attrs, t.number)):
+        if t.user_attrs.get("overrides"):
+            out.setdefault(tuple(t.user_attrs["overrides"]), t)
+    return out
 
 
 def _repeat(study, trial, earlier) -> None:

@@ -397,7 +397,7 @@ def log_outcome(
     """The study's figures, ids and verdict on the sweep's parent run (``uri``: the tracking
     URI, for the best run's link)."""
     from rageval.report.study import StudySummary
-    from rageval.tracking.log import DESCRIPTION_TAG, log_batched, run_url
+    from rageval.tracking.log import DESCRIPTION_TAG, fit_description, log_batched, run_url
 
     tags = {
         TAG_STUDY: str(outcome.get("study") or "(did not start)"),
@@ -430,7 +430,7 @@ def log_outcome(
             tags["rageval.best_run_url"] = run_url(uri, best_run.info.experiment_id, trial_run)
             metrics = {**best_run.data.metrics, **metrics}
         note = client.get_run(parent).data.tags.get(DESCRIPTION_TAG, "")
-        tags[DESCRIPTION_TAG] = (summary.markdown() + "\n\n" + note)[:20000]
+        tags[DESCRIPTION_TAG] = fit_description(summary.markdown() + "\n\n" + note)
     if outcome.get("error"):
         tags["rageval.study_error"] = str(outcome["error"])[:5000]
     if outcome.get("study"):  # the runs table shows a study and its trials by number

@@ -28,8 +28,22 @@ ARTIFACTS = (
     "report.html",
 )
 DESCRIPTION_TAG = "mlflow.note.content"
+DESCRIPTION_LIMIT = 8000  # MLflow's longest tag value; it cuts a longer one with a warning
 BATCH_PARAMS_TAGS = 100  # MLflow's limits per log_batch call
 BATCH_METRICS = 1000
+
+
+def fit_description(text: str, limit: int = DESCRIPTION_LIMIT) -> str:
+    """``text`` as a run description MLflow keeps whole: a longer one is cut at the last line
+    that fits (never inside a table row), and says where the rest is."""
+    if len(text) <= limit:
+        return text
+    tail = (
+        "\n\n*Cut here to fit MLflow's description; the whole tables are this run's artifacts "
+        "(leaderboard.md, study.md).*"
+    )
+    cut = text.rfind("\n", 0, limit - len(tail))
+    return text[: cut if cut > 0 else limit - len(tail)].rstrip() + tail
 
 
 def _chunks(items: list, n: int):

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from rageval.tracking.keys import run_name, swept_keys
-from rageval.tracking.log import DESCRIPTION_TAG, log_batched, run_url
+from rageval.tracking.log import DESCRIPTION_TAG, fit_description, log_batched, run_url
 
 # Files of the sweep folder logged on the parent run.
 SWEEP_ARTIFACT_SUFFIXES = (".md", ".csv", ".png", ".html", ".svg")
@@ -102,6 +102,8 @@ def _description(rows, keys, best, metric, command, link, sweep_dir) -> str:
     md = Path(sweep_dir) / "leaderboard.md"
     md = md if md.is_file() else Path(sweep_dir) / "comparison.md"
     if md.is_file():
-        lines.append("\n" + md.read_text(encoding="utf-8")[:6000])
+        table = md.read_text(encoding="utf-8")
+        lines.append("\nFiles: the artifacts of this run; each job is a child run below it.")
+        return fit_description("\n".join(lines) + "\n\n" + table)
     lines.append("\nFiles: the artifacts of this run; each job is a child run below it.")
     return "\n".join(lines)

@@ -217,3 +217,12 @@ def test_a_trial_draws_only_the_keys_its_search_mode_reads_and_none_runs_twice(
     for t in trials:
         by_chunk.setdefault(t.params["chunk"], set()).add(t.value)
     assert {k: len(v) for k, v in by_chunk.items()} == {32: 1, 64: 1}  # same config, same value
+    # job N is trial N: the leaderboard's job numbers are the study's trial numbers
+    ran_trials = [t.number for t in trials if "same_as" not in t.user_attrs]
+    assert [int(j.name) for j in jobs(sweep)] == ran_trials
+    for t in trials:
+        if "same_as" in t.user_attrs:
+            assert (
+                f"trial {t.number} drew the configuration of trial {t.user_attrs['same_as']}" in err
+            )
+            assert t.user_attrs["same_as"] in ran_trials

@@ -198,3 +198,12 @@ def test_a_searched_key_no_trial_can_read_is_named():
         {"search.rrf_k": "range(10, 130, 10)", "search": "choice(bm25, hybrid)"}, []
     )
     assert unread(space, fixed_values(fixed)) == []  # a hybrid trial reads it
+
+
+def test_job_n_is_trial_n_unless_its_folder_is_taken():
+    from rageval.app.study import _first_job
+
+    assert _first_job([4, 5, 6], set()) == 4
+    assert _first_job([4, 6], {0, 1}) == 2  # a gap (a repeat between them): after the used ones
+    assert _first_job([3], {3}) == 4  # a resumed study writing into the same sweep folder
+    assert _first_job([], {0, 1}) == 2
