@@ -60,6 +60,6 @@ def job_table(keys: Sequence[str]) -> Any:
 
     table = Table(box=box.SIMPLE_HEAD)
     table.add_column("job", justify="right", no_wrap=True)
-    for k in keys:
-        table.add_column(k, overflow="fold")
+    for k in keys:  # search.bm25.k1 over two lines, search. over bm25.k1: folded at the dot
+        table.add_column(k.replace(".", ".\n", 1), overflow="fold")
     return table
