@@ -229,8 +229,19 @@ def write_baseline(report: Mapping[str, Any], path: str | Path, source: Mapping[
 
 
 def config_summary(report: Mapping[str, Any]) -> str:
-    """``chunk=256 search=vector backend=faiss ...``: what a person reads to know the config."""
+    """``chunk=256 search=hybrid backend=faiss ... search.fusion=weighted``: what a person reads
+    to know the config: chunking and k, each group's choice, then the run's own overrides of
+    keys inside them (a tuned ``search.bm25.k1``), secrets masked."""
+    from rageval.redact import redact_override
+    from rageval.report.html import PLUMBING
+
     config = report.get("config") or {}
     parts = [f"{k}={config[k]}" for k in ("chunk", "chunk_overlap", "k") if k in config]
     parts += [f"{g}={c}" for g, c in (report.get("choices") or {}).items()]
+    shown = {p.split("=", 1)[0] for p in parts} | {"split"}
+    for o in report.get("overrides") or []:
+        key = o.lstrip("+~").split("=", 1)[0]
+        if "=" in o and key not in shown and not key.startswith(PLUMBING):
+            parts.append(redact_override(o.lstrip("+~")))
+            shown.add(key)
     return " ".join(parts) or "(config not recorded)"

@@ -121,6 +121,8 @@ def _metric_names(report: Mapping[str, Any]) -> list[str]:
     return names or [f"{m}@{k}" for m in HEADLINE][:1]
 
 
+# overrides that say where a run ran, not what it measured: left out of a run's title and of a
+# config's summary (rageval.gate.baseline.config_summary)
 PLUMBING = ("hydra.", "mlflow.", "cache_dir", "latency_sample", "dataset.corpus", "dataset.golden")
 
 

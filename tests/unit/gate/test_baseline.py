@@ -155,3 +155,27 @@ def test_a_cost_metric_regresses_when_it_rises():
     cmp = compare(base, more, ["tokens@5"], tolerance=10.0)
     assert cmp.status == REGRESSED and cmp.rows[0].verdict == "regressed"
     assert compare(more, base, ["tokens@5"], tolerance=10.0).rows[0].verdict == "improved"
+
+
+def test_the_config_summary_names_the_tuned_keys_inside_the_groups_and_masks_secrets():
+    from rageval.gate.baseline import config_summary
+
+    report = {
+        "config": {"chunk": 256, "chunk_overlap": 0, "k": 5},
+        "choices": {"dataset": "demo", "backend": "faiss", "search": "hybrid"},
+        "overrides": [
+            "chunk=256",
+            "search=hybrid",
+            "search.fusion=weighted",
+            "search.bm25.k1=0.8666",
+            "split=all",
+            "mlflow.tracking_uri=http://127.0.0.1:5000",
+            f"cache_dir={'/tmp/cache'}",
+            "+backend.api_key=hunter2",
+        ],
+    }
+    line = config_summary(report)
+    assert line.startswith("chunk=256 chunk_overlap=0 k=5 dataset=demo backend=faiss search=hybrid")
+    assert line.endswith("search.fusion=weighted search.bm25.k1=0.8666 backend.api_key=***")
+    assert "split=" not in line and "mlflow" not in line and "cache_dir" not in line
+    assert "hunter2" not in line and line.count("chunk=") == 1
