@@ -156,7 +156,7 @@ def run_check(
     gate.md (for a pull-request comment) and gate.json."""
     from rageval.app.main import run_job
     from rageval.formats.atomic import atomic_write_text
-    from rageval.gate.baseline import load_baseline
+    from rageval.gate.baseline import config_summary, load_baseline
     from rageval.gate.compare import compare
     from rageval.gate.slices import check_spec
     from rageval.report.html import write_diff_page
@@ -176,9 +176,10 @@ def run_check(
     choices = effective_choices(baseline, overrides)
     report = run_job(cfg, out_dir, overrides=overrides, choices=choices, quiet=quiet)
     gate = cfg.gate
+    current = report.to_dict()
     cmp = compare(
         baseline,
-        report.to_dict(),
+        current,
         metrics=[str(m) for m in gate.metrics],
         tolerance=float(gate.tolerance),
         tolerances={str(k): float(v) for k, v in gate.tolerances.items()},
@@ -188,6 +189,10 @@ def run_check(
         slices=_plain(gate.get("slices")),  # checked above
         min_slice_size=int(cfg.min_slice_size),
     )
+    # the re-run is the baseline's config with the user's overrides on top: its summary names the
+    # baseline's tuned keys too (search.fusion=weighted), not only what was typed
+    replayed = {**current, "overrides": _over(baseline.get("overrides") or [], overrides)}
+    cmp.current_info["config"] = config_summary(replayed)
     atomic_write_text(out_dir / "gate.json", json.dumps(cmp.to_dict(), indent=2))
     atomic_write_text(out_dir / "gate.md", cmp.markdown())
     # the per-query page of the baseline against the re-run: rank moves, chunks gained and lost
@@ -198,6 +203,16 @@ def run_check(
         slice_rows=[asdict(r) for r in cmp.slices],
     )
     return cmp, out_dir
+
+
+def _over(base: Sequence[str], top: Sequence[str]) -> list[str]:
+    """Override lines ``top`` laid over ``base``: one line per key, the later one winning."""
+    lines: dict[str, str] = {}
+    for o in [*base, *top]:
+        key = o.lstrip("+~").split("=", 1)[0]
+        lines.pop(key, None)
+        lines[key] = o
+    return list(lines.values())
 
 
 def _plain(node) -> dict[str, Any]:

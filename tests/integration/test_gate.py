@@ -288,3 +288,25 @@ def test_a_slice_regression_fails_the_check_while_every_mean_passes(baseline, tm
     assert json.loads((out / "gate.json").read_text())["slices"][0]["slice"] == "source=ticket"
     assert "| source=ticket |" in (out / "gate.md").read_text()
     assert "<h2>Slices</h2>" in (out / "gate.html").read_text()
+
+
+def test_the_gate_names_the_baselines_tuned_keys_for_both_sides(store, tmp_path):
+    """A baseline promoted from a run with tuned keys inside a group (search.bm25.k1): the gate's
+    Baseline and Current lines both name them, Current with the user's override on top."""
+    first = promote(
+        str(store["dir"] / "run64" / "report.json"),
+        str(tmp_path / "b.json"),
+        golden=str(store["golden"]),
+    )
+    _, out = run_check(
+        first.path, ["search=bm25", "search.bm25.k1=1.1"], out=tmp_path / "tuned", quiet=True
+    )
+    promote(str(out / "report.json"), str(tmp_path / "b.json"))
+    cmp, out2 = run_check(
+        tmp_path / "b.json", ["search.bm25.b=0.5"], out=tmp_path / "c", quiet=True
+    )
+    base, current = cmp.baseline_info["config"], cmp.current_info["config"]
+    assert "search=bm25" in base and "search.bm25.k1=1.1" in base and "bm25.b" not in base
+    assert "search=bm25" in current and "search.bm25.k1=1.1" in current
+    assert "search.bm25.b=0.5" in current
+    assert f"Current: {current}" in (out2 / "gate.md").read_text()
