@@ -188,6 +188,7 @@ def run_check(
         resamples=int(gate.resamples),
         slices=_plain(gate.get("slices")),  # checked above
         min_slice_size=int(cfg.min_slice_size),
+        mirrors=interpolated_keys(cfg),
     )
     # the re-run is the baseline's config with the user's overrides on top: its summary names the
     # baseline's tuned keys too (search.fusion=weighted), not only what was typed
@@ -203,6 +204,32 @@ def run_check(
         slice_rows=[asdict(r) for r in cmp.slices],
     )
     return cmp, out_dir
+
+
+def interpolated_keys(cfg) -> list[str]:
+    """The keys of a composed config whose value is just another key of it
+    (``backend.bm25: ${search.bm25}``; not a resolver such as ``${oc.env:...}``), read without
+    resolving anything."""
+    import re
+
+    from omegaconf import DictConfig, OmegaConf
+
+    found: list[str] = []
+    plain = re.compile(r"\$\{[A-Za-z_][\w.]*\}")
+
+    def walk(node: DictConfig, prefix: str) -> None:
+        for key in node:
+            path = f"{prefix}{key}"
+            child = node._get_node(key)
+            if OmegaConf.is_interpolation(node, str(key)):
+                if plain.fullmatch(str(child._value())):
+                    found.append(path)
+                continue
+            if isinstance(child, DictConfig) and path != "hydra":
+                walk(child, path + ".")
+
+    walk(cfg, "")
+    return found
 
 
 def _over(base: Sequence[str], top: Sequence[str]) -> list[str]:

@@ -266,14 +266,23 @@ def _flat(node: Any, prefix: str = "") -> dict[str, Any]:
 
 
 def config_diff(
-    baseline: Mapping[str, Any], current: Mapping[str, Any], limit: int = 10
+    baseline: Mapping[str, Any],
+    current: Mapping[str, Any],
+    limit: int = 10,
+    mirrors: Sequence[str] = (),
 ) -> list[str]:
-    """``chunk: 256 -> 512`` for each config value that differs (where-it-ran keys left out)."""
+    """``chunk: 256 -> 512`` for each config value that differs (where-it-ran keys left out).
+    ``mirrors``: keys that only repeat another key of the config (``backend.bm25`` is
+    ``${search.bm25}``), left out so a change is listed once, where it was made."""
+
+    def mirrored(key: str) -> bool:
+        return any(key == m or key.startswith(m + ".") for m in mirrors)
+
     a, b = _flat(baseline.get("config") or {}), _flat(current.get("config") or {})
     diffs = [
         f"{k}: {a.get(k, '(unset)')} -> {b.get(k, '(unset)')}"
         for k in sorted(a.keys() | b.keys())
-        if a.get(k) != b.get(k)
+        if a.get(k) != b.get(k) and not mirrored(k)
     ]
     if len(diffs) > limit:
         diffs = [*diffs[:limit], f"and {len(diffs) - limit} more"]
@@ -354,10 +363,11 @@ def compare(
     top_drops: int = 10,
     slices: Mapping[str, Any] | None = None,
     min_slice_size: int = 10,
+    mirrors: Sequence[str] = (),
 ) -> Comparison:
     """Compare two reports query by query (see the module docstring); ``slices`` is
     ``gate.slices`` (rageval.gate.slices), ``min_slice_size`` pools a gated field's small
-    slices."""
+    slices; ``mirrors`` are config keys that repeat others (:func:`config_diff`)."""
     tolerances = tolerances or {}
     metrics = [str(MetricSpec.parse(m)) for m in metrics]
     golden = {
@@ -474,7 +484,7 @@ def compare(
         len(shared),
         _info(baseline),
         _info(current),
-        config_diff(baseline, current),
+        config_diff(baseline, current, mirrors=mirrors),
         {"baseline": label_info(baseline), "current": label_info(current)},
         slices=slice_rows,
     )

@@ -310,3 +310,5 @@ def test_the_gate_names_the_baselines_tuned_keys_for_both_sides(store, tmp_path)
     assert "search=bm25" in current and "search.bm25.k1=1.1" in current
     assert "search.bm25.b=0.5" in current
     assert f"Current: {current}" in (out2 / "gate.md").read_text()
+    # the change is listed once, where it was made, not again as backend.bm25.b (${search.bm25})
+    assert cmp.config_diff == ["search.bm25.b: 0.75 -> 0.5"]

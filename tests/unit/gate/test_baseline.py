@@ -179,3 +179,17 @@ def test_the_config_summary_names_the_tuned_keys_inside_the_groups_and_masks_sec
     assert line.endswith("search.fusion=weighted search.bm25.k1=0.8666 backend.api_key=***")
     assert "split=" not in line and "mlflow" not in line and "cache_dir" not in line
     assert "hunter2" not in line and line.count("chunk=") == 1
+
+
+def test_a_config_change_is_listed_once_not_again_where_it_is_interpolated():
+    from rageval.app.config import compose
+    from rageval.app.gate_run import interpolated_keys
+    from rageval.gate.compare import config_diff
+
+    mirrors = interpolated_keys(compose(["search=hybrid"]))
+    assert {"backend.bm25", "backend.mode", "backend.rrf_k"} <= set(mirrors)
+    assert "cache_dir" not in mirrors and "dataset.golden" not in mirrors  # resolvers, not keys
+    a = {"config": {"search": {"bm25": {"k1": 1.5}}, "backend": {"bm25": {"k1": 1.5}}}}
+    b = {"config": {"search": {"bm25": {"k1": 1.2}}, "backend": {"bm25": {"k1": 1.2}}}}
+    assert config_diff(a, b) == ["backend.bm25.k1: 1.5 -> 1.2", "search.bm25.k1: 1.5 -> 1.2"]
+    assert config_diff(a, b, mirrors=mirrors) == ["search.bm25.k1: 1.5 -> 1.2"]
