@@ -16,15 +16,17 @@ SYNTHETIC_LIMIT = 0.40
 def label_problems(
     golden_path: Path, corpus_path: Path | None, chunk: int = 256
 ) -> tuple[GoldenSet, int, list[str], list[str]]:
-    """(the golden set, documents in the corpus, one ``file:line: message`` per query whose labels
-    do not resolve under chunking ``chunk``, warnings: quotes that occur more than once)."""
+    """(the golden set's good lines, documents in the corpus, one ``file:line: message`` per line
+    that does not parse and per query whose labels do not resolve under chunking ``chunk``,
+    warnings: quotes that occur more than once)."""
     from rageval.chunking import ChunkingSpec, chunk_documents, load_tokenizer
     from rageval.embedding import resolve_model_path
     from rageval.inputs.corpus import load_corpus
     from rageval.inputs.golden import load_golden
     from rageval.relevance import duplicate_quotes, resolve
 
-    golden = load_golden(golden_path)
+    problems: list[str] = []  # a bad line does not hide the others, nor their quotes' problems
+    golden = load_golden(golden_path, problems=problems)
     if corpus_path is None:
         raise InputError(
             "no corpus to check the quotes against: pass --corpus "
@@ -35,7 +37,6 @@ def label_problems(
         docs, ChunkingSpec(chunk), load_tokenizer(str(resolve_model_path("all-MiniLM-L6-v2")))
     )
     by_id = {d.id: d for d in docs}
-    problems = []
     for q in golden.queries:
         try:
             resolve(GoldenSet(golden.path, (q,), golden.digest), by_id, chunks, level="chunk")

@@ -84,6 +84,14 @@ def handle(args: argparse.Namespace) -> int:
     return importlib.import_module(ACTIONS[args.golden_command][0]).handle(args)
 
 
+def _line_of(problem: str) -> int:
+    """The line number of a ``file:line: message`` problem (0 when it names none)."""
+    import re
+
+    found = re.search(r":(\d+): ", problem)
+    return int(found.group(1)) if found else 0
+
+
 def validate(golden_path, corpus_path, chunk: int = 256, judgements: str | None = None) -> int:
     """Print every problem as ``file:line: message``; exit 2 if there is any, else 0. The
     judgements file (``judgements``, else judgements.jsonl beside the golden set when present)
@@ -93,13 +101,13 @@ def validate(golden_path, corpus_path, chunk: int = 256, judgements: str | None 
         print(f"warning: {w}", file=sys.stderr)
     for warning in short_quote_warnings(golden):
         print(warning, file=sys.stderr)
-    for p in problems:
+    for p in sorted(problems, key=_line_of):  # in file order, whatever check found them
         print(p, file=sys.stderr)
     if problems:
-        print(
-            f"rageval: {len(problems)} of {len(golden.queries)} queries have problems",
-            file=sys.stderr,
-        )
+        from rageval.formats.textio import lines, read_text
+
+        total = sum(1 for _ in lines(read_text(Path(golden_path))))
+        print(f"rageval: {len(problems)} of {total} queries have problems", file=sys.stderr)
         return 2
     print(
         f"ok: {len(golden.queries)} queries, every label resolves against {n_docs} documents "

@@ -25,25 +25,33 @@ EVIDENCE_KEYS = frozenset(
 )  # what trec_eval (a C long) and numpy can hold
 
 
-def load_golden(path: str | Path) -> GoldenSet:
-    """Read and validate ``path``; raises InputError naming file, line and query id."""
+def load_golden(path: str | Path, problems: list[str] | None = None) -> GoldenSet:
+    """Read and validate ``path``; raises InputError naming file, line and query id. Given
+    ``problems`` (``golden validate``), every bad line is added to it as ``file:line: message``
+    instead and the good lines are returned, so one pass shows every mistake."""
     p = Path(path)
     if not p.is_file():
         raise InputError("golden set not found; set dataset.golden to a JSONL file", path=str(p))
     queries: list[GoldenQuery] = []
     first_line: dict[str, int] = {}
     for lineno, raw in lines(read_text(p)):
-        q = parse_line(raw, path=str(p), lineno=lineno)
-        if q.id in first_line:
-            raise InputError(
-                f"duplicate query id {q.id!r} (first on line {first_line[q.id]}); "
-                "ids must be unique",
-                path=str(p),
-                line=lineno,
-            )
+        try:
+            q = parse_line(raw, path=str(p), lineno=lineno)
+            if q.id in first_line:
+                raise InputError(
+                    f"duplicate query id {q.id!r} (first on line {first_line[q.id]}); "
+                    "ids must be unique",
+                    path=str(p),
+                    line=lineno,
+                )
+        except InputError as err:
+            if problems is None:
+                raise
+            problems.append(str(err))
+            continue
         first_line[q.id] = lineno
         queries.append(q)
-    if not queries:
+    if not queries and not problems:
         raise InputError("golden set is empty: add one JSON object per line", path=str(p))
     return GoldenSet(path=str(p), queries=tuple(queries), digest=golden_digest(queries))
 

@@ -47,3 +47,20 @@ def test_validate_warns_but_passes_and_occurrence_silences_it(tmp_path, capsys):
     golden, corpus = _files(tmp_path / "b", {"occurrence": 2})
     assert main(["golden", "validate", str(golden), "--corpus", str(corpus)]) == 0
     assert "occurs" not in capsys.readouterr().err
+
+
+def test_validate_lists_every_bad_line_in_file_order_in_one_pass(tmp_path, capsys):
+    golden, corpus = _files(tmp_path, {})
+    good = golden.read_text()
+    bad = [
+        {"id": "q3", "query": "x", "evidence": [{"doc": "ops", "quote": "Reboot the whole fleet"}]},
+        {"id": "q4", "query": "no labels"},
+        {"id": "q1", "query": "a second q1", "relevant_docs": ["ops"]},
+    ]
+    golden.write_text(good + "".join(json.dumps(r) + "\n" for r in bad) + "not json\n")
+    assert main(["golden", "validate", str(golden), "--corpus", str(corpus)]) == 2
+    err = [x for x in capsys.readouterr().err.splitlines() if "warning" not in x]
+    assert [x.split(": ", 1)[0] for x in err[:-1]] == [f"{golden}:{n}" for n in (3, 4, 5, 6)]
+    assert "quote not found" in err[0] and "has no labels" in err[1]
+    assert "duplicate query id 'q1' (first on line 1)" in err[2] and "malformed JSON" in err[3]
+    assert err[-1] == "rageval: 4 of 6 queries have problems"
