@@ -295,9 +295,16 @@ def _run_study(sweeper, arguments: list[str]) -> list:
     given = fixed_values(fixed, config)
     used = {int(p.name) for p in sweep_dir.iterdir() if p.is_dir() and p.name.isdigit()}
     for key in unread(space, given):
+        drawn = next((k for k in ("search.mode", "search") if k in space), None)
+        modes = (
+            "search modes " + ", ".join(map(str, space[drawn].choices))
+            if drawn
+            else f"search mode {given['search.mode']}"
+        )
+        fusion = "search.fusion drawn" if "search.fusion" in space else given["search.fusion"]
         print(
-            f"search space: no trial reads {key} with search mode {given['search.mode']} "
-            f"(fusion {given['search.fusion']}); it is not searched",
+            f"search space: {key} is read by no trial ({modes}, fusion {fusion}); it is not "
+            "searched",
             file=sys.stderr,
         )
     while to_go > 0:
