@@ -301,9 +301,9 @@ def _run_study(sweeper, arguments: list[str]) -> list:
             if drawn
             else f"search mode {given['search.mode']}"
         )
-        fusion = "search.fusion drawn" if "search.fusion" in space else given["search.fusion"]
+        fusion = "drawn" if "search.fusion" in space else given["search.fusion"]
         print(
-            f"search space: {key} is read by no trial ({modes}, fusion {fusion}); it is not "
+            f"search space: {key} is read by no trial ({modes}; fusion {fusion}); it is not "
             "searched",
             file=sys.stderr,
         )
@@ -352,6 +352,11 @@ def _run_study(sweeper, arguments: list[str]) -> list:
             _record(study, trial.number, [o for o in ovr if o not in fixed], job_dir, report)
             if i in runs:  # a second trial of this batch drew the same configuration
                 trial.set_user_attr("same_as", runs[i])
+                print(
+                    f"trial {trial.number} drew the configuration of trial {runs[i]} in its "
+                    "batch: run once, its value told to both",
+                    file=sys.stderr,
+                )
             else:
                 runs[i] = trial.number
                 if report and report.get("mlflow_run_id"):  # its name in MLflow's runs table
