@@ -281,11 +281,18 @@ def judged_warnings(report: EvalReport, below: float) -> list[str]:
     if share is None or math.isnan(share) or share >= below:
         return []
     where = (report.judgements or {}).get("file") or "the judgements file"
+    # judged@k divides by k: a query that retrieved fewer than k results has empty places too
+    short = sum(len(r.get("retrieved") or ()) < report.k for r in report.per_query or ())
+    what = (
+        "results carry no label and count as misses"
+        if not short
+        else f"places hold a result without a label (a miss) or nothing ({short} "
+        f"quer{'y' if short == 1 else 'ies'} retrieved fewer than {report.k})"
+    )
     return [
         f"{name} = {share:.2f} is below judged_warn_below={below:g}: {1 - share:.0%} of the top "
-        f"{report.k} results carry no label and count as misses, so the metrics understate this "
-        f"run (the condensed ones set them aside); judge those results into {where}, or set "
-        "judged_warn_below=0 to silence this"
+        f"{report.k} {what}, so the metrics understate this run (the condensed ones set them "
+        f"aside); judge those results into {where}, or set judged_warn_below=0 to silence this"
     ]
 
 

@@ -188,3 +188,20 @@ def test_a_judgements_file_elsewhere_and_its_errors_name_file_and_line(
     # a path given explicitly must exist: a typo never turns judgements off without a word
     with pytest.raises(ConfigError, match="judgements file .*typo.jsonl' not found"):
         run(project, model_dir, judgements=str(tmp_path / "typo.jsonl"))
+
+
+def test_the_judged_warning_counts_empty_places_when_a_ranking_is_short():
+    from types import SimpleNamespace
+
+    from rageval.pipeline import judged_warnings
+
+    def report(lengths):
+        rows = [{"retrieved": [f"d{i}" for i in range(n)]} for n in lengths]
+        return SimpleNamespace(metrics={"judged@5": 0.2}, k=5, judgements={}, per_query=rows)
+
+    (full,) = judged_warnings(report([5, 5]), 0.5)
+    assert "80% of the top 5 results carry no label and count as misses" in full
+    (short,) = judged_warnings(report([5, 2]), 0.5)
+    assert "80% of the top 5 places hold a result without a label (a miss) or nothing" in short
+    assert "(1 query retrieved fewer than 5)" in short
+    assert judged_warnings(report([2]), 0.1) == []  # above the threshold: no warning
