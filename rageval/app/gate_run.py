@@ -157,7 +157,7 @@ def run_check(
     from rageval.app.main import run_job
     from rageval.formats.atomic import atomic_write_text
     from rageval.gate.baseline import config_summary, load_baseline
-    from rageval.gate.compare import compare
+    from rageval.gate.compare import compare, interpolated_keys
     from rageval.gate.slices import check_spec
     from rageval.report.html import write_diff_page
 
@@ -204,32 +204,6 @@ def run_check(
         slice_rows=[asdict(r) for r in cmp.slices],
     )
     return cmp, out_dir
-
-
-def interpolated_keys(cfg) -> list[str]:
-    """The keys of a composed config whose value is just another key of it
-    (``backend.bm25: ${search.bm25}``; not a resolver such as ``${oc.env:...}``), read without
-    resolving anything."""
-    import re
-
-    from omegaconf import DictConfig, OmegaConf
-
-    found: list[str] = []
-    plain = re.compile(r"\$\{[A-Za-z_][\w.]*\}")
-
-    def walk(node: DictConfig, prefix: str) -> None:
-        for key in node:
-            path = f"{prefix}{key}"
-            child = node._get_node(key)
-            if OmegaConf.is_interpolation(node, str(key)):
-                if plain.fullmatch(str(child._value())):
-                    found.append(path)
-                continue
-            if isinstance(child, DictConfig) and path != "hydra":
-                walk(child, path + ".")
-
-    walk(cfg, "")
-    return found
 
 
 def _over(base: Sequence[str], top: Sequence[str]) -> list[str]:

@@ -265,6 +265,19 @@ def _flat(node: Any, prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def interpolated_keys(cfg) -> list[str]:
+    """The keys of a composed config whose value is just another key of it
+    (``backend.bm25: ${search.bm25}``; not a resolver such as ``${oc.env:...}``): the
+    ``mirrors`` of :func:`config_diff`."""
+    import re
+
+    from omegaconf import OmegaConf
+
+    plain = re.compile(r"\$\{[A-Za-z_][\w.]*\}")
+    raw = _flat(OmegaConf.to_container(cfg, resolve=False))
+    return [k for k, v in raw.items() if isinstance(v, str) and plain.fullmatch(v)]
+
+
 def config_diff(
     baseline: Mapping[str, Any],
     current: Mapping[str, Any],

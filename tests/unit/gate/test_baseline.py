@@ -183,8 +183,7 @@ def test_the_config_summary_names_the_tuned_keys_inside_the_groups_and_masks_sec
 
 def test_a_config_change_is_listed_once_not_again_where_it_is_interpolated():
     from rageval.app.config import compose
-    from rageval.app.gate_run import interpolated_keys
-    from rageval.gate.compare import config_diff
+    from rageval.gate.compare import config_diff, interpolated_keys
 
     mirrors = interpolated_keys(compose(["search=hybrid"]))
     assert {"backend.bm25", "backend.mode", "backend.rrf_k"} <= set(mirrors)
