@@ -17,16 +17,16 @@ def label_problems(
     golden_path: Path, corpus_path: Path | None, chunk: int = 256
 ) -> tuple[GoldenSet, int, list[str], list[str]]:
     """(the golden set's good lines, documents in the corpus, one ``file:line: message`` per line
-    that does not parse and per query whose labels do not resolve under chunking ``chunk``,
-    warnings: quotes that occur more than once)."""
+    that does not parse and per query whose labels do not resolve under chunking ``chunk``, in
+    file order, warnings: quotes that occur more than once)."""
     from rageval.chunking import ChunkingSpec, chunk_documents, load_tokenizer
     from rageval.embedding import resolve_model_path
     from rageval.inputs.corpus import load_corpus
     from rageval.inputs.golden import load_golden
     from rageval.relevance import duplicate_quotes, resolve
 
-    problems: list[str] = []  # a bad line does not hide the others, nor their quotes' problems
-    golden = load_golden(golden_path, problems=problems)
+    errors: list[RagevalError] = []  # a bad line hides neither the other lines nor any quote
+    golden = load_golden(golden_path, problems=errors)
     if corpus_path is None:
         raise InputError(
             "no corpus to check the quotes against: pass --corpus "
@@ -41,8 +41,9 @@ def label_problems(
         try:
             resolve(GoldenSet(golden.path, (q,), golden.digest), by_id, chunks, level="chunk")
         except RagevalError as err:
-            problems.append(str(err))
-    return golden, len(docs), problems, duplicate_quotes(golden, by_id)
+            errors.append(err)
+    errors.sort(key=lambda e: getattr(e, "line", None) or 0)  # in file order
+    return golden, len(docs), [str(e) for e in errors], duplicate_quotes(golden, by_id)
 
 
 def describe(golden: GoldenSet, n_corpus_docs: int | None = None) -> dict:

@@ -84,14 +84,6 @@ def handle(args: argparse.Namespace) -> int:
     return importlib.import_module(ACTIONS[args.golden_command][0]).handle(args)
 
 
-def _line_of(problem: str) -> int:
-    """The line number of a ``file:line: message`` problem (0 when it names none)."""
-    import re
-
-    found = re.search(r":(\d+): ", problem)
-    return int(found.group(1)) if found else 0
-
-
 def validate(golden_path, corpus_path, chunk: int = 256, judgements: str | None = None) -> int:
     """Print every problem as ``file:line: message``; exit 2 if there is any, else 0. The
     judgements file (``judgements``, else judgements.jsonl beside the golden set when present)
@@ -101,7 +93,7 @@ def validate(golden_path, corpus_path, chunk: int = 256, judgements: str | None 
         print(f"warning: {w}", file=sys.stderr)
     for warning in short_quote_warnings(golden):
         print(warning, file=sys.stderr)
-    for p in sorted(problems, key=_line_of):  # in file order, whatever check found them
+    for p in problems:
         print(p, file=sys.stderr)
     if problems:
         from rageval.formats.textio import lines, read_text

@@ -25,10 +25,10 @@ EVIDENCE_KEYS = frozenset(
 )  # what trec_eval (a C long) and numpy can hold
 
 
-def load_golden(path: str | Path, problems: list[str] | None = None) -> GoldenSet:
+def load_golden(path: str | Path, problems: list[InputError] | None = None) -> GoldenSet:
     """Read and validate ``path``; raises InputError naming file, line and query id. Given
-    ``problems`` (``golden validate``), every bad line is added to it as ``file:line: message``
-    instead and the good lines are returned, so one pass shows every mistake."""
+    ``problems`` (``golden validate``), each bad line's InputError is added to it instead and the
+    good lines are returned, so one pass shows every mistake."""
     p = Path(path)
     if not p.is_file():
         raise InputError("golden set not found; set dataset.golden to a JSONL file", path=str(p))
@@ -47,7 +47,7 @@ def load_golden(path: str | Path, problems: list[str] | None = None) -> GoldenSe
         except InputError as err:
             if problems is None:
                 raise
-            problems.append(str(err))
+            problems.append(err)
             continue
         first_line[q.id] = lineno
         queries.append(q)
