@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from rageval.formats.atomic import atomic_write_text
+from rageval.scoring.slices import field_values
 from rageval.scoring.spec import HEADLINE
 
 # Metric columns shown per query, in order, when the report has them (at the run's k).
@@ -105,8 +106,6 @@ def _chunk_list(row, chunks, level: str, moves: Mapping[str, str] | None = None)
 def _slices(row) -> list[str]:
     """The slices a query row is in, as the page's filter lists them: ``source:ticket``,
     ``tag:hr``, and each meta field's value (``difficulty:hard``; a list gives each item)."""
-    from rageval.scoring.slices import field_values
-
     meta = row.get("meta") or {}
     return (
         ([f"source:{row['source']}"] if row.get("source") else [])

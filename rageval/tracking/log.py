@@ -39,8 +39,8 @@ def fit_description(text: str, limit: int = DESCRIPTION_LIMIT) -> str:
     if len(text) <= limit:
         return text
     tail = (
-        "\n\n*Cut here to fit MLflow's description; the whole tables are this run's artifacts "
-        "(leaderboard.md, study.md).*"
+        "\n\n*Cut here to fit MLflow's description; the whole tables are among this run's "
+        "artifacts (leaderboard.md; study.md for a tuning study).*"
     )
     cut = text.rfind("\n", 0, limit - len(tail))
     return text[: cut if cut > 0 else limit - len(tail)].rstrip() + tail

@@ -101,9 +101,7 @@ def _description(rows, keys, best, metric, command, link, sweep_dir) -> str:
         )
     md = Path(sweep_dir) / "leaderboard.md"
     md = md if md.is_file() else Path(sweep_dir) / "comparison.md"
-    if md.is_file():
-        table = md.read_text(encoding="utf-8")
-        lines.append("\nFiles: the artifacts of this run; each job is a child run below it.")
-        return fit_description("\n".join(lines) + "\n\n" + table)
     lines.append("\nFiles: the artifacts of this run; each job is a child run below it.")
-    return "\n".join(lines)
+    if md.is_file():  # last: what a cut to MLflow's length drops
+        lines.append("\n" + md.read_text(encoding="utf-8"))
+    return fit_description("\n".join(lines))
