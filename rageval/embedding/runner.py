@@ -88,7 +88,12 @@ def _onnx(path: Path, options):
 
     session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
     names = [i.name for i in session.get_inputs()]
-    return lambda features: session.run(None, {k: features[k] for k in names})[0]
+
+    def run(features):
+        return session.run(None, {k: features[k] for k in names})[0]
+
+    run.session = session  # its profile, for scripts/bench_embedding.py
+    return run
 
 
 def _openvino(path: Path, options):
