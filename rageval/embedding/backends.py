@@ -445,13 +445,21 @@ def openvino_precision(quantize: str = "none") -> str | None:
 
 
 @functools.cache
-def _cpu_has_amx() -> bool:
-    """Whether /proc/cpuinfo lists AMX's bf16 units (read once per process)."""
+def cpu_flags() -> frozenset[str] | None:
+    """The CPU's feature flags from /proc/cpuinfo (read once per process); None when it cannot
+    be read (not Linux)."""
     try:
         text = Path("/proc/cpuinfo").read_text()
     except OSError:
-        return False
-    return any("amx_bf16" in line.split() for line in text.splitlines() if line.startswith("flags"))
+        return None
+    return frozenset(
+        f for line in text.splitlines() if line.startswith("flags") for f in line.split()
+    )
+
+
+def _cpu_has_amx() -> bool:
+    """Whether the CPU has AMX's bf16 units."""
+    return "amx_bf16" in (cpu_flags() or ())
 
 
 def _openvino_config(quantize: str) -> dict:

@@ -134,10 +134,9 @@ class SentenceTransformerEncoder:
             if backends.export_format(backend, quantize) != backends.EXPORT_FORMAT:
                 # another export layout computes other vectors: never mixed with the older ones
                 variant["export_format"] = backends.export_format(backend, quantize)
-            if backend == "openvino" and backends.openvino_precision(quantize):
-                # bf16 (a CPU with AMX) and f32 give other vectors: a cache shared by two
-                # machines keeps them apart
-                variant["precision"] = backends.openvino_precision(quantize)
+            precision = backends.export_precision(backend, quantize)
+            if precision:  # bf16 (a CPU with AMX) and f32 give other vectors: kept apart
+                variant["precision"] = precision
             self._fingerprint = model_fingerprint(self.model_path, variant, memo)
         self._export: backends.Export | None = None
         self.cache = EmbeddingCache(self.cache_dir, self._fingerprint)

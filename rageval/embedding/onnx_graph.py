@@ -136,10 +136,11 @@ def int8_weight_max() -> int:
     """127, or 63 on x86 CPUs without VNNI, whose uint8 x int8 kernels saturate in int16."""
     import platform
 
+    from rageval.embedding.backends import cpu_flags
+
     if platform.machine().lower() not in ("x86_64", "amd64", "i386", "i686"):
         return 127
-    try:
-        flags = Path("/proc/cpuinfo").read_text()
-    except OSError:
+    flags = cpu_flags()
+    if flags is None:
         return 63
-    return 127 if ("avx512_vnni" in flags or "avx_vnni" in flags or "amx_int8" in flags) else 63
+    return 127 if flags & {"avx512_vnni", "avx_vnni", "amx_int8"} else 63
