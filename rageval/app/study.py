@@ -193,6 +193,21 @@ def unread(space: Mapping[str, Any], fixed: Mapping[str, str | None]) -> list[st
     ]
 
 
+def _unread_lines(space: Mapping[str, Any], fixed: Mapping[str, str | None]) -> list[str]:
+    """One line per searched key no trial reads (:func:`unread`), naming the modes it can draw."""
+    drawn = next((k for k in ("search.mode", "search") if k in space), None)
+    modes = (
+        "search modes " + ", ".join(map(str, space[drawn].choices))
+        if drawn
+        else f"search mode {fixed['search.mode']}"
+    )
+    fusion = "drawn" if "search.fusion" in space else fixed["search.fusion"]
+    return [
+        f"search space: {key} is read by no trial ({modes}; fusion {fusion}); it is not searched"
+        for key in unread(space, fixed)
+    ]
+
+
 def _suggest(trial, key: str, dist):
     from optuna.distributions import CategoricalDistribution, IntDistribution
 
@@ -294,19 +309,8 @@ def _run_study(sweeper, arguments: list[str]) -> list:
     names: dict[str, str] = {}  # MLflow run id -> "trial N: its values"
     given = fixed_values(fixed, config)
     used = {int(p.name) for p in sweep_dir.iterdir() if p.is_dir() and p.name.isdigit()}
-    for key in unread(space, given):
-        drawn = next((k for k in ("search.mode", "search") if k in space), None)
-        modes = (
-            "search modes " + ", ".join(map(str, space[drawn].choices))
-            if drawn
-            else f"search mode {given['search.mode']}"
-        )
-        fusion = "drawn" if "search.fusion" in space else given["search.fusion"]
-        print(
-            f"search space: {key} is read by no trial ({modes}; fusion {fusion}); it is not "
-            "searched",
-            file=sys.stderr,
-        )
+    for line in _unread_lines(space, given):
+        print(line, file=sys.stderr)
     while to_go > 0:
         batch = min(s.n_jobs, to_go)
         trials = [ask(study, space, given) for _ in range(batch)]

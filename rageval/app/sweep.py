@@ -192,8 +192,11 @@ def finish_sweep(config, stopped: str | None = None) -> int:
         bad_metric = True
     # a job whose results are complete on disk but whose MLflow logging failed (it warned): the
     # sweep's verdict stands, and its header says which jobs the MLflow comparison lacks
-    unlogged = [j for j in jobs if j.status == "ok" and not j.report.get("mlflow_run_id")]
-    unlogged = unlogged if config.mlflow.enabled else []
+    unlogged = [
+        j
+        for j in jobs
+        if config.mlflow.enabled and j.status == "ok" and not j.report.get("mlflow_run_id")
+    ]
     if unlogged:
         which = ", ".join(str(j.job) for j in unlogged)
         text = (
