@@ -347,12 +347,15 @@ def _run_study(sweeper, arguments: list[str]) -> list:
                 _settle_interrupted(study, [t.number for t in waiting], metric, varies)
                 raise
         runs: dict[int, int] = {}  # place in the launch -> the trial that ran it
+        read: dict[int, tuple] = {}  # place in the launch -> its job folder and outcome
         for trial, i in zip(trials, plan, strict=True):
             if i is None:
                 continue
             ovr = launch[i]
-            job_dir = _job_dir(rets[i], sweep_dir, job_idx + i)
-            value, metric, report, error = _outcome(job_dir, metric, varies)
+            if i not in read:  # a job's report is read once, for all its trials
+                job_dir = _job_dir(rets[i], sweep_dir, job_idx + i)
+                read[i] = (job_dir, *_outcome(job_dir, metric, varies))
+            job_dir, value, metric, report, error = read[i]
             _record(study, trial.number, [o for o in ovr if o not in fixed], job_dir, report)
             if i in runs:  # a second trial of this batch drew the same configuration
                 trial.set_user_attr("same_as", runs[i])
