@@ -189,19 +189,17 @@ def test_a_study_batch_runs_in_parallel_on_the_joblib_launcher(mini, shared_cach
     assert len(nested) == 4  # two trials from the workers, the best and the baseline from here
 
 
-@pytest.mark.parametrize("n_jobs", [1, 2])
 def test_a_trial_draws_only_the_keys_its_search_mode_reads_and_none_runs_twice(
-    mini, shared_cache, tmp_path, capsys, n_jobs
+    mini, shared_cache, tmp_path, capsys
 ):
     """BM25 search reads no rrf_k: a grid of 2 chunk sizes x 2 rrf_k values is 4 trials but 2
-    configurations, so 2 jobs run and the other 2 trials take their values (from an earlier
-    trial, or from one of their own batch of 2)."""
+    configurations, so 2 jobs run and the other 2 trials take the values of earlier ones."""
     golden = tmp_path / "golden.jsonl"
     write_study_golden(mini / "corpus", golden)
     sweep = tmp_path / "s"
     args = study_args(mini, shared_cache, tmp_path, golden, sweep, 4)
     args = [a if not a.startswith("chunk_overlap=") else "chunk_overlap=0" for a in args]
-    args += ["search.rrf_k=choice(10,60)", f"hydra.sweeper.n_jobs={n_jobs}"]
+    args += ["search.rrf_k=choice(10,60)"]
     assert run_app(args) == 0
     err = capsys.readouterr().err
     study = json.loads((sweep / "study.json").read_text())
@@ -210,9 +208,6 @@ def test_a_trial_draws_only_the_keys_its_search_mode_reads_and_none_runs_twice(
     assert sorted(r["config"]["chunk"] for r in ran) == [32, 64]
     assert all("search.rrf_k=" not in " ".join(r["overrides"]) for r in ran)
     assert err.count("drew the configuration of trial") == 2
-    # the grid (seed 0) puts both chunk=64 points first: with batches of 2 each repeat is of a
-    # trial of its own batch; with batches of 1, of an earlier trial
-    assert err.count("in its batch") == (2 if n_jobs == 2 else 0)
     assert "search.rrf_k is read by no trial (search mode bm25" in err
     import optuna
 
@@ -232,3 +227,23 @@ def test_a_trial_draws_only_the_keys_its_search_mode_reads_and_none_runs_twice(
                 f"trial {t.number} drew the configuration of trial {t.user_attrs['same_as']}" in err
             )
             assert t.user_attrs["same_as"] in ran_trials
+    assert err.count("not run again") == 2 and "in its batch" not in err  # batches of 1
+
+
+def test_two_trials_of_one_batch_that_draw_one_configuration_run_it_once(
+    mini, shared_cache, tmp_path, capsys
+):
+    """A batch of 2 whose trials differ only in a key their mode ignores: one job, both told."""
+    golden = tmp_path / "golden.jsonl"
+    write_study_golden(mini / "corpus", golden)
+    sweep = tmp_path / "s"
+    args = study_args(mini, shared_cache, tmp_path, golden, sweep, 2)
+    args = [a for a in args if not a.startswith(("chunk=", "chunk_overlap="))]
+    args += ["chunk=32", "chunk_overlap=0", "search.rrf_k=choice(10,60)", "hydra.sweeper.n_jobs=2"]
+    assert run_app(args) == 0
+    err = capsys.readouterr().err
+    study = json.loads((sweep / "study.json").read_text())
+    assert study["trials"] == {"complete": 2, "failed": 0, "repeated": 1}
+    assert [j.name for j in jobs(sweep)] == ["0"]
+    assert "trial 1 drew the configuration of trial 0 in its batch" in err
+    assert "not run again" not in err
