@@ -27,7 +27,6 @@ embedded by both. The query/index guard reads that number (rageval.embedding.gua
 from __future__ import annotations
 
 import contextlib
-import functools
 import importlib.util
 import json
 import logging
@@ -444,21 +443,10 @@ def openvino_precision(quantize: str = "none") -> str | None:
     return "bf16" if _cpu_has_amx() else "f32"
 
 
-@functools.cache
-def cpu_flags() -> frozenset[str] | None:
-    """The CPU's feature flags from /proc/cpuinfo (read once per process); None when it cannot
-    be read (not Linux)."""
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return None
-    return frozenset(
-        f for line in text.splitlines() if line.startswith("flags") for f in line.split()
-    )
-
-
 def _cpu_has_amx() -> bool:
     """Whether the CPU has AMX's bf16 units."""
+    from rageval.embedding.cpu import cpu_flags
+
     return "amx_bf16" in (cpu_flags() or ())
 
 

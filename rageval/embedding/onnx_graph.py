@@ -136,7 +136,7 @@ def int8_weight_max() -> int:
     """127, or 63 on x86 CPUs without VNNI, whose uint8 x int8 kernels saturate in int16."""
     import platform
 
-    from rageval.embedding.backends import cpu_flags
+    from rageval.embedding.cpu import cpu_flags
 
     if platform.machine().lower() not in ("x86_64", "amd64", "i386", "i686"):
         return 127
