@@ -3,7 +3,7 @@
 from rageval.testing import assert_no_regression
 
 def test_retriever_does_not_regress(tmp_path):
-    assert_no_regression("golden/baseline.json", out=tmp_path)
+    assert_no_regression(out=tmp_path)  # the project's baseline (rageval.yaml)
 """
 
 from __future__ import annotations
@@ -15,15 +15,24 @@ from rageval.gate.compare import Comparison
 
 
 def assert_no_regression(
-    baseline: str | Path = "golden/baseline.json",
+    baseline: str | Path | None = None,
     overrides: Sequence[str] = (),
     out: str | Path | None = None,
 ) -> Comparison:
     """Re-run the baseline's config (with ``overrides``) and fail with the comparison table if any
-    gate metric dropped beyond its tolerance or the golden set changed since the baseline."""
-    from rageval.app.gate_run import run_check
+    gate metric dropped beyond its tolerance or the golden set changed since the baseline.
 
-    cmp, out_dir = run_check(baseline, list(overrides), out, quiet=True)
+    ``baseline``: default the project's (``baseline`` in rageval.yaml); a relative path is taken
+    from the working directory, else from the project root, so the test runs from any folder."""
+    from rageval.app.gate_run import run_check
+    from rageval.cli.paths import default_baseline
+    from rageval.project import find_project
+
+    path = Path(baseline) if baseline is not None else default_baseline()
+    project = find_project()
+    if not path.is_absolute() and not path.exists() and project is not None:
+        path = project.root / path
+    cmp, out_dir = run_check(path, list(overrides), out, quiet=True)
     if cmp.status != "pass":
         raise AssertionError(f"{cmp.console()}\n(details: {out_dir / 'gate.md'})")
     return cmp

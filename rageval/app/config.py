@@ -12,9 +12,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rageval.errors import ConfigError
+from rageval.project import find_project, project_root
 
-ROOT = Path(__file__).resolve().parents[2]
-CONF_DIR = ROOT / "conf"
+# The package's own data: its configs and the bundled demo (package data in a wheel)
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
+CONF_DIR = PACKAGE_DIR / "conf"
+DEMO_DIR = PACKAGE_DIR / "demo"
 # The config groups, in the order the defaults list composes them.
 GROUPS = ("dataset", "embedding", "backend", "search", "rerank")
 # Hydra flags after which the command line is Hydra's business (help, --cfg, another config dir).
@@ -26,6 +29,17 @@ def default_cache_dir() -> str:
     return os.environ.get("RAGEVAL_CACHE_DIR") or str(Path.home() / ".cache" / "rageval")
 
 
+def config_dirs(argv: Sequence[str] = ()) -> list[Path]:
+    """The config folders a composition searches, in Hydra's order: the active project's, the
+    packaged one, then those the command line adds (``--config-dir``, ``hydra.searchpath``)."""
+    from rageval.app.overrides import search_path_dirs
+
+    project = find_project()
+    extra = search_path_dirs(argv) or ([], [])
+    first = [project.config_dir] if project and project.config_dir else []
+    return [*first, CONF_DIR, *(p.resolve() for p in extra[0])]
+
+
 def register_resolvers() -> None:
     """Register rageval's OmegaConf resolvers and its config schema (idempotent; Ray and joblib
     workers call it too)."""
@@ -33,13 +47,15 @@ def register_resolvers() -> None:
 
     from rageval.app.schema import register_schema
 
-    OmegaConf.register_new_resolver("rageval_root", lambda: str(ROOT), replace=True)
+    OmegaConf.register_new_resolver("rageval_demo", lambda: str(DEMO_DIR), replace=True)
+    OmegaConf.register_new_resolver("project_root", lambda: str(project_root()), replace=True)
     OmegaConf.register_new_resolver("rageval_cache_dir", default_cache_dir, replace=True)
     register_schema()
 
 
-def compose(overrides: Sequence[str]):
-    """The app's config with ``overrides`` (no sweep syntax); ConfigError on a bad override."""
+def compose(overrides: Sequence[str], return_hydra_config: bool = False):
+    """The app's config with ``overrides`` (no sweep syntax); ConfigError on a bad override.
+    ``return_hydra_config``: with Hydra's own node (its ``runtime.choices``: each group's option)."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from hydra.errors import HydraException
@@ -48,7 +64,9 @@ def compose(overrides: Sequence[str]):
     register_resolvers()
     try:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-            return hydra_compose("config", overrides=list(overrides))
+            return hydra_compose(
+                "config", overrides=list(overrides), return_hydra_config=return_hydra_config
+            )
     except (HydraException, OmegaConfBaseException) as err:
         raise ConfigError(f"bad override ({' '.join(overrides)}): {describe_error(err)}") from None
 
@@ -117,8 +135,9 @@ def _fits(cfg, override, text: str, value) -> bool:
     key = override.key_or_group
     if override.package is not None or override.type != OverrideType.CHANGE:
         return False
-    if (CONF_DIR / key).is_dir():
-        return (CONF_DIR / key / f"{text}.yaml").is_file()
+    dirs = [d for d in config_dirs() if (d / key).is_dir()]
+    if dirs:
+        return any((d / key / f"{text}.yaml").is_file() for d in dirs)
     if key.startswith("hydra") or "/" in key:
         return False
     try:
@@ -141,3 +160,23 @@ def describe_error(err: BaseException) -> str:
         lines = [f"(key {ln[9:].strip()})" if ln.startswith("full_key:") else ln for ln in lines]
         kept.append(" ".join(ln for ln in lines if not ln.startswith("object_type=")))
     return "; ".join(p for p in kept if p)
+
+
+# The config's paths to data: relative ones are taken from the project root (rageval.project)
+PATH_KEYS = ("dataset.corpus", "dataset.golden", "dataset.path", "judgements")
+
+
+def absolute_paths(cfg) -> None:
+    """Turn the relative data paths of ``cfg`` (PATH_KEYS) into absolute ones, from the active
+    project's root (the working directory outside a project), in place."""
+    from omegaconf import OmegaConf, open_dict
+
+    from rageval.project import resolve_path
+
+    for key in PATH_KEYS:
+        value = OmegaConf.select(cfg, key, default=None, throw_on_missing=False)
+        if isinstance(value, str) and value and "://" not in value and value != "???":
+            resolved = resolve_path(value)
+            if resolved != value:
+                with open_dict(cfg):
+                    OmegaConf.update(cfg, key, resolved, merge=False)

@@ -99,6 +99,9 @@ def compose_from_baseline(
             raise explain(
                 err, [o.input_line or "" for o in rest], config_keys(cfg), groups
             ) from None
+    from rageval.app.config import absolute_paths
+
+    absolute_paths(cfg)  # a project's relative paths are the project root's
     OmegaConf.set_struct(cfg, True)
     if not mlflow and not any(o.key_or_group == "mlflow.enabled" for o in rest):
         cfg.mlflow.enabled = False
@@ -154,15 +157,33 @@ def run_check(
     """Re-run ``baseline_path``'s config with ``overrides`` and compare; returns the
     :class:`~rageval.gate.compare.Comparison` and the folder holding the re-run's report,
     gate.md (for a pull-request comment) and gate.json."""
+    from rageval.gate.baseline import load_baseline
+    from rageval.project import using
+
+    baseline = load_baseline(baseline_path)
+    with using(baseline_project(baseline, baseline_path)):
+        return _run_check(baseline, baseline_path, list(overrides or []), out, mlflow, quiet)
+
+
+def baseline_project(baseline: Mapping[str, Any], path: str | Path):
+    """The project a baseline belongs to, wherever the check runs from: the one it recorded
+    (its root, relative to the baseline file), else the first folder from the baseline's own
+    upwards that holds rageval.yaml; None for a baseline outside any project (the demo's)."""
+    from rageval.project import MARKER, find_project, load_project
+
+    root = (baseline.get("project") or {}).get("root")
+    if root and (Path(root) / MARKER).is_file():
+        return load_project(root)
+    return find_project(start=Path(path).resolve().parent)
+
+
+def _run_check(baseline, baseline_path, overrides, out, mlflow, quiet):
     from rageval.app.main import run_job
     from rageval.formats.atomic import atomic_write_text
-    from rageval.gate.baseline import config_summary, load_baseline
     from rageval.gate.compare import compare, interpolated_keys
     from rageval.gate.slices import check_spec
     from rageval.report.html import write_diff_page
 
-    baseline = load_baseline(baseline_path)
-    overrides = list(overrides or [])
     cfg = compose_from_baseline(baseline, overrides, mlflow)
     # a mistyped slice or metric fails now, not after the re-run
     check_spec(
@@ -171,6 +192,8 @@ def run_check(
         baseline["per_query"],
         int(cfg.min_slice_size),
     )
+    from rageval.gate.baseline import config_summary
+
     refuse_other_labels(baseline, str(cfg.get("labels", "gold")), baseline_path)
     out_dir = Path(out) if out else Path("outputs") / "check" / time.strftime("%Y-%m-%d_%H-%M-%S")
     choices = effective_choices(baseline, overrides)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from rageval import rundir
 from rageval.app.build import Components, build
-from rageval.app.config import CONF_DIR, GROUPS, ROOT, default_cache_dir, register_resolvers
+from rageval.app.config import CONF_DIR, GROUPS, default_cache_dir, register_resolvers
 from rageval.errors import ConfigError, RagevalError
 from rageval.redact import (
     ScrubbingStream,
@@ -34,7 +34,6 @@ from rageval.redact import (
 
 __all__ = [
     "CONF_DIR",
-    "ROOT",
     "Components",
     "JobContext",
     "build",
@@ -88,8 +87,11 @@ def run_job(
     from rageval.report.eval_report import slice_console
     from rageval.report.run_files import write_run_files
 
+    from rageval.app.config import absolute_paths
+
     out = Path(output_dir)
     rundir.begin(out)  # marked incomplete until report.json, written last, is there
+    absolute_paths(cfg)  # a project's relative paths are the project root's
     parts = build(cfg)
     try:
         check_gate_slices(cfg, parts.spec)
@@ -305,6 +307,11 @@ def run_app(argv: list[str]) -> int:
     from rageval.app.overrides import prepare_overrides
 
     register_resolvers()
+    from rageval.app.help import run_help, wants_help
+
+    if wants_help(argv):
+        print(run_help())
+        return 0
     rundir.check_output_dirs(argv)  # Hydra would make them with a traceback on failure
     # Hydra echoes overrides in its own errors (and --cfg prints the config): mask secrets there
     secrets = override_secrets(argv) | secret_values()

@@ -73,6 +73,12 @@ def search_path_dirs(argv: Sequence[str]) -> tuple[list[Path], list[str]] | None
     return dirs, lines
 
 
+def searchpath_override(dirs: Sequence[Path]) -> str:
+    """``hydra.searchpath=['file:///abs/dir', ...]``: config folders as one Hydra override."""
+    entries = ",".join(repr(f"file://{Path(d).resolve()}") for d in dirs)
+    return f"hydra.searchpath=[{entries}]"
+
+
 def _suggest(word: str, choices: Sequence[str]) -> str:
     close = difflib.get_close_matches(word, list(choices), n=3, cutoff=0.6)
     return f"; did you mean {' or '.join(close)}?" if close else ""
@@ -115,9 +121,13 @@ def prepare_overrides(
     extra = search_path_dirs(overrides)
     if extra is None:  # options live where this check cannot look: Hydra itself checks them
         return overrides
-    conf_dirs = [Path(conf_dir), *extra[0]]
+    from rageval.app.config import config_dirs
+
+    conf_dirs = [*(d for d in config_dirs() if d != Path(conf_dir).resolve()), Path(conf_dir)]
+    conf_dirs += extra[0]
     parser = OverridesParser.create()
-    firsts = list(extra[1])
+    # the folders --config-dir and hydra.searchpath add, as one override the check composes with
+    firsts = [searchpath_override(extra[0])] if extra[0] else []
     for text in overrides:
         if not _is_override(text) or text.lstrip("+~").startswith("hydra"):
             continue

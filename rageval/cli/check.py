@@ -23,7 +23,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "gate.tolerances.recall@5=0.05",
     )
     p.add_argument(
-        "--baseline", default=DEFAULT_BASELINE, help=f"baseline file (default {DEFAULT_BASELINE})"
+        "--baseline",
+        help="baseline file (default: the project's, set in rageval.yaml, else "
+        f"{DEFAULT_BASELINE} in the working directory, else the demo's)",
     )
     p.add_argument(
         "--out", help="folder for the re-run and the comparison (default outputs/check/<time>)"
@@ -35,7 +37,10 @@ def handle(args: argparse.Namespace) -> int:
     """Run the check and print the comparison; returns the gate's exit code."""
     from rageval.app.gate_run import run_check
 
-    cmp, out_dir = run_check(args.baseline, args.overrides, args.out, args.mlflow)
+    from rageval.cli.paths import default_baseline
+
+    baseline = args.baseline or str(default_baseline())
+    cmp, out_dir = run_check(baseline, args.overrides, args.out, args.mlflow)
     print()
     print(cmp.console())
     print(

@@ -19,6 +19,10 @@ from rageval.redact import override_secrets, scrub, secret_values
 # subcommand -> (module, one-line help). Modules are imported lazily: `rageval score` must not pay
 # for torch or MLflow.
 COMMANDS: dict[str, tuple[str, str]] = {
+    "init": (
+        "rageval.cli.init",
+        "write a project of your own: config, example data and retriever, test, CI jobs",
+    ),
     "score": ("rageval.cli.score", "score a TREC run file against qrels, like trec_eval"),
     "promote": (
         "rageval.cli.promote",
@@ -57,6 +61,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     app."""
     argv = list(sys.argv[1:] if argv is None else argv)
     secrets = override_secrets(argv)
+    code = _exit(_enter_project, secrets)  # a bad rageval.yaml: one line, exit 2
+    if code:
+        return code
     if argv and argv[0] == "run":
         return _exit(lambda: _run_hydra(argv[1:]), secrets)
     if not argv or argv[0] not in COMMANDS and argv[0] not in ("-h", "--help"):
@@ -74,6 +81,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     mod = importlib.import_module(COMMANDS[args.command][0])
     return _exit(lambda: _handler(mod)(args), secrets)
+
+
+def _enter_project() -> int:
+    """Inside a project (rageval.project), its modules import from every command and worker."""
+    from rageval.project import activate, find_project
+
+    activate(find_project())
+    return 0
 
 
 def _handler(mod):

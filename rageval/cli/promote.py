@@ -18,9 +18,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("run", nargs="?", help="MLflow run id, or a report.json path")
     p.add_argument(
         "--baseline",
-        default="golden/baseline.json",
-        help="baseline file to write "
-        "(default golden/baseline.json; its per-query CSV goes beside it)",
+        help="baseline file to write, its per-query CSV beside it (default: the project's "
+        "baseline, set in rageval.yaml, else golden/baseline.json)",
     )
     p.add_argument(
         "--best",
@@ -57,10 +56,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def handle(args: argparse.Namespace) -> int:
     """Promote and say what was promoted."""
     from rageval.app.promote import promote
+    from rageval.cli.paths import default_baseline
 
     done = promote(
         args.run,
-        args.baseline,
+        args.baseline or str(default_baseline(write=True)),
         best=args.best,
         experiment=args.experiment,
         sweep=args.sweep,

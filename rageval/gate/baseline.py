@@ -210,10 +210,18 @@ def write_baseline(report: Mapping[str, Any], path: str | Path, source: Mapping[
     table = per_query_csv(report)
     summary: dict[str, Any] = {"schema": SCHEMA, "promoted_from": dict(source)}
     summary.update({k: report[k] for k in SUMMARY_KEYS if k in report})
+    from rageval.project import find_project
+
+    project = find_project()
+    root = project.root if project else None
+    if project is not None:  # the check rebuilds the run inside this project, from anywhere
+        summary["project"] = {"root": str(project.root)}
+        if project.config_dir is not None:
+            summary["project"]["config_dir"] = str(project.config_dir)
     relative: list[str] = []
-    for key in ("promoted_from", "config", "judgements"):
+    for key in ("promoted_from", "config", "judgements", "project"):
         if key in summary:
-            summary[key], keys = portable(summary[key], p.parent, prefix=f"{key}.")
+            summary[key], keys = portable(summary[key], p.parent, root, prefix=f"{key}.")
             relative += keys
     if relative:
         summary["relative_paths"] = relative

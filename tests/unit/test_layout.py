@@ -29,7 +29,10 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-MODULES = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+# templates/: files `rageval init` copies into a project, not modules of the package
+MODULES = {
+    module_name(p): p for p in sorted(PACKAGE.rglob("*.py")) if "templates" not in p.parts
+}
 
 
 def resolve(name: str) -> str:
