@@ -1,4 +1,8 @@
-"""rageval: a declarative benchmark suite for the retriever of RAG pipelines."""
+"""rageval: a declarative benchmark suite for the retriever of RAG pipelines.
+
+From Python: ``rageval.evaluate(retriever, golden)`` measures a retriever and returns its report;
+``rageval.compare(baseline, report)`` is the regression gate's verdict (rageval.api).
+"""
 
 import os as _os
 import sys as _sys
@@ -10,3 +14,13 @@ if "torch" not in _sys.modules:
     _os.environ.setdefault("MKL_CBWR", "AUTO,STRICT")
 
 __version__ = "0.1.0"
+__all__ = ["Report", "compare", "evaluate"]
+
+
+def __getattr__(name: str):
+    # the API's imports (numpy, the pipeline) load on first use: `rageval score` stays light
+    if name in __all__:
+        from rageval import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'rageval' has no attribute {name!r}")

@@ -60,7 +60,9 @@ def load_project(root: str | Path) -> Project:
     try:
         data = yaml.safe_load(marker.read_text(encoding="utf-8")) or {}
     except OSError as err:
-        raise InputError(f"cannot read the project file ({err.strerror})", path=str(marker)) from None
+        raise InputError(
+            f"cannot read the project file ({err.strerror})", path=str(marker)
+        ) from None
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         raise InputError(
@@ -69,7 +71,9 @@ def load_project(root: str | Path) -> Project:
             line=mark.line + 1 if mark else None,
         ) from None
     if not isinstance(data, dict):
-        raise InputError("expected a mapping of settings (config_dir, python_path, baseline)", path=str(marker))
+        raise InputError(
+            "expected a mapping of settings (config_dir, python_path, baseline)", path=str(marker)
+        )
     unknown = sorted(set(data) - set(KEYS))
     if unknown:
         raise InputError(
@@ -78,13 +82,16 @@ def load_project(root: str | Path) -> Project:
     settings = {**KEYS, **{k: v for k, v in data.items() if v is not None}}
     for key in ("config_dir", "baseline"):
         if not isinstance(settings[key], str) or not settings[key]:
-            raise InputError(f"{key} must be a folder path (text), got {settings[key]!r}", path=str(marker))
+            raise InputError(
+                f"{key} must be a folder path (text), got {settings[key]!r}", path=str(marker)
+            )
     paths = settings["python_path"]
     if isinstance(paths, str):
         paths = [paths]
     if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
         raise InputError(
-            f"python_path must be a list of folders, got {settings['python_path']!r}", path=str(marker)
+            f"python_path must be a list of folders, got {settings['python_path']!r}",
+            path=str(marker),
         )
     project = Project(root, None, (), root)
     conf = project.path(settings["config_dir"])

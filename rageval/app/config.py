@@ -32,12 +32,29 @@ def default_cache_dir() -> str:
 def config_dirs(argv: Sequence[str] = ()) -> list[Path]:
     """The config folders a composition searches, in Hydra's order: the active project's, the
     packaged one, then those the command line adds (``--config-dir``, ``hydra.searchpath``)."""
-    from rageval.app.overrides import search_path_dirs
-
     project = find_project()
     extra = search_path_dirs(argv) or ([], [])
     first = [project.config_dir] if project and project.config_dir else []
     return [*first, CONF_DIR, *(p.resolve() for p in extra[0])]
+
+
+def search_path_dirs(argv: Sequence[str]) -> tuple[list[Path], list[str]] | None:
+    """The config folders a command line adds (``hydra.searchpath=[file://...]``, ``--config-dir``)
+    and the overrides that add them; None when one of them cannot be read here (``pkg://``)."""
+    dirs, lines = [], []
+    for i, arg in enumerate(argv):
+        if arg in ("--config-dir", "-cd") and i + 1 < len(argv):
+            dirs.append(Path(argv[i + 1]))
+        elif arg.startswith("--config-dir="):
+            dirs.append(Path(arg.split("=", 1)[1]))
+        elif arg.lstrip("+~").startswith("hydra.searchpath="):
+            lines.append(arg)
+            for entry in arg.split("=", 1)[1].strip("[]").split(","):
+                entry = entry.strip().strip("'\"")
+                if not entry.startswith("file://"):
+                    return None
+                dirs.append(Path(entry[len("file://") :]))
+    return dirs, lines
 
 
 def register_resolvers() -> None:
@@ -55,7 +72,7 @@ def register_resolvers() -> None:
 
 def compose(overrides: Sequence[str], return_hydra_config: bool = False):
     """The app's config with ``overrides`` (no sweep syntax); ConfigError on a bad override.
-    ``return_hydra_config``: with Hydra's own node (its ``runtime.choices``: each group's option)."""
+    ``return_hydra_config``: with Hydra's own node (``runtime.choices``: each group's option)."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from hydra.errors import HydraException

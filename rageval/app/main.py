@@ -80,14 +80,11 @@ def run_job(
     import yaml
     from omegaconf import OmegaConf
 
-    from rageval.chunking import write_chunks_jsonl
+    from rageval.app.config import absolute_paths
     from rageval.formats.atomic import atomic_write_text
-    from rageval.formats.trec import write_qrels, write_run
     from rageval.pipeline import LowJudgedWarning, evaluate
     from rageval.report.eval_report import slice_console
-    from rageval.report.run_files import write_run_files
-
-    from rageval.app.config import absolute_paths
+    from rageval.report.run_files import save_run_folder
 
     out = Path(output_dir)
     rundir.begin(out)  # marked incomplete until report.json, written last, is there
@@ -114,13 +111,8 @@ def run_job(
         parts.close()
     report.overrides = list(overrides or [])
     report.choices = dict(choices or {})
-    qids = [r["id"] for r in report.per_query]
-    write_run(out / "run.trec", qids, report.rankings, tag="rageval")
-    write_qrels(out / "qrels.trec", report.qrels)
-    write_chunks_jsonl(out / "chunks.jsonl", report.chunks)
     atomic_write_text(out / "config.yaml", yaml.safe_dump(redact(config), sort_keys=False))
-    write_run_files(report, out)
-    report.write_json(out / "report.json")
+    save_run_folder(report, out)  # report.json last, as rageval.evaluate(...).save(dir) does
     rundir.finish(out)
     if not quiet:  # the results first: logging can take a while, or fail
         if sweep_dir:  # parallel jobs (joblib) print in any order: say whose table this is

@@ -54,25 +54,6 @@ def group_options(conf_dir: str | Path | Sequence[str | Path], group: str) -> li
     return sorted(n for n in names if n not in INTERNAL_OPTIONS and not n.startswith("_"))
 
 
-def search_path_dirs(argv: Sequence[str]) -> tuple[list[Path], list[str]] | None:
-    """The config folders a command line adds (``hydra.searchpath=[file://...]``, ``--config-dir``)
-    and the overrides that add them; None when one of them cannot be read here (``pkg://``)."""
-    dirs, lines = [], []
-    for i, arg in enumerate(argv):
-        if arg in ("--config-dir", "-cd") and i + 1 < len(argv):
-            dirs.append(Path(argv[i + 1]))
-        elif arg.startswith("--config-dir="):
-            dirs.append(Path(arg.split("=", 1)[1]))
-        elif arg.lstrip("+~").startswith("hydra.searchpath="):
-            lines.append(arg)
-            for entry in arg.split("=", 1)[1].strip("[]").split(","):
-                entry = entry.strip().strip("'\"")
-                if not entry.startswith("file://"):
-                    return None
-                dirs.append(Path(entry[len("file://") :]))
-    return dirs, lines
-
-
 def searchpath_override(dirs: Sequence[Path]) -> str:
     """``hydra.searchpath=['file:///abs/dir', ...]``: config folders as one Hydra override."""
     entries = ",".join(repr(f"file://{Path(d).resolve()}") for d in dirs)
@@ -116,6 +97,8 @@ def prepare_overrides(
     """
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import HydraException
+
+    from rageval.app.config import search_path_dirs
 
     overrides = normalize_tolerances(overrides)
     extra = search_path_dirs(overrides)

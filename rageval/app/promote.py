@@ -164,15 +164,21 @@ def promote(
     baseline: str,
     *,
     best: str | None = None,
-    experiment: str = "rageval",
+    experiment: str | None = None,
     sweep: str | None = None,
     golden: str | None = None,
     force: bool = False,
     uri: str | None = None,
 ) -> Promoted:
     """Write the baseline from a run id, a report.json path or the best run; returns what was
-    promoted. Refuses (InputError) a run measured on another golden set unless ``force``."""
+    promoted. Refuses (InputError) a run measured on another golden set unless ``force``.
+    ``experiment`` (searched by ``best``): default the configured ``mlflow.experiment``."""
     from rageval.tracking import lookups
+
+    if experiment is None:
+        from rageval.app.config import compose
+
+        experiment = str(compose([]).mlflow.experiment)
 
     spec = MetricSpec.parse(best) if best else None  # a name without @k is an error listing choices
     project = project_data(baseline, golden)

@@ -31,12 +31,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--out", help="folder for the re-run and the comparison (default outputs/check/<time>)"
     )
     p.add_argument("--mlflow", action="store_true", help="also log the re-run to MLflow")
+    p.add_argument(
+        "--format",
+        choices=("text", "github"),
+        default="text",
+        help="github: also print the verdict as GitHub Actions annotations (the job summary "
+        "gets gate.md whenever $GITHUB_STEP_SUMMARY is set)",
+    )
 
 
 def handle(args: argparse.Namespace) -> int:
     """Run the check and print the comparison; returns the gate's exit code."""
     from rageval.app.gate_run import run_check
-
     from rageval.cli.paths import default_baseline
 
     baseline = args.baseline or str(default_baseline())
@@ -48,6 +54,13 @@ def handle(args: argparse.Namespace) -> int:
         f"{out_dir / 'gate.json'}"
     )
     print(f"per-query diff of baseline and this run: {out_dir / 'gate.html'}")
+    from rageval.gate.ci import append_step_summary, github_annotations
+
+    summary = append_step_summary(cmp)
+    if summary is not None:
+        print(f"gate.md appended to the job summary ({summary})")
+    if args.format == "github":
+        print("\n".join(github_annotations(cmp, baseline)))
     return cmp.exit_code
 
 

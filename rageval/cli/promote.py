@@ -27,7 +27,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="promote the run with the highest METRIC@K (e.g. ndcg@5) on the project's golden set",
     )
     p.add_argument(
-        "--experiment", default="rageval", help="experiment searched by --best (default rageval)"
+        "--experiment",
+        help="experiment searched by --best (default: the configured mlflow.experiment, "
+        "rageval unless your project sets it)",
     )
     p.add_argument(
         "--sweep",

@@ -135,6 +135,22 @@ class EvalReport:
         lines += [f"warning: {w}" for w in self.warnings]
         return "\n".join(lines)
 
+    def to_markdown(self) -> str:
+        """The summary metrics with their 95% CIs as a markdown table, then the label set and
+        any warnings (for a pull-request comment or a notebook)."""
+        from rageval.report.markdown import cell
+
+        lines = ["| metric | mean | 95% CI |", "|---|---:|---|"]
+        for name in self.summary_names():
+            lo, hi = self.ci.get(name, [float("nan")] * 2)
+            fmt = ".1f" if name.startswith("tokens@") else ".4f"
+            lines.append(
+                f"| {cell(name)} | {self.metrics[name]:{fmt}} | [{lo:{fmt}}, {hi:{fmt}}] |"
+            )
+        lines += ["", cell(self.labels_line())]
+        lines += [f"- warning: {cell(w)}" for w in self.warnings]
+        return "\n".join(lines) + "\n"
+
     def labels_line(self) -> str:
         """``labels: gold (golden set + 12 human judgements, digest 1a2b3c4d5e6f)``: which labels
         the numbers count."""

@@ -15,6 +15,24 @@ from rageval.report.per_query import per_query_csv, read_chunks, write_chunk_lab
 from rageval.report.plots import curve_png
 
 
+def save_run_folder(report, out: str | Path) -> Path:
+    """Write a run folder anyone can recheck: run.trec, qrels.trec, chunks.jsonl, the readable
+    files (:func:`write_run_files`) and report.json, written last (its presence means the run
+    completed)."""
+    from rageval.chunking import write_chunks_jsonl
+    from rageval.formats.trec import write_qrels, write_run
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    qids = [r["id"] for r in report.per_query]
+    write_run(out / "run.trec", qids, report.rankings, tag="rageval")
+    write_qrels(out / "qrels.trec", report.qrels)
+    write_chunks_jsonl(out / "chunks.jsonl", report.chunks)
+    write_run_files(report, out)
+    report.write_json(out / "report.json")
+    return out
+
+
 def write_run_files(report, out: Path) -> None:
     """The run folder's readable files besides report.json, chunks.jsonl and the TREC files:
     per_query.csv, slices.csv, chunk_labels.tsv, the metric@k plot and the per-query page

@@ -13,9 +13,10 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "rageval"
 EDGE_FOLDERS = ("app", "cli", "tracking", "gate")
-# Root modules that are entry points, so edge too: `python -m rageval`, and the pytest helpers
+# Root modules that are entry points, so edge too: `python -m rageval`, the Python API
+# (`rageval.evaluate`, loaded by the package on first use) and the pytest helpers
 # that run the gate from a user's test suite.
-EDGE_ROOT = ("rageval.__main__", "rageval.testing")
+EDGE_ROOT = ("rageval", "rageval.__main__", "rageval.testing", "rageval.api")
 # Third-party libraries only the edge may import.
 EDGE_LIBRARIES = ("hydra", "omegaconf", "mlflow", "argparse")
 # What a cli module may import besides rageval and the standard library.
@@ -30,9 +31,7 @@ def module_name(path: Path) -> str:
 
 
 # templates/: files `rageval init` copies into a project, not modules of the package
-MODULES = {
-    module_name(p): p for p in sorted(PACKAGE.rglob("*.py")) if "templates" not in p.parts
-}
+MODULES = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py")) if "templates" not in p.parts}
 
 
 def resolve(name: str) -> str:

@@ -64,7 +64,7 @@ def test_defaults(monkeypatch):
     )
     assert main(["promote", "runs/r1/report.json"]) == 0
     assert seen["run"] == "runs/r1/report.json" and seen["baseline"] == "golden/baseline.json"
-    assert seen["experiment"] == "rageval" and seen["force"] is False and seen["best"] is None
+    assert seen["experiment"] is None and seen["force"] is False and seen["best"] is None
 
 
 def test_a_refusal_is_one_line_and_exit_2(monkeypatch, capsys):

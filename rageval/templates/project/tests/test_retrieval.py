@@ -13,5 +13,5 @@ PROJECT = find_project(start=Path(__file__).parent)
 
 def test_retrieval_does_not_regress(tmp_path):
     if not PROJECT.baseline.is_file():
-        pytest.skip(f"no baseline yet: run `rageval`, then `rageval promote --best ndcg@5`")
+        pytest.skip("no baseline yet: run `rageval`, then `rageval promote --best ndcg@5`")
     assert_no_regression(PROJECT.baseline, out=tmp_path)

@@ -1,0 +1,168 @@
+"""rageval from Python: ``rageval.evaluate`` and ``rageval.compare``.
+
+::
+
+    import rageval
+
+    report = rageval.evaluate("bm25", "golden/retriever.jsonl")   # corpus/ beside the golden set
+    print(report.to_markdown())
+    report.save("outputs/bm25")                     # report.json, run.trec, qrels.trec, page...
+    verdict = rageval.compare("golden/baseline.json", report)
+    assert verdict.status == "pass", verdict.console()
+
+The Hydra app (rageval.app.main.run_job), ``rageval check`` and the pytest helper run the same
+functions underneath: :func:`rageval.pipeline.evaluate` for the measurement,
+:func:`rageval.report.run_files.save_run_folder` for the folder and
+:func:`rageval.gate.compare.compare` for the verdict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+from rageval.errors import ConfigError
+from rageval.gate.compare import Comparison
+from rageval.report.eval_report import EvalReport
+from rageval.retrieval.base import Encoder, Retriever
+from rageval.types import GoldenSet
+
+LOCAL_MODES = ("vector", "bm25", "hybrid")
+GATE_METRICS = ("precision", "recall", "hit_rate", "mrr", "ndcg", "map")
+
+
+class Report(EvalReport):
+    """What a run measured (:class:`~rageval.report.eval_report.EvalReport`): ``metrics`` and
+    their 95% bootstrap ``ci``, ``per_query`` rows, ``to_dict()``, ``to_markdown()``, and
+    ``save(folder)`` for the run folder the app writes."""
+
+    def save(self, folder: str | Path) -> Path:
+        """Write the run folder (report.json last); returns it."""
+        from rageval.report.run_files import save_run_folder
+
+        return save_run_folder(self, folder)
+
+
+def evaluate(
+    retriever: Retriever | str,
+    golden: str | Path | GoldenSet,
+    corpus: str | Path | None = None,
+    *,
+    k: int = 5,
+    ks: Sequence[int] = (1, 3, 5, 10, 20),
+    chunk: int = 256,
+    chunk_overlap: int = 0,
+    encoder: Encoder | None = None,
+    model: str = "all-MiniLM-L6-v2",
+    cache_dir: str | Path | None = None,
+    level: str = "auto",
+    budgets: Sequence[int] = (256, 512, 1024, 2048),
+    slices: Sequence[str] = ("source",),
+    judgements: str | Path | None = None,
+    labels: str = "gold",
+    **options: Any,
+) -> Report:
+    """Evaluate ``retriever`` on ``golden``; returns its :class:`Report`.
+
+    ``retriever``: an object with ``index(chunks, encoder)`` and ``search(queries, depth)``
+    (rageval.retrieval.base.Retriever), or one of the local modes ``"vector"`` (FAISS),
+    ``"bm25"`` (bm25s), ``"hybrid"``. ``golden``: a golden-set JSONL file (or a loaded
+    GoldenSet); ``corpus``: a folder of .md/.txt files or a JSONL file, default ``corpus/`` beside
+    the golden set. ``encoder``: default the packaged all-MiniLM-L6-v2 (``model``), whose
+    tokenizer also counts chunk tokens; embeddings are cached in ``cache_dir`` (default
+    $RAGEVAL_CACHE_DIR, else ~/.cache/rageval), so nothing is embedded twice. ``options``: the
+    rest of :class:`rageval.pipeline.RunSpec` (depth, split, max_document_mb, ...).
+    """
+    from rageval.app.config import default_cache_dir
+    from rageval.chunking import ChunkingSpec
+    from rageval.embedding.base import tokenizer_dir_of
+    from rageval.pipeline import RunSpec
+    from rageval.pipeline import evaluate as run
+
+    cache = str(cache_dir or default_cache_dir())
+    if encoder is None:
+        from rageval.embedding import SentenceTransformerEncoder
+
+        encoder = SentenceTransformerEncoder(model=model, cache_dir=cache)
+    if isinstance(retriever, str):
+        retriever = _local(retriever, cache)
+    golden_path = golden if isinstance(golden, GoldenSet) else str(Path(golden).expanduser())
+    if corpus is None:
+        if isinstance(golden, GoldenSet):
+            raise ConfigError("name the corpus: evaluate(retriever, golden_set, corpus=PATH)")
+        corpus = Path(golden_path).parent / "corpus"
+    spec = RunSpec(
+        corpus=str(Path(corpus).expanduser()),
+        golden=golden_path,
+        tokenizer_dir=str(tokenizer_dir_of(encoder)),
+        chunking=ChunkingSpec(chunk, chunk_overlap),
+        k=k,
+        ks=tuple(ks),
+        level=level,
+        budgets=tuple(budgets),
+        slices=tuple(slices),
+        judgements=str(judgements) if judgements else None,
+        labels=labels,
+        **options,
+    )
+    try:
+        report = run(spec, retriever, encoder)
+    finally:
+        close = getattr(retriever, "close", None)
+        if callable(close):
+            close()
+    return Report(**{f.name: getattr(report, f.name) for f in fields(report)})
+
+
+def _local(mode: str, cache_dir: str) -> Retriever:
+    from rageval.retrieval.local.factory import local_retriever
+
+    if mode not in LOCAL_MODES:
+        raise ConfigError(
+            f"retriever {mode!r}: give an object with index() and search(), or one of "
+            f"{', '.join(LOCAL_MODES)}"
+        )
+    return local_retriever(mode=mode, cache_dir=cache_dir)
+
+
+def compare(
+    baseline: str | Path | Mapping[str, Any] | EvalReport,
+    report: str | Path | Mapping[str, Any] | EvalReport,
+    *,
+    metrics: Sequence[str] | None = None,
+    tolerance: float = 0.03,
+    tolerances: Mapping[str, float] | None = None,
+    alpha: float = 0.05,
+    resamples: int = 10_000,
+    require_significance: bool = False,
+) -> Comparison:
+    """The gate's verdict on ``report`` against ``baseline`` (a baseline.json, a report.json,
+    their dicts, or a :class:`Report`): ``status`` ("pass", "regressed", ...), ``rows``,
+    ``console()``, ``markdown()``, ``exit_code``. ``metrics``: default precision, recall,
+    hit_rate, mrr, ndcg and map at the report's k."""
+    from rageval.gate.compare import compare as gate
+
+    base, current = _report_dict(baseline), _report_dict(report)
+    k = int(current.get("k", 5))
+    return gate(
+        base,
+        current,
+        metrics=list(metrics or [f"{m}@{k}" for m in GATE_METRICS]),
+        tolerance=tolerance,
+        tolerances=dict(tolerances or {}),
+        require_significance=require_significance,
+        alpha=alpha,
+        resamples=resamples,
+    )
+
+
+def _report_dict(value) -> dict[str, Any]:
+    from rageval.gate.baseline import load_report
+
+    if isinstance(value, EvalReport):
+        return value.to_dict()
+    if isinstance(value, Mapping):
+        return dict(value)
+    return load_report(value)
