@@ -83,7 +83,7 @@ def load_project(root: str | Path) -> Project:
     for key in ("config_dir", "baseline"):
         if not isinstance(settings[key], str) or not settings[key]:
             raise InputError(
-                f"{key} must be a folder path (text), got {settings[key]!r}", path=str(marker)
+                f"{key} must be a path (text), got {settings[key]!r}", path=str(marker)
             )
     paths = settings["python_path"]
     if isinstance(paths, str):
@@ -137,17 +137,25 @@ def activate(project: Project | None) -> None:
     os.environ["PYTHONPATH"] = os.pathsep.join([*paths, *(p for p in old if p not in paths)])
 
 
+def working_directory_importable() -> None:
+    """The working directory's modules importable, as ``python -m`` makes them (its ``''`` entry
+    names the same folder), also in worker processes."""
+    cwd = os.getcwd()
+    if "" not in sys.path and cwd not in sys.path:
+        sys.path.insert(0, cwd)
+    old = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if cwd not in old:
+        os.environ["PYTHONPATH"] = os.pathsep.join([*old, cwd])
+
+
 @contextmanager
-def using(project: Project | None) -> Iterator[Project | None]:
-    """``project`` active for the block (``None``: no project), as it was afterwards."""
+def kept_environment() -> Iterator[None]:
+    """What :func:`activate` changes (``$RAGEVAL_PROJECT``, ``$PYTHONPATH``, ``sys.path``) as it
+    was before the block, afterwards."""
     saved_env = {k: os.environ.get(k) for k in (ENV, "PYTHONPATH")}
     saved_path = list(sys.path)
     try:
-        if project is None:
-            os.environ[ENV] = ""
-        else:
-            activate(project)
-        yield project
+        yield
     finally:
         sys.path[:] = saved_path
         for key, value in saved_env.items():
@@ -155,6 +163,17 @@ def using(project: Project | None) -> Iterator[Project | None]:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+@contextmanager
+def using(project: Project | None) -> Iterator[Project | None]:
+    """``project`` active for the block (``None``: no project), as it was afterwards."""
+    with kept_environment():
+        if project is None:
+            os.environ[ENV] = ""
+        else:
+            activate(project)
+        yield project
 
 
 def project_root() -> Path:

@@ -59,11 +59,16 @@ def _run_hydra(argv: Sequence[str]) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Dispatch ``rageval <command>``; anything that is not a known command goes to the Hydra
     app."""
+    from rageval.project import kept_environment
+
     argv = list(sys.argv[1:] if argv is None else argv)
     secrets = override_secrets(argv)
-    code = _exit(_enter_project, secrets)  # a bad rageval.yaml: one line, exit 2
-    if code:
-        return code
+    with kept_environment():  # a caller's process (a test) gets its sys.path and env back
+        code = _exit(_enter_project, secrets)  # a bad rageval.yaml: one line, exit 2
+        return code or _dispatch(argv, secrets)
+
+
+def _dispatch(argv: list[str], secrets: set[str]) -> int:
     if argv and argv[0] == "run":
         return _exit(lambda: _run_hydra(argv[1:]), secrets)
     if not argv or argv[0] not in COMMANDS and argv[0] not in ("-h", "--help"):
@@ -84,10 +89,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _enter_project() -> int:
-    """Inside a project (rageval.project), its modules import from every command and worker."""
-    from rageval.project import activate, find_project
+    """Inside a project (rageval.project), its modules import from every command and worker;
+    outside one, the working directory's do, under the ``rageval`` script as under ``python -m``."""
+    from rageval.project import activate, find_project, working_directory_importable
 
-    activate(find_project())
+    project = find_project()
+    if project is None:
+        working_directory_importable()
+    activate(project)
     return 0
 
 

@@ -11,26 +11,53 @@ from rageval.app.config import DEMO_DIR
 DEMO = DEMO_DIR
 
 
-def default_golden() -> Path:
-    """golden/retriever.jsonl in the working directory, else in the project's root, else the
-    demo's."""
+def project_dataset() -> tuple[Path, Path | None] | None:
+    """The golden set and corpus the active project's config names (paths from its root); None
+    outside a project or when its dataset is not a pair of files (BEIR)."""
     from rageval.project import find_project
 
+    if find_project() is None:
+        return None
+    from omegaconf import OmegaConf
+
+    from rageval.app.config import absolute_paths, compose
+
+    cfg = compose([])
+    absolute_paths(cfg)
+    golden = OmegaConf.select(cfg, "dataset.golden", default=None)
+    corpus = OmegaConf.select(cfg, "dataset.corpus", default=None)
+    if not isinstance(golden, str):
+        return None
+    return Path(golden), Path(corpus) if isinstance(corpus, str) else None
+
+
+def default_golden() -> Path:
+    """golden/retriever.jsonl in the working directory, else the project's configured golden
+    set, else the demo's."""
     local = Path("golden/retriever.jsonl")
     if local.is_file():
         return local
-    project = find_project()
-    if project is not None and (project.root / local).is_file():
-        return project.root / local
+    configured = project_dataset()
+    if configured is not None and configured[0].is_file():
+        return configured[0]
     return DEMO / "retriever.jsonl"
 
 
 def golden_and_corpus(path: str | None, corpus: str | None) -> tuple[Path, Path | None]:
-    """The golden set (``path`` or the default) and its corpus (``corpus``, else corpus/ beside
-    the golden set; None when that does not exist)."""
+    """The golden set (``path`` or the default) and its corpus: ``corpus``, else corpus/ beside
+    the golden set, else the project's configured corpus when the golden set is the project's;
+    None when there is none."""
     golden = Path(path) if path else default_golden()
-    corpus_path = Path(corpus) if corpus else golden.parent / "corpus"
-    return golden, (corpus_path if corpus_path.exists() else None)
+    if corpus:
+        return golden, Path(corpus) if Path(corpus).exists() else None
+    beside = golden.parent / "corpus"
+    if beside.exists():
+        return golden, beside
+    configured = project_dataset()
+    if configured is not None and configured[0].resolve() == golden.resolve():
+        found = configured[1]
+        return golden, found if found is not None and found.exists() else None
+    return golden, None
 
 
 def default_baseline(write: bool = False) -> Path:
