@@ -1,5 +1,6 @@
 """This repository gates its own demo: the default configuration must not fall below
-golden/baseline.json (re-promote with `rageval promote RUN_ID` after an intended change)."""
+rageval/demo/baseline.json (re-promote with `rageval promote RUN_ID --baseline
+rageval/demo/baseline.json` after an intended change)."""
 
 from pathlib import Path
 
@@ -8,7 +9,7 @@ import pytest
 from rageval.testing import assert_no_regression
 
 pytestmark = pytest.mark.integration
-BASELINE = Path(__file__).resolve().parents[2] / "golden" / "baseline.json"
+BASELINE = Path(__file__).resolve().parents[2] / "rageval" / "demo" / "baseline.json"
 
 
 def test_demo_retrieval_does_not_regress(tmp_path):

@@ -1,0 +1,161 @@
+"""rageval as a team installs it: a wheel built from this checkout, in an environment where
+rageval comes only from that wheel (its dependencies are reused from the test environment, so the
+test stays fast), used from empty folders far from the checkout.
+
+The demo runs from anywhere; ``rageval init`` makes a project whose own backend option (its
+example retriever) runs under ``python -m rageval`` and the ``rageval`` script, in a 2x2 sweep,
+is promoted, is checked from another working directory (pass, then fail once the project's
+retriever is made worse), and its scaffolded pytest test passes.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import site
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.integration, pytest.mark.long_module]
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run(args, cwd, env, code=0, timeout=300):
+    done = subprocess.run(
+        [str(a) for a in args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert done.returncode == code, (
+        f"{' '.join(map(str, args))} in {cwd}: exit {done.returncode}\n"
+        f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    )
+    return done.stdout + done.stderr
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    """(the environment's python, its bin folder, an environment for subprocesses)."""
+    tmp = tmp_path_factory.mktemp("installed")
+    wheels = tmp / "wheels"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation"]
+        + ["-w", str(wheels), str(ROOT)],
+        check=True,
+        capture_output=True,
+        cwd=tmp,
+    )
+    (wheel,) = wheels.glob("rageval-*.whl")
+    env_dir = tmp / "env"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", env_dir], check=True)
+    python = env_dir / "bin" / "python"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-deps", wheel],
+        check=True,
+        capture_output=True,
+    )
+    # the dependencies: the test environment's site-packages, after the new environment's own
+    # (a plain path line: that folder's .pth files, the checkout's editable install among them,
+    # are not read)
+    (purelib,) = {p for p in site.getsitepackages() if p.endswith("site-packages")}
+    ours = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    (Path(ours) / "test_dependencies.pth").write_text(purelib + "\n")
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("PYTEST", "RAGEVAL_PROJECT", "GITHUB_")) and k != "PYTHONPATH"
+    }
+    env["PATH"] = f"{env_dir / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    env["MLFLOW_TRACKING_URI"] = f"sqlite:///{tmp / 'mlflow.db'}"
+    return python, env_dir / "bin", env, tmp
+
+
+def test_rageval_comes_from_the_wheel_with_its_configs_and_demo(installed):
+    python, _, env, tmp = installed
+    empty = tmp / "empty"
+    empty.mkdir()
+    out = run(
+        [python, "-c", "import rageval.app.config as c; print(c.CONF_DIR, c.DEMO_DIR)"],
+        empty,
+        env,
+    )
+    conf, demo = out.split()
+    assert str(ROOT) not in out and "site-packages" in conf
+    assert (Path(conf) / "rageval.yaml").is_file() and (Path(conf) / "hydra" / "sweeper").is_dir()
+    assert (Path(demo) / "retriever.jsonl").is_file() and (Path(demo) / "baseline.json").is_file()
+    assert len(list((Path(demo) / "corpus").rglob("*.md"))) == 41
+
+
+def test_the_demo_runs_from_an_empty_folder(installed):
+    python, _, env, tmp = installed
+    empty = tmp / "demo-here"
+    empty.mkdir()
+    out = run([python, "-m", "rageval", "mlflow.enabled=false"], empty, env)
+    assert re.search(r"ndcg@5\s+0\.5084", out), out[-2000:]  # the README's demo numbers
+    assert "Traceback" not in out
+    out = run([python, "-m", "rageval", "run", "--help"], empty, env)
+    assert "search     bm25, hybrid, semantic, [vector]" in out
+
+
+def test_a_project_of_its_own_runs_sweeps_promotes_and_gates(installed):
+    python, bin_dir, env, tmp = installed
+    work = tmp / "team"
+    work.mkdir()
+    out = run([bin_dir / "rageval", "init", "proj"], work, env)
+    assert "wrote 17 files" in out
+    proj = work / "proj"
+    off = "mlflow.enabled=false"
+    # both entry points, from a subfolder: the project's config and its own backend option
+    for cmd in ([python, "-m", "rageval", off], [bin_dir / "rageval", off]):
+        out = run(cmd, proj / "tests", env)
+        assert "labels: gold" in out and "0 texts embedded" in out, out[-2000:]
+    report = re.findall(r"report: (\S+report\.json)", out)[-1]
+    out = run(
+        [bin_dir / "rageval", "-m", "chunk=128,256", "backend=keyword,faiss", "search=bm25", off],
+        proj,
+        env,
+    )
+    assert "Sweep of 4 jobs (0 failed)" in out, out[-3000:]
+    out = run([bin_dir / "rageval", "promote", report], proj / "corpus", env)
+    assert "backend=keyword" in out and (proj / "golden" / "baseline.json").is_file()
+    elsewhere = tmp / "elsewhere"
+    elsewhere.mkdir()
+    baseline = proj / "golden" / "baseline.json"
+    check = [bin_dir / "rageval", "check", "--baseline", baseline]
+    out = run(check, elsewhere, env)
+    assert "PASS" in out and "dataset=docs" in out and "backend=keyword" in out
+    run(
+        [
+            python,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:randomly",
+            "-p",
+            "no:xdist",
+            "-p",
+            "no:cacheprovider",
+        ]
+        + ["tests/test_retrieval.py"],
+        proj,
+        env,
+    )
+    # the team's retriever gets worse: its rankings reversed
+    code = proj / "my_retriever.py"
+    code.write_text(
+        code.read_text().replace("scored.sort(key=lambda s: (-s[0], s[1]))", "scored.sort()")
+    )
+    out = run(check, elsewhere, env, code=1)
+    assert "FAIL:" in out and "regressed" in out
