@@ -197,3 +197,21 @@ def absolute_paths(cfg) -> None:
             if resolved != value:
                 with open_dict(cfg):
                     OmegaConf.update(cfg, key, resolved, merge=False)
+
+
+def project_dataset() -> tuple[Path, Path | None] | None:
+    """The golden set and corpus the active project's config names (paths from its root); None
+    outside a project or when its dataset is not a pair of files (BEIR)."""
+    from rageval.project import find_project
+
+    if find_project() is None:
+        return None
+    from omegaconf import OmegaConf
+
+    cfg = compose([])
+    absolute_paths(cfg)
+    golden = OmegaConf.select(cfg, "dataset.golden", default=None)
+    corpus = OmegaConf.select(cfg, "dataset.corpus", default=None)
+    if not isinstance(golden, str):
+        return None
+    return Path(golden), Path(corpus) if isinstance(corpus, str) else None

@@ -4,31 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rageval.app.config import DEMO_DIR
+from rageval.app.config import DEMO_DIR, project_dataset
 
 # The demo shipped with rageval, used when neither the working directory nor the project has a
 # golden set.
 DEMO = DEMO_DIR
-
-
-def project_dataset() -> tuple[Path, Path | None] | None:
-    """The golden set and corpus the active project's config names (paths from its root); None
-    outside a project or when its dataset is not a pair of files (BEIR)."""
-    from rageval.project import find_project
-
-    if find_project() is None:
-        return None
-    from omegaconf import OmegaConf
-
-    from rageval.app.config import absolute_paths, compose
-
-    cfg = compose([])
-    absolute_paths(cfg)
-    golden = OmegaConf.select(cfg, "dataset.golden", default=None)
-    corpus = OmegaConf.select(cfg, "dataset.corpus", default=None)
-    if not isinstance(golden, str):
-        return None
-    return Path(golden), Path(corpus) if isinstance(corpus, str) else None
 
 
 def default_golden() -> Path:

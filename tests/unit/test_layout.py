@@ -191,3 +191,55 @@ def test_no_module_imports_a_private_name_of_another():
         if a.name.startswith("_")
     ]
     assert bad == []
+
+
+def _requirement_name(spec: str) -> str:
+    import re
+
+    return re.split(r"[\[<>=!~; ]", spec, maxsplit=1)[0].lower().replace("_", "-")
+
+
+def declared_distributions() -> tuple[set[str], set[str]]:
+    """(the dependencies, the dependencies of the extras) pyproject.toml declares."""
+    import tomllib
+
+    project = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["project"]
+    base = {_requirement_name(d) for d in project["dependencies"]}
+    extras = {
+        _requirement_name(d)
+        for deps in project["optional-dependencies"].values()
+        for d in deps
+        if not d.startswith("rageval")
+    }
+    return base, extras
+
+
+def third_party_imports() -> dict[str, list[tuple[str, bool]]]:
+    """Top-level third-party module -> [(importing module, at module level)]."""
+    out: dict[str, list[tuple[str, bool]]] = {}
+    for module in MODULES:
+        for name, _line, top in imports(module):
+            first = name.split(".")[0]
+            if first in sys.stdlib_module_names or first in ("rageval", "hydra_plugins", ""):
+                continue
+            out.setdefault(first, []).append((module, top))
+    return out
+
+
+def test_every_third_party_import_is_a_declared_dependency():
+    """A plain `pip install rageval` has every module a default command imports: a module
+    imported at module level comes from a dependency, one imported inside a function from a
+    dependency or an extra (whose absence that function reports with the install hint)."""
+    from importlib.metadata import packages_distributions
+
+    base, extras = declared_distributions()
+    dists = packages_distributions()
+    problems = []
+    for module, places in sorted(third_party_imports().items()):
+        names = {d.lower().replace("_", "-") for d in dists.get(module, [])}
+        if not names & (base | extras):
+            problems.append(f"{module} ({places[0][0]}): from {sorted(names)}, not declared")
+        elif any(top for _, top in places) and not names & base:
+            where = next(m for m, top in places if top)
+            problems.append(f"{module} ({where}): imported at module level, only in an extra")
+    assert problems == []
