@@ -4,7 +4,9 @@ A baseline holds the resolved config of the run it came from and its group choic
 composes conf/ with those choices (the user's group overrides replacing them), lays the
 baseline's resolved values over it, then applies the user's other overrides. So the re-run is
 the baseline's configuration whatever produced the report (a sweep job, a ``rageval check``
-run, a run with ``+extra`` keys), and a change on the command line is the only difference.
+run), and a change on the command line is the only difference. A baseline is data: only keys
+the configs define are replayed and no instantiation key (``_target_``...) ever is
+(:func:`replay_values`).
 
 Values that say where a run happened, not what it measured, come from this machine instead:
 ``cache_dir``, ``mlflow``, ``hydra``, the gate's own settings, and every value conf/ writes as
@@ -108,26 +110,54 @@ def compose_from_baseline(
     return cfg
 
 
+# Keys with which Hydra turns a config node into code (hydra.utils.instantiate): a file rageval
+# reads (a baseline, a study's baseline, a run folder) is data, so these never come from one.
+INSTANTIATION_KEYS = frozenset({"_target_", "_args_", "_partial_", "_recursive_", "_convert_"})
+
+
+def data_only(value: Any) -> Any:
+    """``value`` without any instantiation key, at any depth (mappings inside lists too)."""
+    if isinstance(value, Mapping):
+        return {k: data_only(v) for k, v in value.items() if k not in INSTANTIATION_KEYS}
+    if isinstance(value, list | tuple):
+        return [data_only(v) for v in value]
+    return value
+
+
 def replay_values(
     cfg, values: Mapping[str, Any], skip: set[str] = frozenset(), top: bool = True
-) -> None:
-    """Lay the baseline's resolved ``values`` over ``cfg`` (see the module docstring)."""
+) -> list[str]:
+    """Lay the baseline's resolved ``values`` over ``cfg`` (see the module docstring); returns
+    the dotted keys left out because no config defines them.
+
+    A baseline is data, never code: only keys the packaged and project configs define are
+    replayed (new keys only inside a mapping the configs leave open, such as a tolerance table),
+    and no instantiation key (INSTANTIATION_KEYS) is taken at any depth, so a baseline arriving in
+    a pull request cannot name a function for Hydra to call."""
     from omegaconf import DictConfig
 
     from rageval.redact import MASK
 
+    left: list[str] = []
+    open_mapping = isinstance(cfg, DictConfig) and len(cfg) == 0 and not top
     for key, value in values.items():
-        if top and key in skip or key == "cache_dir":
+        if key in INSTANTIATION_KEYS or (top and key in skip) or key == "cache_dir":
+            continue
+        if key not in cfg and not open_mapping:
+            left.append(str(key))
             continue
         node = cfg._get_node(key) if key in cfg else None
         if node is not None and node._is_interpolation():
             continue  # machine-local or derived: resolved here, not replayed
         if isinstance(value, Mapping) and isinstance(node, DictConfig):
-            replay_values(node, value, top=False)
+            left += [f"{key}.{k}" for k in replay_values(node, value, top=False)]
+        elif isinstance(value, Mapping) and not open_mapping:
+            left.append(str(key))  # a mapping where the configs hold a plain value
         elif isinstance(value, str) and MASK in value:
             continue
         else:
-            cfg[key] = value
+            cfg[key] = data_only(value)
+    return left
 
 
 def refuse_other_labels(baseline: Mapping[str, Any], labels: str, where: str | Path) -> None:

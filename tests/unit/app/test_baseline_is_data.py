@@ -1,0 +1,68 @@
+"""A baseline is data, never code: replaying it (``rageval check``, a study's baseline) takes only
+keys the configs define and no instantiation key, so a baseline arriving in a pull request cannot
+make Hydra call a function."""
+
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+
+from rageval.app.gate_run import INSTANTIATION_KEYS, compose_from_baseline, data_only
+
+CHOICES = {"dataset": "demo", "embedding": "minilm", "backend": "faiss", "search": "vector"}
+
+
+def attack(path) -> dict:
+    """A node that writes ``path`` when Hydra instantiates it."""
+    return {"_target_": "rageval.formats.atomic.atomic_write_text", "_args_": [str(path), "hi"]}
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        lambda a: {"dataset": {"x": a}},  # a new key under a group
+        lambda a: {"extra": a},  # a new top-level key
+        lambda a: {"backend": {"faiss": {"hnsw": a}}},  # deep under a defined node
+        lambda a: {"backend": a},  # the backend's own _target_ replaced
+        lambda a: {"search": {"weights": [a, 0.5]}},  # inside a list the configs define
+        lambda a: {"dataset": {"_partial_": True, "_target_": a["_target_"]}},
+    ],
+)
+def test_a_baseline_cannot_make_the_check_run_code(tmp_path, monkeypatch, where):
+    from rageval.app.build import build
+
+    monkeypatch.chdir(tmp_path)
+    pwned = tmp_path / "PWNED"
+    baseline = {"choices": CHOICES, "config": {"chunk": 128, **where(attack(pwned))}}
+    cfg = compose_from_baseline(baseline, [])
+    assert cfg.chunk == 128  # the baseline's own values are replayed
+    assert cfg.backend._target_ == "rageval.retrieval.local.factory.local_retriever"
+    assert cfg.dataset._target_ == "rageval.inputs.dataset.files"
+    assert "x" not in cfg.dataset and "extra" not in cfg and "_partial_" not in cfg.dataset
+    # a replayed list of the wrong shape may fail to build: never by running code
+    with contextlib.suppress(Exception):
+        build(cfg).close()
+    assert not pwned.exists()
+
+
+def test_data_only_strips_every_instantiation_key_at_any_depth():
+    value = {"a": [{"_target_": "x", "_args_": [1], "k": 1}], "_convert_": "all", "b": {"c": 2}}
+    assert data_only(value) == {"a": [{"k": 1}], "b": {"c": 2}}
+    assert {"_target_", "_args_", "_partial_", "_recursive_", "_convert_"} <= INSTANTIATION_KEYS
+
+
+def test_open_mappings_still_take_their_entries():
+    from omegaconf import open_dict
+
+    from rageval.app.config import compose
+    from rageval.app.gate_run import replay_values
+
+    cfg = compose([])
+    with open_dict(cfg):
+        left = replay_values(
+            cfg,
+            {"gate": {"tolerances": {"recall_at_5": 0.05}}, "chunk": 64, "nope": 1},
+        )
+    assert cfg.gate.tolerances.recall_at_5 == 0.05 and cfg.chunk == 64
+    assert left == ["nope"]
