@@ -109,7 +109,9 @@ def run_job(
             )
     finally:
         parts.close()
-    report.overrides = list(overrides or [])
+    # every file and MLflow field a run writes holds the overrides masked (sweeps, studies' final
+    # runs, checks): the one masking path of override lines
+    report.overrides = [redact_override(o) for o in overrides or []]
     report.choices = dict(choices or {})
     atomic_write_text(out / "config.yaml", yaml.safe_dump(redact(config), sort_keys=False))
     save_run_folder(report, out)  # report.json last, as rageval.evaluate(...).save(dir) does

@@ -337,7 +337,7 @@ def _run_study(sweeper, arguments: list[str]) -> list:
         waiting = [t for t, i in zip(trials, plan, strict=True) if i is not None]
         for trial, i in zip(trials, plan, strict=True):
             if i is not None:  # where the job writes: what an interrupted study's next start reads
-                where = {"dir": str(sweep_dir / str(job_idx + i)), "ovr": launch[i]}
+                where = {"dir": str(sweep_dir / str(job_idx + i)), "ovr": masked(launch[i])}
                 trial.set_user_attr("launched", where)
         rets: list = []
         if launch:
@@ -481,10 +481,18 @@ def _counted(study) -> list:
     return [t for t in done if not t.user_attrs.get("interrupted")]
 
 
+def masked(lines: Sequence[str]) -> list[str]:
+    """Override lines as the study's storage keeps them: secret values masked, as every file a
+    run or sweep writes has them (rageval.redact.redact_override, also in run_job)."""
+    from rageval.redact import redact_override
+
+    return [redact_override(str(o)) for o in lines]
+
+
 def _record(study, number: int, overrides, job_dir: Path, report) -> None:
     """A running trial's overrides, job folder and MLflow run, kept with the study."""
     trial = _live(study, next(t for t in study.get_trials(deepcopy=False) if t.number == number))
-    trial.set_user_attr("overrides", list(overrides))
+    trial.set_user_attr("overrides", masked(overrides))
     trial.set_user_attr("job_dir", str(job_dir))
     if report and report.get("mlflow_run_id"):
         trial.set_user_attr("mlflow_run_id", report["mlflow_run_id"])
@@ -621,13 +629,14 @@ def _reuse(last: Mapping[str, Any], role: str, key: Sequence[str]):
     on every query (a resumed study whose best did not change), or None."""
     rec = last.get(role) or {}
     report_file = Path(str(rec.get("dir", ""))) / "report.json"
-    if rec.get("key") != list(key) or not rec.get("dir") or not report_file.is_file():
+    if rec.get("key") != masked(key) or not rec.get("dir") or not report_file.is_file():
         return None
     print(f"the {role} configuration was scored on every query already: {report_file}")
     return json.loads(report_file.read_text()), rec.get("run_id")
 
 
 def _final_record(key, sweep_dir: Path, role: str, run_id, last: Mapping[str, Any]) -> dict:
+    key = masked(key)  # the study's storage holds no secret (compared masked on resume)
     rec = last.get(role) or {}
     if rec.get("key") == list(key) and rec.get("run_id") == run_id and rec.get("dir"):
         return dict(rec)  # reused: it stays where it was written
@@ -726,5 +735,5 @@ def _baseline_config(
         why = f"{path} was measured on another golden set"
     elif path is not None:
         why = f"{path} does not exist"
-    shown = " ".join(fixed) or "no overrides"
+    shown = " ".join(masked(fixed)) or "no overrides"  # study.md, study.json, MLflow
     return list(fixed), None, f"the study's starting configuration (conf/ with {shown}; {why})"

@@ -247,3 +247,27 @@ def test_two_trials_of_one_batch_that_draw_one_configuration_run_it_once(
     assert [j.name for j in jobs(sweep)] == ["0"]
     assert "trial 1 drew the configuration of trial 0 in its batch" in err
     assert "not run again" not in err
+
+
+def test_a_study_leaks_no_secret_override_into_any_file_or_mlflow(
+    mini, shared_cache, tmp_path, monkeypatch
+):
+    """Secret overrides of a study are masked in its storage (optuna.db), its trials' and final
+    runs' files and pages, and the MLflow store: the bytes of every file are searched."""
+    monkeypatch.chdir(tmp_path)  # optuna.db, outputs: all under tmp_path
+    golden = tmp_path / "golden.jsonl"
+    write_study_golden(mini / "corpus", golden)
+    args = study_args(mini, shared_cache, tmp_path, golden, tmp_path / "s", 2)
+    secrets = ("sk-S1-112233", "sk-P1-998877")
+    args += [f"+extra.api_key={secrets[0]}", f"+extra.creds={{user: bob, password: {secrets[1]}}}"]
+    assert run_app(args) == 0
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert any(p.name == "optuna.db" for p in files) and any(p.name == "mlflow.db" for p in files)
+    assert (tmp_path / "s" / "final-best" / "report.html").is_file()
+    leaked = [
+        f"{p.relative_to(tmp_path)}: {s}"
+        for p in files
+        for s in secrets
+        if s.encode() in p.read_bytes()
+    ]
+    assert leaked == [], "\n".join(leaked)
