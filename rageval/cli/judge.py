@@ -182,6 +182,11 @@ def read_grades(path: Path, judge: str | None) -> list[tuple[int, dict[str, Any]
 
     if judge is not None and not JUDGE.match(judge):
         raise ConfigError(f"--judge must be human:NAME or llm:MODEL, got {judge!r}")
+    if judge is not None and not judge.startswith("human:"):
+        raise ConfigError(
+            f"--import takes grades people gave (--judge human:NAME), not {judge!r}: LLM grades "
+            "enter only through `rageval judge POOL --llm`, after their calibration is accepted"
+        )
     records = []
     for lineno, rec in jsonl_objects(path):
         given = rec.get("judge")
@@ -197,6 +202,14 @@ def read_grades(path: Path, judge: str | None) -> list[tuple[int, dict[str, Any]
             raise InputError(
                 f"the record says judge {given!r}, but --judge is {judge!r}; leave out --judge "
                 "or fix the file",
+                path=str(path),
+                line=lineno,
+            )
+        if not str(rec.get("judge", "")).startswith("human:"):
+            raise InputError(
+                f"judge {rec.get('judge')!r}: --import takes grades people gave (human:NAME); "
+                "LLM grades enter only through `rageval judge POOL --llm`, after their "
+                "calibration against gold is accepted",
                 path=str(path),
                 line=lineno,
             )
@@ -303,7 +316,12 @@ def judge_with_llm(args: argparse.Namespace, pool: list[dict[str, Any]]) -> int:
     from rageval.authoring.chat import ChatClient
     from rageval.authoring.judge_llm import PROMPT_VERSION, Item, grade_items, judgement_records
     from rageval.formats.atomic import atomic_write_text
-    from rageval.inputs.judgements import append_judgements, load_judgements, now
+    from rageval.inputs.judgements import (
+        append_judgements,
+        calibration_path,
+        load_judgements,
+        now,
+    )
 
     if not args.calibration_size > 0:
         raise ConfigError(f"--calibration-size must be >= 1, got {args.calibration_size}")
@@ -359,13 +377,12 @@ def judge_with_llm(args: argparse.Namespace, pool: list[dict[str, Any]]) -> int:
         first.stopped or (str(first.error) if first.error else None),
         first.skipped,
     )
-    prefix = (
-        Path(args.report)
-        if args.report
-        else where.judgements.with_name(f"{where.judgements.stem}.calibration.{_slug(cfg.model)}")
-    )
+    kept = calibration_path(where.judgements, cfg.model)  # what counting the labels reads
+    prefix = Path(args.report) if args.report else kept.with_suffix("")
     prefix.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(prefix.with_name(prefix.name + ".json"), json.dumps(rep, indent=2) + "\n")
+    if prefix.with_name(prefix.name + ".json") != kept:
+        atomic_write_text(kept, json.dumps(rep, indent=2) + "\n")
     atomic_write_text(prefix.with_name(prefix.name + ".md"), cal.markdown(rep))
     print(_calibration_line(rep))
     print(f"  calibration report: {prefix}.json, {prefix}.md")
@@ -462,7 +479,3 @@ def _spent(budget) -> None:
         f"  spent {budget.requests} of {budget.max_requests} requests, "
         f"{budget.tokens:,} of {budget.max_tokens:,} tokens"
     )
-
-
-def _slug(model: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("_") or "model"

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -121,13 +122,53 @@ class Judgements:
         return len(self.records)
 
     def counted(self, labels: str = DEFAULT_LABELS) -> tuple[Judgement, ...]:
-        """The judgements label set ``labels`` uses (``gold``: human ones; ``all``: every one)."""
+        """The judgements label set ``labels`` uses (``gold``: human ones; ``all``: also the LLM
+        ones of a model whose calibration against gold was accepted, :func:`calibrated`)."""
         kinds = label_kinds(labels)
-        return tuple(j for j in self.records if j.kind in kinds)
+        ok = {j.judge for j in self.records if j.kind == "llm" and calibrated(self.path, j.judge)}
+        return tuple(
+            j for j in self.records if j.kind in kinds and (j.kind != "llm" or j.judge in ok)
+        )
+
+    def uncalibrated(self) -> tuple[Judgement, ...]:
+        """LLM judgements no accepted calibration stands behind: never counted."""
+        return tuple(
+            j for j in self.records if j.kind == "llm" and not calibrated(self.path, j.judge)
+        )
 
     def digest(self, labels: str = DEFAULT_LABELS) -> str:
         """sha256 of the counted judgements (see :func:`judgements_digest`)."""
         return judgements_digest(self.counted(labels))
+
+
+def model_slug(model: str) -> str:
+    """A model's name as a file name part."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("_") or "model"
+
+
+def calibration_path(judgements: str | Path, model: str) -> Path:
+    """Where ``rageval judge --llm`` keeps the calibration of ``model`` (its JSON report):
+    ``<judgements>.calibration.<model>.json`` beside the judgements file."""
+    p = Path(judgements)
+    return p.with_name(f"{p.stem}.calibration.{model_slug(model)}.json")
+
+
+def calibrated(judgements: str | Path, judge: str) -> bool:
+    """True when the calibration report of ``judge`` (``llm:MODEL``) beside the judgements file
+    says accepted: LLM labels count only through an accepted calibration against gold."""
+    import json
+
+    model = judge.partition(":")[2]
+    path = calibration_path(judgements, model)
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return (
+        isinstance(report, dict)
+        and report.get("verdict") == "accepted"
+        and report.get("judge") == judge
+    )
 
 
 def label_kinds(labels: str) -> tuple[str, ...]:

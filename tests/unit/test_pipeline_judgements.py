@@ -106,6 +106,14 @@ def test_llm_labels_never_reach_a_gated_metric_unless_labels_all(project, model_
     assert gold.digests["judgements"] == before.digests["judgements"]
     assert "4 LLM judgements not counted: labels=all counts them)" in gold.table()
 
+    uncalibrated, _ = run(project, model_dir, labels="all")  # no accepted calibration yet
+    assert uncalibrated.judgements["llm"] == 0 and uncalibrated.metrics == before.metrics
+    from rageval.inputs.judgements import calibration_path
+
+    calibration = calibration_path(
+        project[1].replace("retriever.jsonl", "judgements.jsonl"), "judge-model"
+    )
+    calibration.write_text(json.dumps({"verdict": "accepted", "judge": "llm:judge-model"}))
     everything, _ = run(project, model_dir, labels="all")
     assert everything.label_set == "all" and everything.judgements["llm"] == 4
     assert everything.digests["judgements"] != gold.digests["judgements"]

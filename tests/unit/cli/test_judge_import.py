@@ -73,6 +73,14 @@ def test_the_judge_is_recorded_and_a_second_import_adds_nothing(where, tmp_path,
             "saved.jsonl:1: query 'q02': ",
         ),
         ([record(query_id="q99")], ["--judge", "human:bob"], "unknown query id"),
+        # LLM grades never enter through --import (a rejected calibration's file, a hand-written
+        # record): only `rageval judge --llm` after an accepted calibration writes them
+        (
+            [record(judge="human:bob"), record(judge="llm:gpt-x")],
+            [],
+            "saved.jsonl:2: judge 'llm:gpt-x': --import takes grades people gave",
+        ),
+        ([record()], ["--judge", "llm:gpt-x"], "--import takes grades people gave"),
         ([record()], ["--judge", "bob"], "--judge must be human:NAME or llm:MODEL"),
     ],
 )

@@ -150,13 +150,24 @@ def test_duplicates_keep_the_newest_per_query_passage_and_judge(tmp_path, data):
 
 
 def test_label_sets_count_humans_or_everyone_and_digest_follows(tmp_path, data):
+    from rageval.inputs.judgements import calibration_path
+
     p = write(tmp_path, [rec(), rec(judge="llm:m", grade=0)])
     js = load_judgements(p, *data)
     assert [j.judge for j in js.counted("gold")] == ["human:ana"]
+    # LLM labels count only through an accepted calibration of that model against gold
+    assert [j.judge for j in js.counted("all")] == ["human:ana"]
+    assert [j.judge for j in js.uncalibrated()] == ["llm:m"]
+    calibration = calibration_path(p, "m")
+    for report in ({"verdict": "rejected", "judge": "llm:m"}, {"verdict": "accepted"}, "[1]"):
+        calibration.write_text(report if isinstance(report, str) else json.dumps(report))
+        assert [j.judge for j in js.counted("all")] == ["human:ana"]
+    calibration.write_text(json.dumps({"verdict": "accepted", "judge": "llm:m"}))
     assert [j.judge for j in js.counted("all")] == ["human:ana", "llm:m"]
     assert js.digest("gold") != js.digest("all")
     # order and formatting do not change a digest; a grade does
     q = write(tmp_path, [json.dumps(rec(judge="llm:m", grade=0), indent=None), rec()], "b.jsonl")
+    calibration_path(q, "m").write_text(calibration.read_text())
     assert load_judgements(q, *data).digest("all") == js.digest("all")
     r = write(tmp_path, [rec(grade=1), rec(judge="llm:m", grade=0)], "c.jsonl")
     assert load_judgements(r, *data).digest("gold") != js.digest("gold")
