@@ -263,13 +263,13 @@ def judgements_summary(judgements: Judgements, labels: str) -> dict:
     """What report.json says about the judgements: file, how many counted (by kind), how many the
     label set left out, and the digest of those counted."""
     counted = judgements.counted(labels)
-    kinds = label_kinds(labels)
     return {
         "file": judgements.path,
         "counted": len(counted),
         "human": sum(j.kind == "human" for j in counted),
         "llm": sum(j.kind == "llm" for j in counted),
-        "not_counted": sum(j.kind not in kinds for j in judgements),
+        # left out by the label set, or LLM ones without an accepted calibration
+        "not_counted": len(judgements) - len(counted),
         "digest": judgements.digest(labels),
     }
 

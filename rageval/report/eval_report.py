@@ -166,9 +166,12 @@ class EvalReport:
             counted += f" judgement{'s' * (n != 1)}, digest {str(j.get('digest', ''))[:12]}"
         left = int(j.get("not_counted") or 0)
         if left:
-            counted += (
-                f"; {left} LLM judgement{'s' * (left != 1)} not counted: labels=all counts them"
+            why = (
+                "no accepted calibration of their model"
+                if self.label_set == "all"
+                else "labels=all counts them"
             )
+            counted += f"; {left} LLM judgement{'s' * (left != 1)} not counted: {why}"
         return f"labels: {self.label_set} ({counted})"
 
 

@@ -108,6 +108,7 @@ def test_llm_labels_never_reach_a_gated_metric_unless_labels_all(project, model_
 
     uncalibrated, _ = run(project, model_dir, labels="all")  # no accepted calibration yet
     assert uncalibrated.judgements["llm"] == 0 and uncalibrated.metrics == before.metrics
+    assert "4 LLM judgements not counted: no accepted calibration" in uncalibrated.table()
     from rageval.inputs.judgements import calibration_path
 
     calibration = calibration_path(
