@@ -8,8 +8,8 @@ fields source, tags and meta (JSON) and each metric), so promoting a run that ch
 queries changes a few lines of a pull request.
 The summary records the CSV's sha256: a CSV edited by hand or left half-written is refused.
 
-Both files are written atomically, the CSV first: a crash leaves the old baseline readable (its
-summary still names the old CSV digest, so a new CSV without its summary is caught). Baselines
+The pair changes at one moment (write_baseline): a kill during promote leaves the old pair or the
+new one, never a mix, and no temporary file behind after the next promote. Baselines
 of schema 1 (a report.json with everything inline) and CSVs without the slice columns (the gate
 then slices by the current run's rows) still read.
 """
@@ -97,6 +97,9 @@ def load_baseline(path: str | Path) -> dict[str, Any]:
 
 def _read_sidecar(path: Path, summary: Mapping[str, Any]) -> list[dict[str, Any]]:
     csv_path = path.with_name(str(summary["per_query_file"]))
+    pending = pending_path(path)
+    if pending.exists() and csv_path == sidecar_path(path) and _names_it(path, pending):
+        os.replace(pending, csv_path)  # a promote killed after its summary: finish its move
     try:
         raw = csv_path.read_bytes()
     except OSError as err:
@@ -231,9 +234,47 @@ def write_baseline(report: Mapping[str, Any], path: str | Path, source: Mapping[
         summary["ci"] = report["ci"]
     summary["per_query_file"] = sidecar_path(p).name
     summary["per_query_sha256"] = hashlib.sha256(table.encode()).hexdigest()
-    atomic_write_text(sidecar_path(p), table)
+    # The pair changes at one moment: the new CSV is written beside the old one, the summary
+    # (which names the CSV's digest) replaces the old summary, then the CSV moves in. A kill
+    # before the summary leaves the old pair; after it, the new summary and its CSV waiting
+    # beside (read_pair finishes the move). Leftovers of killed writes are cleared first.
+    clear_leftovers(p)
+    pending = pending_path(p)
+    atomic_write_text(pending, table)
     atomic_write_text(p, json.dumps(summary, indent=2) + "\n")
+    os.replace(pending, sidecar_path(p))
     return p
+
+
+def pending_path(path: str | Path) -> Path:
+    """Where a promote writes the new per-query CSV before its summary names it."""
+    side = sidecar_path(path)
+    return side.with_name(side.name + ".next")
+
+
+def clear_leftovers(path: str | Path) -> list[Path]:
+    """Remove the temporary files a killed promote left beside the baseline (atomic writes'
+    ``.<name>.*.tmp``, a pending CSV no summary names); returns them."""
+    p = Path(path)
+    if not p.parent.is_dir():
+        return []
+    names = (p.name, sidecar_path(p).name, pending_path(p).name)
+    gone = [f for n in names for f in p.parent.glob(f".{n}.*.tmp")]
+    pending = pending_path(p)
+    if pending.exists() and not _names_it(p, pending):
+        gone.append(pending)
+    for f in gone:
+        f.unlink(missing_ok=True)
+    return gone
+
+
+def _names_it(summary_path: Path, csv_path: Path) -> bool:
+    try:
+        summary = json.loads(summary_path.read_text(encoding="utf-8"))
+        digest = hashlib.sha256(csv_path.read_bytes()).hexdigest()
+    except (OSError, ValueError):
+        return False
+    return isinstance(summary, dict) and summary.get("per_query_sha256") == digest
 
 
 def config_summary(report: Mapping[str, Any]) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import difflib
 import json
+import os
 
 import pytest
 
@@ -144,3 +145,47 @@ def test_the_committed_baseline_holds_no_machine_paths(tmp_path, monkeypatch):
     assert config_diff(back, {"config": here}) == []
     here["chunk"] = 512
     assert config_diff(back, {"config": here}) == ["chunk: 256 -> 512"]
+
+
+class Killed(BaseException):
+    """A kill -9 at one step of promote: nothing after it runs."""
+
+
+@pytest.mark.parametrize("kill_at", range(3))
+def test_a_promote_killed_at_any_step_leaves_the_old_pair_or_the_new(
+    tmp_path, monkeypatch, kill_at
+):
+    import rageval.formats.atomic as atomic
+    import rageval.gate.baseline as baseline_mod
+
+    path = tmp_path / "golden" / "baseline.json"
+    path.parent.mkdir()
+    old, new = report(), report()
+    new["metrics"] = {k: v / 2 for k, v in old["metrics"].items()}
+    new["per_query"] = [{**r, "ndcg@5": 0.125} for r in old["per_query"]]
+    write_baseline(old, path, {"file": "old"})
+    calls = {"n": 0}
+    real = os.replace
+
+    def replace(src, dst):  # every rename of the promote: the CSV's, the summary's, the move
+        if calls["n"] == kill_at:
+            raise Killed
+        calls["n"] += 1
+        real(src, dst)
+
+    monkeypatch.setattr(atomic.os, "replace", replace)
+    monkeypatch.setattr(baseline_mod.os, "replace", replace)
+    with pytest.raises(Killed):
+        write_baseline(new, path, {"file": "new"})
+    monkeypatch.undo()
+    back = load_baseline(path)  # never "does not match ... re-promote"
+    assert back["metrics"] in (old["metrics"], new["metrics"])
+    want = 0.125 if back["metrics"] == new["metrics"] else old["per_query"][0]["ndcg@5"]
+    assert back["per_query"][0]["ndcg@5"] == want
+    (path.parent / ".baseline.json.abc123.tmp").write_text("half")  # a killed atomic write
+    write_baseline(new, path, {"file": "again"})
+    assert sorted(p.name for p in path.parent.iterdir()) == [
+        "baseline.json",
+        "baseline.per_query.csv",
+    ]
+    assert load_baseline(path)["metrics"] == new["metrics"]
