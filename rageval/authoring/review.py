@@ -38,7 +38,8 @@ def _script_json(data: Any) -> str:
 
 def _passage(qi: int, pi: int, p: Mapping[str, Any]) -> str:
     runs = ", ".join(
-        f"{_esc(name)} #{rank}" for name, rank in sorted(p["runs"].items(), key=lambda x: x[1])
+        f"{_esc(name)} #{_esc(rank)}"
+        for name, rank in sorted(p["runs"].items(), key=lambda x: str(x[1]))
     )
     buttons = "".join(
         f'<label class="g g{g}" title="{_esc(GRADES[g][1])}"><input type="radio" '
@@ -110,8 +111,10 @@ def render_review(
         "IMPORT": _esc(import_command(pool_file, "FILE")),
         "IMPORTJS": _script_json(import_command(pool_file, "")),
     }
+    from rageval.formats.page_csp import with_csp
+
     # one pass: a passage that happens to contain "__DATA__" stays text
-    return re.sub(r"__([A-Z]+)__", lambda m: fill.get(m.group(1), m.group(0)), PAGE)
+    return with_csp(re.sub(r"__([A-Z]+)__", lambda m: fill.get(m.group(1), m.group(0)), PAGE))
 
 
 def import_command(pool_file: str | None, grades: str) -> str:

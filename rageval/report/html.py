@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from rageval.formats.atomic import atomic_write_text
+from rageval.formats.page_csp import with_csp
 from rageval.scoring.slices import field_values
 from rageval.scoring.spec import HEADLINE
 
@@ -131,6 +132,16 @@ def _title(report: Mapping[str, Any]) -> str:
     return " ".join(over) or "default config"
 
 
+def _rank(value: Any) -> int | None:
+    """A first relevant rank read from a file: a whole number >= 1, else None (a miss), so a
+    hand-edited report.json cannot put text into the page or stop it."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+        return value
+    if isinstance(value, float) and value.is_integer() and value >= 1:
+        return int(value)
+    return None
+
+
 def render(report: Mapping[str, Any], chunks: Mapping[str, Mapping[str, Any]]) -> str:
     """The page of one run (``report`` as in report.json, ``chunks`` as in chunks.jsonl)."""
     names = _metric_names(report)
@@ -138,15 +149,15 @@ def render(report: Mapping[str, Any], chunks: Mapping[str, Mapping[str, Any]]) -
     head = ["id", "query", "slices", "first relevant rank", *names]
     rows = []
     for r in report.get("per_query") or []:
-        miss = not r.get("first_relevant_rank") or r["first_relevant_rank"] > (k or 0)
+        rank = _rank(r.get("first_relevant_rank"))
+        miss = rank is None or rank > (k or 0)
         cells = [
             f'<td data-v="{_esc(r["id"])}">{_esc(r["id"])}</td>',
             f'<td data-v="{_esc(r.get("query"))}"><details>'
             f"<summary>{_esc(r.get('query'))}</summary>"
             f"{_chunk_list(r, chunks, report.get('level', 'chunk'))}</details></td>",
             f'<td data-v="{_esc(" ".join(_slices(r)))}">{_esc(", ".join(_slices(r)))}</td>',
-            f'<td class="n" data-v="{r.get("first_relevant_rank") or 1e9}">'
-            f"{r.get('first_relevant_rank') or '-'}</td>",
+            f'<td class="n" data-v="{rank or 1e9}">{rank or "-"}</td>',
             *(f'<td class="n" data-v="{_sortkey(r.get(m))}">{_num(r.get(m))}</td>' for m in names),
         ]
         rows.append(_tr(r, cells, miss=miss, changed=False))
@@ -221,7 +232,7 @@ def render_diff(
             for n, w in ((news, "new"), (ups, "up"), (downs, "down"), (len(dropped), "dropped"))
             if n
         )
-        fa, fb = ra.get("first_relevant_rank") or 0, r.get("first_relevant_rank") or 0
+        fa, fb = _rank(ra.get("first_relevant_rank")) or 0, _rank(r.get("first_relevant_rank")) or 0
         drop_list = (
             f'<div class="dropped">dropped from {_esc(a_name)}\'s top {k}: '
             f"{_esc(', '.join(dropped))}</div>"
@@ -376,7 +387,10 @@ def run_slice_section(report: Mapping[str, Any], names: Sequence[str]) -> str:
     body = []
     for r in rows:
         pooled = f" ({', '.join(r['pooled'])})" if r.get("pooled") else ""
-        cells = [f"<td>{_esc(r['slice'])}{_esc(pooled)}</td>", f'<td class="n">{r["n"]}</td>']
+        cells = [
+            f"<td>{_esc(r['slice'])}{_esc(pooled)}</td>",
+            f'<td class="n">{_esc(r.get("n"))}</td>',
+        ]
         for m in shown:
             mean, (lo, hi) = r["metrics"].get(m), r["ci"].get(m, [None, None])
             ci = "" if lo is None or hi is None else f" [{_num(lo)}, {_num(hi)}]"
@@ -404,10 +418,8 @@ def _page(
     attr = "miss" if toggle.startswith("misses") else "changed"
     options = "".join(f'<option value="{_esc(s)}">{_esc(s)}</option>' for s in slices)
     ths = "".join(f"<th>{_esc(h)}</th>" for h in head)
-    return f"""<!doctype html>
+    return with_csp(f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{_esc(title)}</title>
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; \
-style-src 'unsafe-inline'; script-src 'unsafe-inline'">
 <style>{CSS}</style></head><body>
 <h1>{_esc(title)}</h1><div class="summary">{_esc(summary)}. Worst queries first; click a column
 to sort, a query to see its top results (evidence highlighted, relevant ones marked).</div>
@@ -419,7 +431,7 @@ to sort, a query to see its top results (evidence highlighted, relevant ones mar
 <table id="q" data-decide="{decide_col}"><thead><tr>{ths}</tr></thead>
 <tbody>{"".join(rows)}</tbody></table>
 <script>{JS}</script></body></html>
-"""
+""")
 
 
 def write_page(path: Path, report: Mapping[str, Any], chunks: Mapping[str, Any]) -> Path:

@@ -2,10 +2,10 @@
 rageval comes only from that wheel (its dependencies are reused from the test environment, so the
 test stays fast), used from empty folders far from the checkout.
 
-The demo runs from anywhere (its numbers equal the checkout's); ``rageval init`` makes a project whose own backend option (its
-example retriever) runs under ``python -m rageval`` and the ``rageval`` script, in a 2x2 sweep,
-is promoted, is checked from another working directory (pass, then fail once the project's
-retriever is made worse), and its scaffolded pytest test passes.
+The demo runs from anywhere (its numbers equal the checkout's); ``rageval init`` makes a project
+whose own backend option (its example retriever) runs under ``python -m rageval`` and the
+``rageval`` script, in a 2x2 sweep, is promoted, is checked from another working directory (pass,
+then fail once the project's retriever is made worse), and its scaffolded pytest test passes.
 """
 
 from __future__ import annotations
