@@ -44,6 +44,7 @@ from rageval.app.tuning import (
     StudySettings,
     search_space,
     storage_of,
+    study_lock,
     study_name,
 )
 from rageval.errors import ConfigError
@@ -263,19 +264,22 @@ def run_study(sweeper, arguments: list[str]) -> list:
     from rageval.errors import RagevalError
 
     try:
-        return _run_study(sweeper, arguments)
+        with contextlib.ExitStack() as held:
+            return _run_study(sweeper, arguments, held)
     except RagevalError as err:
         _write(Path(str(sweeper.config.hydra.sweep.dir)), {"error": str(err)}, None)
         return []
 
 
-def _run_study(sweeper, arguments: list[str]) -> list:
+def _run_study(sweeper, arguments: list[str], held: contextlib.ExitStack) -> list:
     from rageval.app.sweep import parent_run_id
     from rageval.report.leaderboard import CHUNKING_KEYS
 
     config = sweeper.config
     s = StudySettings.of(config)
     space, fixed = search_space(s.params, arguments)
+    # one command at a time runs a study: a second would take the first's live trials for stale
+    held.enter_context(study_lock(storage_of(config, s), study_name(config, space, fixed, s)))
     study = _create_study(config, s, space, fixed)
     sweep_dir = Path(str(config.hydra.sweep.dir))
     sweep_dir.mkdir(parents=True, exist_ok=True)

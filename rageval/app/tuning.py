@@ -9,6 +9,7 @@ after the leaderboard and logged on the parent run.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import sys
@@ -114,7 +115,24 @@ def check_study(argv: Sequence[str], conf_dir: str | Path) -> None:
     if is_study(cfg):
         s = StudySettings.of(cfg)
         _check_sampler(s)
-        search_space(s.params, [a for a in given if a not in hydra_args])
+        space, fixed = search_space(s.params, [a for a in given if a not in hydra_args])
+        _check_not_running(conf_dir, hydra_args, space, fixed, s)
+
+
+def _check_not_running(conf_dir, hydra_args, space, fixed, s: StudySettings) -> None:
+    """A study another command is running stops here, in one line, before Hydra starts (the
+    study holds its lock while it runs: :func:`study_lock`)."""
+    from hydra import compose, initialize_config_dir
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    try:
+        with initialize_config_dir(config_dir=str(Path(conf_dir).resolve()), version_base="1.3"):
+            cfg = compose("config", overrides=[*hydra_args, *fixed], return_hydra_config=True)
+    except (HydraException, OmegaConfBaseException):
+        return  # the override checks say what is wrong
+    with study_lock(storage_of(cfg, s), study_name(cfg, space, fixed, s)):
+        pass
 
 
 def _explain_sweeper_key(err: Exception, hydra_args: Sequence[str]) -> None:
@@ -333,6 +351,45 @@ def storage_of(config, s: StudySettings) -> str:
     return (
         str(s.storage) if s.storage else default_storage(tracking_uri(config.mlflow.tracking_uri))
     )
+
+
+def study_lock_path(storage: str, name: str) -> Path:
+    """The lock file of study ``name`` in ``storage``: beside a SQLite file, else in the cache."""
+    import hashlib
+
+    safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
+    if storage.startswith("sqlite:///"):
+        db = Path(storage[len("sqlite:///") :])
+        return db.with_name(f"{db.name}.{safe}.lock")
+    from rageval.app.config import default_cache_dir
+
+    digest = hashlib.sha256(f"{storage}\n{name}".encode()).hexdigest()[:16]
+    return Path(default_cache_dir()) / "locks" / f"study-{safe}-{digest}.lock"
+
+
+@contextlib.contextmanager
+def study_lock(storage: str, name: str):
+    """Hold study ``name``'s lock while the block runs: a second command running the same study
+    stops at once (ConfigError, exit 2) instead of failing the first one's live trials."""
+    from filelock import FileLock, Timeout
+
+    from rageval.redact import mask_url
+
+    path = study_lock_path(storage, name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(path), timeout=0)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise ConfigError(
+            f"study {name!r} in {mask_url(storage)} is being run by another command (it holds "
+            f"{path}); wait for it to finish, or start another study with "
+            "hydra.sweeper.study_name=NAME"
+        ) from None
+    try:
+        yield path
+    finally:
+        lock.release()
 
 
 def existing_study(config, s: StudySettings, space, fixed):

@@ -271,3 +271,34 @@ def test_a_study_leaks_no_secret_override_into_any_file_or_mlflow(
         if s.encode() in p.read_bytes()
     ]
     assert leaked == [], "\n".join(leaked)
+
+
+def test_a_second_command_on_a_running_study_stops_in_one_line_and_touches_nothing(
+    mini, shared_cache, tmp_path, capsys
+):
+    import optuna
+    from filelock import FileLock
+
+    golden = tmp_path / "golden.jsonl"
+    write_study_golden(mini / "corpus", golden)
+    args = study_args(mini, shared_cache, tmp_path, golden, tmp_path / "s1", 1)
+    assert run_app(args) == 0
+    (lock_file,) = tmp_path.glob("optuna.db.*.lock")
+    storage = f"sqlite:///{tmp_path / 'optuna.db'}"
+    (summary,) = optuna.get_all_study_summaries(storage)
+    before = [
+        (t.number, t.state)
+        for t in optuna.load_study(study_name=summary.study_name, storage=storage).trials
+    ]
+    capsys.readouterr()
+    with FileLock(str(lock_file), timeout=0):  # the first command, still running
+        from rageval.cli.main import main
+
+        args2 = study_args(mini, shared_cache, tmp_path, golden, tmp_path / "s2", 2)
+        assert main(args2) == 2
+    captured = capsys.readouterr()
+    line = [ln for ln in (captured.out + captured.err).splitlines() if "another command" in ln]
+    assert len(line) == 1 and summary.study_name in line[0] and "study_name" in line[0]
+    assert "Sweep of" not in captured.out and not (tmp_path / "s2").exists()  # before Hydra
+    after = optuna.load_study(study_name=summary.study_name, storage=storage).trials
+    assert [(t.number, t.state) for t in after] == before  # nothing marked failed, nothing added
