@@ -92,3 +92,13 @@ def jsonl_objects(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
         if not isinstance(value, dict):
             raise InputError("expected a JSON object per line", path=str(path), line=number)
         yield number, value
+
+
+def printable(text: object) -> str:
+    """User text (a query, an id, a slice value) safe on a terminal: control and format
+    characters (ESC, NUL, newlines, U+202E...) shown as their escapes, so a golden set cannot
+    move the cursor, recolour the screen or reverse what follows."""
+    return "".join(
+        c if c.isprintable() or c == " " else c.encode("unicode_escape").decode("ascii")
+        for c in str(text)
+    )

@@ -138,7 +138,8 @@ class Comparison:
         }[self.status]
         lines = [f"### {head}", ""]
         if self.status == REGRESSED:  # what failed, first: a slice can fail a passing mean
-            lines += [f"**Regressed:** {', '.join(self.regressed())}{self._where()}", ""]
+            failed = _user(", ".join(self.regressed()), md=True)
+            lines += [f"**Regressed:** {failed}{self._where()}", ""]
         lines += [f"- {line}" for line in self.header_lines()]
         lines += [
             "",
@@ -196,7 +197,7 @@ class Comparison:
         out += self.notes
         verdict = {
             PASS: "PASS: nothing regressed beyond tolerance",
-            REGRESSED: "FAIL: " + ", ".join(self.regressed()) + " regressed",
+            REGRESSED: "FAIL: " + _user(", ".join(self.regressed()), md=False) + " regressed",
             GOLDEN_CHANGED: (
                 "GOLDEN SET CHANGED: neither a pass nor a regression; re-promote a baseline"
             ),
@@ -212,33 +213,50 @@ def _rank(r: int) -> str:
     return str(r) if r else "not retrieved"
 
 
-def _names(q: Mapping[str, Any]) -> str:
+def _user(text: object, md: bool) -> str:
+    """Golden-set text as a line shows it: terminal-safe, and in gate.md (a pull-request comment)
+    HTML-neutral (no tag, comment or image reaches the page)."""
+    from rageval.formats.textio import printable
+    from rageval.report.markdown import cell
+
+    shown = printable(text)
+    return cell(shown) if md else shown
+
+
+def _tag(label: str, qid: object, md: bool) -> str:
+    """``MISS q1`` on a terminal; in markdown a code span, which shows its text literally."""
+    text = f"{label} {_user(qid, False)}".strip()
+    return f"`{text.replace('`', chr(39))}`" if md else text
+
+
+def _names(q: Mapping[str, Any], md: bool = False) -> str:
     """Readable evidence for a query line: expected documents and what came back, when known."""
     parts = []
     if q.get("expected"):
-        parts.append("expected " + ", ".join(map(str, q["expected"][:3])))
+        parts.append("expected " + ", ".join(_user(x, md) for x in q["expected"][:3]))
     if q.get("retrieved"):
-        parts.append("got " + ", ".join(map(str, q["retrieved"][:3])))
+        parts.append("got " + ", ".join(_user(x, md) for x in q["retrieved"][:3]))
     return f" [{'; '.join(parts)}]" if parts else ""
 
 
 def _lost_line(q: Mapping[str, Any], k: int, md: bool = False) -> str:
-    tag = f"`MISS {q['id']}`" if md else f"MISS {q['id']}"
+    tag = _tag("MISS", q["id"], md)
     if q["why"] == NOT_RETRIEVED:
         why = f"no longer retrieved (rank {q['baseline_rank']} -> beyond the search depth)"
     else:
         why = f"fell out of the top {k} (rank {q['baseline_rank']} -> {q['current_rank']})"
-    return f"{tag} {why}: {q['query']}{_names(q)}"
+    return f"{tag} {why}: {_user(q['query'], md)}{_names(q, md)}"
 
 
 def _drop_line(q: Mapping[str, Any], k: int, md: bool = False) -> str:
-    tag = f"`{q['id']}`" if md else f"RANK {q['id']}:"
-    return f"{tag} rank {_rank(q['baseline_rank'])} -> {_rank(q['current_rank'])}: {q['query']}"
+    tag = _tag("", q["id"], True) if md else f"{_tag('RANK', q['id'], False)}:"
+    ranks = f"rank {_rank(q['baseline_rank'])} -> {_rank(q['current_rank'])}"
+    return f"{tag} {ranks}: {_user(q['query'], md)}"
 
 
 def _gain_line(q: Mapping[str, Any], k: int, md: bool = False) -> str:
-    tag = f"`HIT {q['id']}`" if md else f"HIT {q['id']}:"
-    return f"{tag} {q['query']}"
+    tag = _tag("HIT", q["id"], md) if md else f"{_tag('HIT', q['id'], False)}:"
+    return f"{tag} {_user(q['query'], md)}"
 
 
 def tolerance_for(metric: str, default: float, per_metric: Mapping[str, float]) -> float:

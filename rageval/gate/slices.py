@@ -301,6 +301,9 @@ def markdown(rows: Sequence[SliceRow]) -> list[str]:
     """gate.md's slice section (empty without gated slices)."""
     if not rows:
         return []
+    from rageval.formats.textio import printable
+    from rageval.report.markdown import cell
+
     lines = [
         "",
         f"**Slices** (tolerance: absolute drop of the slice's mean; p: paired randomization "
@@ -311,7 +314,7 @@ def markdown(rows: Sequence[SliceRow]) -> list[str]:
         "|---|---:|---|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in rows:
-        name = (r.slice + (f" ({', '.join(r.pooled)})" if r.pooled else "")).replace("|", r"\|")
+        name = cell(printable(r.slice + (f" ({', '.join(r.pooled)})" if r.pooled else "")))
         lines.append(
             f"| {name} | {r.n} | {r.metric} | {r.baseline:.4f} | "
             f"{r.current:.4f} | {r.delta:+.4f} | {r.tolerance:.4f} | {r.p_value:.3g} | "
@@ -324,16 +327,19 @@ def console(rows: Sequence[SliceRow]) -> list[str]:
     """The slice rows as aligned terminal lines (none without gated slices)."""
     if not rows:
         return []
-    w = max([len(r.slice) for r in rows] + [5])
+    from rageval.formats.textio import printable
+
+    names = [printable(r.slice) for r in rows]
+    w = max([len(n) for n in names] + [5])
     mw = max([len(r.metric) for r in rows] + [6])
     out = [
         f"Slices (p Holm-adjusted over the {len(rows)} slice tests):",
         f"{'slice':<{w}}  {'n':>5}  {'metric':<{mw}}  baseline   current     delta  tolerance  "
         "p (Holm)  verdict",
     ]
-    for r in rows:
+    for name, r in zip(names, rows, strict=True):
         out.append(
-            f"{r.slice:<{w}}  {r.n:>5}  {r.metric:<{mw}}  {r.baseline:8.4f}  {r.current:8.4f}  "
+            f"{name:<{w}}  {r.n:>5}  {r.metric:<{mw}}  {r.baseline:8.4f}  {r.current:8.4f}  "
             f"{r.delta:+8.4f}  {r.tolerance:9.4f}  {r.p_value:8.3g}  {r.verdict}"
         )
     return out

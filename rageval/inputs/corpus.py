@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rageval.errors import InputError
-from rageval.formats.textio import jsonl_objects, read_text
+from rageval.formats.textio import jsonl_objects, printable, read_text
 from rageval.limits import DEFAULT_MAX_DOCUMENT_MB
 from rageval.types import Document
 
@@ -101,6 +101,13 @@ def _load_jsonl(f: Path, limit: int = DEFAULT_MAX_DOCUMENT_MB * 1_000_000) -> li
         if isinstance(doc_id, bool) or not isinstance(doc_id, str | int) or str(doc_id) == "":
             raise InputError('document has no "id" or "_id"', path=str(f), line=lineno)
         doc_id = str(doc_id)
+        if printable(doc_id) != doc_id:
+            raise InputError(
+                f"document id {printable(doc_id)!r} holds a control character (NUL, ESC, "
+                "newline...); rename it",
+                path=str(f),
+                line=lineno,
+            )
         text = obj.get("text")
         title = obj.get("title") or ""
         if not isinstance(text, str) or not isinstance(title, str):

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from rageval.errors import InputError
-from rageval.formats.textio import lines, loads, read_text
+from rageval.formats.textio import lines, loads, printable, read_text
 from rageval.types import Evidence, GoldenQuery, GoldenSet
 
 SOURCES = ("ticket", "synthetic", "adversarial")
@@ -79,6 +79,11 @@ def entry_from_dict(obj: Any, *, path: str = "<golden>", lineno: int = 0) -> Gol
         raise fail(
             f"query id {qid!r} holds whitespace, which run.trec and qrels.trec cannot hold (their "
             f"columns are separated by whitespace); rename it, e.g. {'-'.join(qid.split())!r}"
+        )
+    if printable(qid) != qid:
+        raise fail(
+            f"query id {printable(qid)!r} holds a control character (NUL, ESC, U+202E...), which "
+            "run files, terminals and pages cannot show faithfully; rename it"
         )
     query = obj.get("query")
     if not isinstance(query, str) or not query.strip():

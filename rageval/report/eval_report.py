@@ -326,7 +326,9 @@ def slice_console(report: EvalReport, width: int = SLICE_WIDTH) -> str:
     wanted = [f"hit_rate@{k}", f"recall@{k}", f"ndcg@{k}"]
     wanted.append(f"evidence_recall@{k}" if evidence else f"mrr@{k}")
     shown = [m for m in wanted if m in block.get("metrics", [])]
-    name_w = min(max(len(r["slice"]) for r in rows), 32)
+    from rageval.formats.textio import printable
+
+    name_w = min(max(len(printable(r["slice"])) for r in rows), 32)
     while shown and name_w + 7 + 22 * len(shown) > width:
         shown.pop()
     head = ["slice".ljust(name_w), f"{'n':>5}", *[m.rjust(20) for m in shown]]
@@ -337,7 +339,8 @@ def slice_console(report: EvalReport, width: int = SLICE_WIDTH) -> str:
         "  ".join("-" * len(h) for h in head),
     ]
     for r in rows:
-        name = r["slice"] if len(r["slice"]) <= name_w else r["slice"][: name_w - 1] + "…"
+        label = printable(r["slice"])
+        name = label if len(label) <= name_w else label[: name_w - 1] + "…"
         cells = [name.ljust(name_w), f"{r['n']:>5}"]
         for m in shown:
             mean, (lo, hi) = r["metrics"].get(m, math.nan), r["ci"].get(m, [math.nan] * 2)
@@ -345,7 +348,7 @@ def slice_console(report: EvalReport, width: int = SLICE_WIDTH) -> str:
         lines.append("  ".join(cells).rstrip())
     for r in rows:
         if r.get("pooled"):
-            text = f"{r['slice']} pools {len(r['pooled'])}: {', '.join(r['pooled'])}"
+            text = printable(f"{r['slice']} pools {len(r['pooled'])}: {', '.join(r['pooled'])}")
             lines.append(text if len(text) <= width else text[: width - 1] + "…")
     return "\n".join(lines)
 
