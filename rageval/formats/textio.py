@@ -85,9 +85,19 @@ def loads(raw: str, *, path: str, line: int | None) -> Any:
     return value
 
 
-def jsonl_objects(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, object) for each non-blank line of a JSONL file of objects."""
+def jsonl_objects(
+    path: str | Path, max_line_chars: int | None = None, what: str = "line"
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank line of a JSONL file of objects; a line longer
+    than ``max_line_chars`` is refused before it is parsed (parsing holds it twice)."""
     for number, raw in lines(read_text(path)):
+        if max_line_chars is not None and len(raw) > max_line_chars:
+            raise InputError(
+                f"the {what} on this line is {len(raw) / 1e6:.1f} million characters, above "
+                f"the {max_line_chars / 1e6:g} million a line may hold; split it",
+                path=str(path),
+                line=number,
+            )
         value = loads(raw, path=str(path), line=number)
         if not isinstance(value, dict):
             raise InputError("expected a JSON object per line", path=str(path), line=number)

@@ -96,7 +96,9 @@ def _load_folder(root: Path, limit: int) -> list[Document]:
 def _load_jsonl(f: Path, limit: int = DEFAULT_MAX_DOCUMENT_MB * 1_000_000) -> list[Document]:
     docs: list[Document] = []
     seen: dict[str, int] = {}
-    for lineno, obj in jsonl_objects(f):
+    # a line longer than this holds a document above the limit however its JSON escapes text
+    # (at most 6 characters a byte: \u0001): refused before it is parsed
+    for lineno, obj in jsonl_objects(f, 6 * limit + 65_536, "document"):
         doc_id = obj.get("id", obj.get("_id"))
         if isinstance(doc_id, bool) or not isinstance(doc_id, str | int) or str(doc_id) == "":
             raise InputError('document has no "id" or "_id"', path=str(f), line=lineno)

@@ -64,3 +64,27 @@ def test_ids_with_control_characters_are_refused(tmp_path):
     corpus.write_text(json.dumps({"id": "d\x1b[31m", "text": "t"}) + "\n")
     with pytest.raises(InputError, match=r"c.jsonl:1: document id .* holds a control"):
         load_corpus(str(corpus))
+
+
+def test_a_corpus_line_too_long_for_any_allowed_document_is_refused_before_parsing(
+    tmp_path, monkeypatch
+):
+    import rageval.formats.textio as textio
+    from rageval.inputs.corpus import load_corpus
+
+    corpus = tmp_path / "c.jsonl"
+    ok = json.dumps({"id": "a", "text": "x" * 500})
+    big = json.dumps({"id": "b", "text": "y" * 7_000})  # within 6 x 1 kB + 64 kB: parsed
+    huge = json.dumps({"id": "c", "text": "z" * 80_000})  # beyond it: never parsed
+    corpus.write_text("\n".join([ok, huge]) + "\n")
+    parsed = []
+    real = textio.loads
+    monkeypatch.setattr(
+        textio, "loads", lambda raw, **kw: parsed.append(len(raw)) or real(raw, **kw)
+    )
+    with pytest.raises(InputError, match=r"c.jsonl:2: the document on this line is 0.1 million"):
+        load_corpus(str(corpus), max_document_mb=0.001)
+    assert max(parsed) < 10_000  # the 80,000-character line was never parsed
+    corpus.write_text("\n".join([ok, big]) + "\n")
+    with pytest.raises(InputError, match=r"c.jsonl:2: document 'b' is 0.0 MB, above"):
+        load_corpus(str(corpus), max_document_mb=0.001)  # parsed, then refused by its size
