@@ -260,9 +260,12 @@ def _run_check(baseline, baseline_path, overrides, out, mlflow, quiet):
 
 
 def _over(base: Sequence[str], top: Sequence[str]) -> list[str]:
-    """Override lines ``top`` laid over ``base``: one line per key, the later one winning."""
+    """Override lines ``top`` laid over ``base``: one line per key, the later one winning; the
+    baseline's lines of keys a check does not replay (slices, min_slice_size, ...) are left out:
+    the re-run used this machine's values, not those."""
     lines: dict[str, str] = {}
-    for o in [*base, *top]:
+    kept = [o for o in base if o.lstrip("+~").split("=", 1)[0].split(".")[0] not in NOT_REPLAYED]
+    for o in [*kept, *top]:
         key = o.lstrip("+~").split("=", 1)[0]
         lines.pop(key, None)
         lines[key] = o

@@ -66,3 +66,10 @@ def test_open_mappings_still_take_their_entries():
         )
     assert cfg.gate.tolerances.recall_at_5 == 0.05 and cfg.chunk == 64
     assert left == ["nope"]
+
+
+def test_the_current_line_shows_what_the_re_run_used_not_the_baseline_s_slices():
+    from rageval.app.gate_run import _over
+
+    base = ["chunk=512", "slices=[tags]", "min_slice_size=3", "search.bm25.k1=0.9"]
+    assert _over(base, ["chunk=256"]) == ["search.bm25.k1=0.9", "chunk=256"]
