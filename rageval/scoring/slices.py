@@ -18,6 +18,7 @@ import difflib
 import hashlib
 import math
 import re
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -81,6 +82,15 @@ def check_fields(
         )
 
 
+# the most slices one field is broken into: a field with thousands of values (an id, a
+# timestamp) would otherwise mean a console table, MLflow metrics and report.json rows for each
+MAX_SLICES = 50
+
+
+class SliceCapWarning(UserWarning):
+    """A slice field had more values than :data:`MAX_SLICES`; the smallest were pooled."""
+
+
 @dataclass(frozen=True)
 class SliceGroup:
     """The queries (row indices) of one slice; ``pooled`` lists the values an ``other`` slice
@@ -115,8 +125,17 @@ def group_rows(
         if set(by_value) == {NONE}:  # no query has the field: nothing to slice
             continue
         kept = [(v, idx) for v, idx in by_value.items() if len(idx) >= min_size and v != OTHER]
-        small = sorted(v for v in by_value if v not in dict(kept))
         kept.sort(key=lambda t: (-len(t[1]), t[0]))
+        if len(kept) > MAX_SLICES:  # an id-like field: the largest slices, the rest pooled
+            warnings.warn(
+                f"slices by {field}: {len(kept)} values reach min_slice_size={min_size}; the "
+                f"{MAX_SLICES} largest are reported, the other {len(kept) - MAX_SLICES} pooled "
+                f"into {field}={OTHER} (is {field} an id rather than a category?)",
+                SliceCapWarning,
+                stacklevel=2,
+            )
+            kept = kept[:MAX_SLICES]
+        small = sorted(v for v in by_value if v not in dict(kept))
         out += [SliceGroup(field, v, tuple(idx)) for v, idx in kept]
         if small:
             pool = sorted({i for v in small for i in by_value[v]})

@@ -168,3 +168,16 @@ def test_the_run_page_shows_each_slice_with_its_ci():
     table = page.split("<h2>Slices</h2>")[1].split("<h2>Queries</h2>")[0]
     assert '<td>source=other (adversarial)</td><td class="n">4</td>' in table
     assert '<td class="n">1.000 [1.000, 1.000]</td>' in table
+
+
+def test_a_field_with_thousands_of_values_is_capped_with_a_warning():
+    import pytest
+
+    from rageval.scoring.slices import MAX_SLICES, SliceCapWarning, group_rows
+
+    rows = [{"source": None, "tags": (), "meta": {"user": f"u{i:05d}"}} for i in range(3000)]
+    rows += [{"source": None, "tags": (), "meta": {"user": "big"}}] * 5
+    with pytest.warns(SliceCapWarning, match=r"slices by meta.user: 3001 values .* the other 2951"):
+        groups = group_rows(rows, ["meta.user"], 1)
+    assert len(groups) == MAX_SLICES + 1 and groups[0].value == "big"
+    assert groups[-1].value == "other" and len(groups[-1].pooled) == 3001 - MAX_SLICES
