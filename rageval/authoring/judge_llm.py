@@ -87,9 +87,25 @@ class Graded:
     malformed_example: str | None = None
 
 
+# the prompt's own delimiters, as a passage or question could spell them to close its block
+_DELIMITER = re.compile(r"<(\s*/?\s*(?:passage|question)\b)", re.I)
+
+
+def fenced(text: str) -> str:
+    """``text`` as data inside the prompt's blocks: a ``</passage>`` (or ``<question>``...) it
+    holds is written ``&lt;/passage>``, so the text cannot end its block and speak as the
+    prompt; the document name loses its quotes the same way."""
+    return _DELIMITER.sub(r"&lt;\1", text)
+
+
 def build_messages(item: Item) -> list[dict[str, str]]:
-    """The chat messages asking for ``item``'s grade."""
-    user = PROMPT.format(query=item.query, doc=item.doc, text=item.text, scale=SCALE)
+    """The chat messages asking for ``item``'s grade (its texts fenced: :func:`fenced`)."""
+    user = PROMPT.format(
+        query=fenced(item.query),
+        doc=fenced(item.doc).replace('"', "'"),
+        text=fenced(item.text),
+        scale=SCALE,
+    )
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
 
