@@ -20,6 +20,7 @@ from typing import Any
 from rageval.authoring.chat import BudgetExhausted, ChatClient, MalformedAnswer, Rejected
 from rageval.authoring.review import GRADES
 from rageval.errors import RagevalError
+from rageval.inputs.judgements import MAX_RATIONALE
 
 SYSTEM = (
     "You judge the results of a company's internal search engine: for a question and one "
@@ -189,7 +190,7 @@ def judgement_records(grades: Iterable[Grade], judge: str, at: str) -> list[dict
             "grade": g.grade,
             "judge": judge,
             "at": at,
-            **({"rationale": g.reason} if g.reason else {}),
+            **({"rationale": g.reason[:MAX_RATIONALE]} if g.reason else {}),
         }
         for g in grades
     ]

@@ -329,7 +329,21 @@ def _unit(run: RunFolder, unit: str, docs: Mapping[str, Document]) -> tuple[str,
             "the run folder is incomplete or was edited: re-run it",
             path=str(run.path / "run.trec"),
         )
-    return row["doc_id"], int(row["start"]), int(row["end"]), f"{row['doc_id']}:{row['ordinal']}"
+    start, end, size = row["start"], row["end"], len(docs[row["doc_id"]].text)
+    if not (
+        isinstance(start, int)
+        and isinstance(end, int)
+        and not isinstance(start, bool)
+        and not isinstance(end, bool)
+        and 0 <= start < end <= size
+    ):
+        raise InputError(
+            f"chunk {unit!r} of document {row['doc_id']!r} spans characters {start!r} to {end!r}, "
+            f"outside the document's 0 to {size}: the run folder was edited or made from another "
+            "corpus; re-run it",
+            path=str(run.path / "chunks.jsonl"),
+        )
+    return row["doc_id"], start, end, f"{row['doc_id']}:{row.get('ordinal')}"
 
 
 def pool(

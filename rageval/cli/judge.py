@@ -130,6 +130,8 @@ def locate(args: argparse.Namespace, pool: list[dict[str, Any]] | None) -> Where
         corpus_path = corpus_path or golden_path
     else:
         beside = golden_path
+    if judgements and not args.judgements:
+        pool_judgements(Path(judgements), default_path(beside))
     return Where(
         golden_path,
         corpus_path,
@@ -137,6 +139,21 @@ def locate(args: argparse.Namespace, pool: list[dict[str, Any]] | None) -> Where
         None if args.corpus else source.get("corpus_digest"),
         None if args.golden else source.get("golden_digest"),
         split,
+    )
+
+
+def pool_judgements(named: Path, default: Path) -> None:
+    """A judgements file a pool file names (it may arrive edited in a pull request) is written
+    only when it is the golden set's own or an existing JSONL file; anything else needs
+    ``--judgements`` on the command line."""
+    if named.resolve() == default.resolve():
+        return
+    if named.suffix == ".jsonl" and named.is_file():
+        return
+    raise InputError(
+        f"the pool names the judgements file {named}, which is neither the golden set's "
+        f"({default}) nor an existing .jsonl file; pass --judgements FILE to write there",
+        path=str(named),
     )
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import warnings
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -51,6 +52,8 @@ from rageval.types import Chunk, Document, Evidence, GoldenSet
 FILE_NAME = "judgements.jsonl"
 REQUIRED = ("query_id", "doc", "quote", "grade", "judge", "at")
 OPTIONAL = ("rationale", "occurrence", "start")
+# the longest rationale a record keeps (an LLM's reason is cut to it before it is written)
+MAX_RATIONALE = 2000
 KEYS = frozenset(REQUIRED + OPTIONAL)
 MAX_GRADE = 3
 JUDGE_KINDS = ("human", "llm")
@@ -267,6 +270,11 @@ def parse_judgement(obj: Any, *, path: str = "<judgements>", lineno: int = 0) ->
     rationale = obj.get("rationale")
     if rationale is not None and not isinstance(rationale, str):
         raise fail(f'{where}: "rationale" must be a string (got {rationale!r})')
+    if rationale is not None and len(rationale) > MAX_RATIONALE:
+        raise fail(
+            f'{where}: "rationale" is {len(rationale):,} characters, above the '
+            f"{MAX_RATIONALE:,} a judgement keeps; shorten it (a sentence or two says why)"
+        )
     occurrence, start = obj.get("occurrence"), obj.get("start")
     if occurrence is not None and not _whole(occurrence, 1):
         raise fail(f'{where}: "occurrence" must be a whole number >= 1 (got {occurrence!r})')
@@ -324,9 +332,21 @@ def newest(records: Iterable[Judgement]) -> list[Judgement]:
     keep: dict[tuple, Judgement] = {}
     for j in records:
         old = keep.get(j.key)
+        if old is not None and j.when == old.when and j.grade != old.grade:
+            warnings.warn(
+                f"{j.judge} graded the same passage of query {j.query_id!r} {old.grade} and "
+                f"{j.grade} at the same time ({j.at}); the later line ({j.grade}) is kept: give "
+                "the grades their own times, or remove one",
+                DuplicateGradeWarning,
+                stacklevel=2,
+            )
         if old is None or j.when >= old.when:
             keep[j.key] = j
     return list(keep.values())
+
+
+class DuplicateGradeWarning(UserWarning):
+    """One judge gave one passage two grades with the same time: the later line was kept."""
 
 
 @dataclass(frozen=True)

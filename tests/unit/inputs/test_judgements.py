@@ -142,10 +142,13 @@ def test_duplicates_keep_the_newest_per_query_passage_and_judge(tmp_path, data):
             rec(grade=1, at="2026-12-01T07:00:00+01:00"),  # 06:00 UTC
             rec(grade=3, at="2026-12-01T05:59:59Z"),  # older: dropped
             rec(grade=2, judge="human:bo"),  # another judge: kept
-            rec(grade=0, quote=LEAVE.upper()),  # same span, same time, later line: wins
+            rec(grade=0, quote=LEAVE.upper()),  # same span, same time, later line: wins (said)
         ],
     )
-    js = load_judgements(p, *data)
+    from rageval.inputs.judgements import DuplicateGradeWarning
+
+    with pytest.warns(DuplicateGradeWarning):
+        js = load_judgements(p, *data)
     assert [(j.judge, j.grade) for j in js] == [("human:ana", 0), ("human:bo", 2)]
 
 
@@ -276,3 +279,46 @@ def test_merge_qrels_takes_the_max_and_keeps_zero_grades():
 
 def test_default_path_sits_next_to_the_golden_set():
     assert str(default_path("golden/retriever.jsonl")) == os.path.join("golden", "judgements.jsonl")
+
+
+def test_bounds_a_rationale_and_names_two_grades_at_the_same_time(tmp_path, data):
+    from rageval.inputs.judgements import MAX_RATIONALE, DuplicateGradeWarning
+
+    long = write(tmp_path, [rec(rationale="x" * (MAX_RATIONALE + 1))], "long.jsonl")
+    with pytest.raises(InputError, match=r"long.jsonl:1: .*rationale.* above the 2,000"):
+        load_judgements(long, *data)
+    same = write(tmp_path, [rec(grade=1), rec(grade=3)], "same.jsonl")
+    with pytest.warns(
+        DuplicateGradeWarning, match="graded the same passage of query 'q01' 1 and 3"
+    ):
+        js = load_judgements(same, *data)
+    assert [j.grade for j in js] == [3]
+
+
+def test_a_pool_cannot_point_imports_at_a_new_place(tmp_path):
+    from rageval.cli.judge import pool_judgements
+
+    default = tmp_path / "golden" / "judgements.jsonl"
+    pool_judgements(default, default)  # the golden set's own, even before it exists
+    existing = tmp_path / "other.jsonl"
+    existing.write_text("")
+    pool_judgements(existing, default)
+    for bad in (tmp_path / "new" / "dir" / "j.jsonl", tmp_path / "notes.txt"):
+        with pytest.raises(InputError, match="pass --judgements FILE to write there"):
+            pool_judgements(bad, default)
+    assert not (tmp_path / "new").exists()
+
+
+def test_pool_refuses_chunk_offsets_outside_their_document(tmp_path):
+    from rageval.authoring.pool import RunFolder, _unit
+
+    docs = {"d": Document("d", "0123456789")}
+    for start, end in ((-100, 5), (3, 50), (5, 5), ("1", 4), (True, 4)):
+        chunks = {"c": {"id": "c", "doc_id": "d", "start": start, "end": end, "ordinal": 0}}
+        run = RunFolder(tmp_path, "r", {"level": "chunk"}, {}, {}, chunks)
+        with pytest.raises(InputError, match="outside the document's 0 to 10"):
+            _unit(run, "c", docs)
+    ok = RunFolder(
+        tmp_path, "r", {}, {}, {}, {"c": {"doc_id": "d", "start": 2, "end": 5, "ordinal": 1}}
+    )
+    assert _unit(ok, "c", docs) == ("d", 2, 5, "d:1")
