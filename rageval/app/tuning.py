@@ -131,8 +131,30 @@ def _check_not_running(conf_dir, hydra_args, space, fixed, s: StudySettings) -> 
             cfg = compose("config", overrides=[*hydra_args, *fixed], return_hydra_config=True)
     except (HydraException, OmegaConfBaseException):
         return  # the override checks say what is wrong
-    with study_lock(storage_of(cfg, s), study_name(cfg, space, fixed, s)):
-        pass
+    storage, name = storage_of(cfg, s), study_name(cfg, space, fixed, s)
+    with study_lock(storage, name):
+        readable_storage(storage)
+
+
+def readable_storage(storage: str) -> None:
+    """ConfigError (one line) when ``storage`` is not a database Optuna can read (a truncated or
+    corrupt optuna.db): found before any trial or MLflow run starts."""
+    import optuna
+
+    from rageval.redact import mask_url
+
+    if storage.startswith("sqlite:///") and not Path(storage[len("sqlite:///") :]).exists():
+        return  # a new study's storage: Optuna creates it
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    try:
+        optuna.get_all_study_summaries(storage)
+    except Exception as err:  # SQLAlchemy's DatabaseError and kin: the file is not readable
+        reason = str(err).splitlines()[0][:200]
+        raise ConfigError(
+            f"the study storage {mask_url(storage)} cannot be read ({type(err).__name__}: "
+            f"{reason}); move it aside to start the study anew, or restore it from a backup, "
+            "or give another one with hydra.sweeper.storage"
+        ) from None
 
 
 def _explain_sweeper_key(err: Exception, hydra_args: Sequence[str]) -> None:

@@ -302,3 +302,24 @@ def test_a_second_command_on_a_running_study_stops_in_one_line_and_touches_nothi
     assert "Sweep of" not in captured.out and not (tmp_path / "s2").exists()  # before Hydra
     after = optuna.load_study(study_name=summary.study_name, storage=storage).trials
     assert [(t.number, t.state) for t in after] == before  # nothing marked failed, nothing added
+
+
+def test_a_corrupt_study_storage_is_one_line_and_exit_2_before_anything_runs(
+    mini, shared_cache, tmp_path, capsys
+):
+    from rageval.cli.main import main
+
+    golden = tmp_path / "golden.jsonl"
+    write_study_golden(mini / "corpus", golden)
+    from mlflow.tracking import MlflowClient
+
+    (tmp_path / "optuna.db").write_bytes(b"SQLite format 3\x00" + b"\xff" * 300)  # truncated
+    args = study_args(mini, shared_cache, tmp_path, golden, tmp_path / "s", 2)
+    capsys.readouterr()  # the test store's own set-up lines
+    assert main(args) == 2
+    captured = capsys.readouterr()
+    err = [ln for ln in captured.err.splitlines() if ln.strip()]
+    assert len(err) == 1 and "optuna.db cannot be read" in err[0] and "Traceback" not in err[0]
+    assert not (tmp_path / "s").exists()  # before Hydra: no trial, no sweep folder
+    client = MlflowClient(store_uri(tmp_path / "mlflow.db"))
+    assert not client.search_runs([e.experiment_id for e in client.search_experiments()])
