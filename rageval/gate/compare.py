@@ -140,7 +140,7 @@ class Comparison:
         if self.status == REGRESSED:  # what failed, first: a slice can fail a passing mean
             failed = _user(", ".join(self.regressed()), md=True)
             lines += [f"**Regressed:** {failed}{self._where()}", ""]
-        lines += [f"- {line}" for line in self.header_lines()]
+        lines += [f"- {_user(line, md=True)}" for line in self.header_lines()]
         lines += [
             "",
             "| metric | baseline | current | delta | tolerance | p (Holm) "

@@ -28,12 +28,24 @@ def _esc(x: Any) -> str:
     return html.escape("" if x is None else str(x), quote=True)
 
 
+def _number(v: Any) -> float | None:
+    """A metric value read from a file: a finite-or-nan number, else None (shown blank)."""
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        try:
+            return float(v) if isinstance(v, str) else None
+        except ValueError:
+            return None
+    return float(v)
+
+
 def _num(v: Any) -> str:
-    return "" if v is None else f"{float(v):.3f}"
+    x = _number(v)
+    return "" if x is None else f"{x:.3f}"
 
 
 def _sortkey(v: Any) -> str:
-    return "" if v is None else repr(float(v))
+    x = _number(v)
+    return "" if x is None else repr(x)
 
 
 def highlight_ranges(chunk: Mapping[str, Any], row: Mapping[str, Any]) -> list[tuple[int, int]]:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import html
-
 
 def cell(text: object) -> str:
-    """``text`` safe in a markdown table cell or paragraph: HTML escaped (no tags or comments
-    reach the page), pipes escaped, line breaks folded."""
-    out = html.escape(str(text), quote=False).replace("|", "\\|")
+    """``text`` safe in a markdown table cell or paragraph: every ``<`` written ``&lt;`` (no tag,
+    comment or image reaches the page; ``->`` stays readable), pipes escaped, line breaks
+    folded."""
+    out = str(text).replace("<", "&lt;").replace("|", "\\|")
     return " ".join(out.splitlines())

@@ -68,7 +68,9 @@ def test_report_html_escapes_numbers_read_from_a_report_and_survives_wrong_types
         ],
     }
     report["per_query"][0]["first_relevant_rank"] = "<b>1</b>"
+    report["per_query"][0]["ndcg@5"] = "<i>0.5</i>"  # a metric that is not a number: blank
     page = render(report, CHUNKS)  # no traceback on a string rank
     assert "<script>alert(1)</script>" not in page and "<b>1</b>" not in page
+    assert "<i>0.5</i>" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     check_policy(page)
