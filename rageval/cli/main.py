@@ -32,6 +32,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "rageval.cli.check",
         "re-run the baseline's config and fail (exit 1) if retrieval got worse",
     ),
+    "compare": (
+        "rageval.cli.compare",
+        "compare two runs (folders, reports, trec_eval -q or CSV files): interval, p, verdict",
+    ),
+    "plan": (
+        "rageval.cli.plan",
+        "how many queries a golden set needs to detect a drop, from a sweep or runs",
+    ),
     "golden": ("rageval.cli.golden", "golden-set tools: validate, stats, generate, add, migrate"),
     "import": ("rageval.cli.import_beir", "turn a BEIR dataset into a golden JSONL and a corpus"),
     "log": ("rageval.cli.log", "log a finished run folder to MLflow (when the server was down)"),

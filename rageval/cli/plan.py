@@ -1,0 +1,32 @@
+"""``rageval plan``: how many queries a golden set needs (rageval.gate.power_report)."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Add the ``plan`` options to ``p``."""
+    p.add_argument(
+        "sources",
+        nargs="+",
+        metavar="RUN",
+        help="a sweep folder (every pair of its jobs), two runs, or one run (a bound); a run is "
+        "a run folder, report.json, baseline.json, trec_eval -q output or CSV",
+    )
+    p.add_argument("--metric", action="append", default=[], help="repeatable (default: gated)")
+    p.add_argument("--drop", type=float, default=0.03, help="the drop to detect (0.03)")
+    p.add_argument("--alpha", type=float, default=0.05, help="two-sided level (0.05)")
+    p.add_argument("--power", type=float, default=0.8, help="the chance to detect it (0.8)")
+    p.add_argument("--json", action="store_true", help="print the plan as JSON")
+
+
+def handle(args: argparse.Namespace) -> int:
+    """Print the plan."""
+    import json
+
+    from rageval.gate.power_report import plan
+
+    result = plan(args.sources, args.metric, args.drop, args.alpha, args.power)
+    print(json.dumps(result.to_dict(), indent=2) if args.json else result.text())
+    return 0

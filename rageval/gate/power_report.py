@@ -1,0 +1,262 @@
+"""``rageval compare`` and ``rageval plan``: the gate's statistics (rageval.scoring.power) on any
+two runs, and the golden-set size they call for."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rageval.errors import InputError
+from rageval.gate.score_files import Scores, read_scores
+from rageval.scoring.power import FAIL, METHOD, Paired, mde, paired, queries_needed
+
+GATE_FAMILIES = ("precision", "recall", "hit_rate", "mrr", "ndcg", "map")
+
+
+@dataclass
+class PairedComparison:
+    """``rageval compare``'s result: the paired rows and what was paired."""
+
+    a: str
+    b: str
+    rows: list[Paired]
+    only_a: int
+    only_b: int
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if any(r.verdict == FAIL for r in self.rows) else 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "a": self.a,
+            "b": self.b,
+            "method": METHOD,
+            "only_a": self.only_a,
+            "only_b": self.only_b,
+            "rows": [r.to_dict() for r in self.rows],
+        }
+
+    def text(self) -> str:
+        r0 = self.rows[0]
+        left = (
+            f" ({self.only_a} only in A, {self.only_b} only in B: left out)"
+            if self.only_a or self.only_b
+            else ""
+        )
+        lines = [
+            f"A (baseline): {self.a}",
+            f"B (current):  {self.b}",
+            f"paired on {r0.n} queries{left}; B - A with its {1 - r0.alpha:.0%} interval "
+            f"({METHOD})",
+        ]
+        for r in self.rows:
+            lines.append(r.line())
+            lines.append(
+                f"  A {r.baseline:.4f}  B {r.current:.4f}  sd of differences {r.sd:.3f}; "
+                f"p {r.p_t:.3g} (paired t-test), {r.p_randomization:.3g} (paired randomization "
+                "test), two-sided, not adjusted for the metrics compared"
+            )
+        lines += self.notes
+        return "\n".join(lines)
+
+
+def _pair(a: Scores, b: Scores, metric: str) -> tuple[np.ndarray, np.ndarray, int, int]:
+    qa, qb = a.values[metric], b.values[metric]
+    shared = sorted(set(qa) & set(qb))
+    if len(shared) < 2:
+        raise InputError(
+            f"{metric}: {len(shared)} queries scored by both files; compare runs of the same "
+            "queries"
+        )
+    x = np.array([qa[q] for q in shared])
+    y = np.array([qb[q] for q in shared])
+    return x, y, len(set(qa) - set(qb)), len(set(qb) - set(qa))
+
+
+def default_metrics(shared: Sequence[str]) -> list[str]:
+    """The gate's metrics at the cutoff both files have (``ndcg@5``...), else every shared one."""
+    for k in (5, 10, 3, 1, 20):
+        found = [f"{m}@{k}" for m in GATE_FAMILIES if f"{m}@{k}" in shared]
+        if found:
+            return found
+    return list(shared)
+
+
+def compare_files(
+    a: str | Path,
+    b: str | Path,
+    metrics: Sequence[str] = (),
+    tolerance: float = 0.03,
+    alpha: float = 0.05,
+    power: float = 0.8,
+    resamples: int = 10_000,
+) -> PairedComparison:
+    """Compare run ``b`` against run ``a`` metric by metric (see rageval.scoring.power)."""
+    sa, sb = read_scores(a), read_scores(b)
+    shared = [m for m in sa.metrics() if m in sb.values]
+    if not shared:
+        raise InputError(
+            f"no metric is in both files ({', '.join(sa.metrics()[:5])} ... against "
+            f"{', '.join(sb.metrics()[:5])} ...)"
+        )
+    chosen = list(metrics) or default_metrics(shared)
+    missing = [m for m in chosen if m not in shared]
+    if missing:
+        raise InputError(
+            f"metric {missing[0]!r} is not in both files; they share {', '.join(shared[:12])}"
+        )
+    rows, only_a, only_b = [], 0, 0
+    for m in chosen:
+        x, y, only_a, only_b = _pair(sa, sb, m)
+        rows.append(paired(m, x, y, tolerance, alpha, power, resamples))
+    return PairedComparison(str(a), str(b), rows, only_a, only_b)
+
+
+@dataclass(frozen=True)
+class PlanRow:
+    """One pair of runs (or one run's bound) for one metric: what its variance calls for."""
+
+    metric: str
+    pair: str
+    n: int
+    sd: float
+    mde: float
+    needed: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class Plan:
+    """``rageval plan``'s result."""
+
+    rows: list[PlanRow]
+    drop: float
+    alpha: float
+    power: float
+    basis: str
+
+    def text(self) -> str:
+        lines = [
+            f"Golden-set size for a drop of {self.drop:g} at {self.power:.0%} power, alpha "
+            f"{self.alpha:g} ({METHOD}); sd: of the per-query differences, {self.basis}",
+        ]
+        w = max([len(r.metric) for r in self.rows] + [6])
+        pw = max([len(r.pair) for r in self.rows] + [4])
+        lines.append(
+            f"{'metric':<{w}}  {'pair':<{pw}}  {'n':>5}  {'sd':>6}  {'detects (n)':>11}  "
+            f"{'queries for ' + format(self.drop, 'g'):>16}"
+        )
+        for r in self.rows:
+            lines.append(
+                f"{r.metric:<{w}}  {r.pair:<{pw}}  {r.n:>5}  {r.sd:6.3f}  {r.mde:11.3f}  "
+                f"{r.needed:>16,}"
+            )
+        by_metric: dict[str, list[PlanRow]] = {}
+        for r in self.rows:
+            by_metric.setdefault(r.metric, []).append(r)
+        for metric, rows in by_metric.items():
+            if len(rows) > 1:
+                need = statistics.median(r.needed for r in rows)
+                lines.append(
+                    f"{metric}: median over {len(rows)} pairs: about {int(need):,} queries"
+                )
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "drop": self.drop,
+            "alpha": self.alpha,
+            "power": self.power,
+            "method": METHOD,
+            "basis": self.basis,
+            "rows": [r.to_dict() for r in self.rows],
+        }
+
+
+def _jobs(folder: Path) -> list[Path]:
+    return sorted(
+        (p for p in folder.iterdir() if p.is_dir() and (p / "report.json").is_file()),
+        key=lambda p: (not p.name.isdigit(), int(p.name) if p.name.isdigit() else 0, p.name),
+    )
+
+
+def plan(
+    sources: Sequence[str | Path],
+    metrics: Sequence[str] = (),
+    drop: float = 0.03,
+    alpha: float = 0.05,
+    power: float = 0.8,
+) -> Plan:
+    """How many queries detect a drop of ``drop``: from every pair of jobs of a sweep folder
+    (the realistic estimate), from two runs, or from one run alone (a bound: the differences' sd
+    taken as sqrt(2) times the run's per-query sd, which holds unless two runs' scores are
+    negatively correlated)."""
+    paths = [Path(s) for s in sources]
+    if len(paths) == 1 and paths[0].is_dir() and not (paths[0] / "report.json").is_file():
+        jobs = _jobs(paths[0])
+        if len(jobs) < 2:
+            raise InputError(
+                "a sweep folder with fewer than 2 finished jobs: nothing to pair",
+                path=str(paths[0]),
+            )
+        runs = [(p.name, read_scores(p)) for p in jobs]
+        basis = f"between the {len(runs)} jobs of the sweep, pair by pair"
+    elif len(paths) in (1, 2):
+        runs = [(p.name if p.is_dir() else p.stem, read_scores(p)) for p in paths]
+        basis = (
+            "between the two runs"
+            if len(paths) == 2
+            else "a bound from one run: sqrt(2) x its per-query sd (runs whose scores are not "
+            "negatively correlated differ by no more)"
+        )
+    else:
+        raise InputError("plan takes a sweep folder, two runs, or one run")
+    shared = [m for m in runs[0][1].metrics() if all(m in s.values for _, s in runs)]
+    chosen = list(metrics) or default_metrics(shared)
+    missing = [m for m in chosen if m not in shared]
+    if missing:
+        raise InputError(
+            f"metric {missing[0]!r} is not in every run; they share {', '.join(shared[:12])}"
+        )
+    rows = []
+    for m in chosen:
+        if len(runs) == 1:
+            v = np.array(list(runs[0][1].values[m].values()))
+            n, sd = v.size, float(v.std(ddof=1)) * math.sqrt(2)
+            rows.append(
+                PlanRow(
+                    m,
+                    runs[0][0],
+                    n,
+                    sd,
+                    mde(sd, n, alpha, power),
+                    queries_needed(sd, drop, alpha, power),
+                )
+            )
+            continue
+        for (na, sa), (nb, sb) in itertools.combinations(runs, 2):
+            x, y, _, _ = _pair(sa, sb, m)
+            sd = float((y - x).std(ddof=1))
+            n = int(x.size)
+            rows.append(
+                PlanRow(
+                    m,
+                    f"{na} vs {nb}",
+                    n,
+                    sd,
+                    mde(sd, n, alpha, power),
+                    queries_needed(sd, drop, alpha, power),
+                )
+            )
+    return Plan(rows, drop, alpha, power, basis)
