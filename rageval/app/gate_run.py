@@ -143,10 +143,12 @@ def replay_values(
     for key, value in values.items():
         if key in INSTANTIATION_KEYS or (top and key in skip) or key == "cache_dir":
             continue
-        if key not in cfg and not open_mapping:
+        # `key in cfg` is False for a mandatory value (???) not yet set: ask the keys
+        defined = key in list(cfg.keys())
+        if not defined and not open_mapping:
             left.append(str(key))
             continue
-        node = cfg._get_node(key) if key in cfg else None
+        node = cfg._get_node(key) if defined else None
         if node is not None and node._is_interpolation():
             continue  # machine-local or derived: resolved here, not replayed
         if isinstance(value, Mapping) and isinstance(node, DictConfig):

@@ -73,3 +73,13 @@ def test_the_current_line_shows_what_the_re_run_used_not_the_baseline_s_slices()
 
     base = ["chunk=512", "slices=[tags]", "min_slice_size=3", "search.bm25.k1=0.9"]
     assert _over(base, ["chunk=256"]) == ["search.bm25.k1=0.9", "chunk=256"]
+
+
+def test_mandatory_values_the_configs_leave_open_are_replayed():
+    baseline = {
+        "choices": {**CHOICES, "dataset": "custom"},
+        "config": {"dataset": {"corpus": "/data/c", "golden": "/data/g.jsonl", "x": 1}},
+    }
+    cfg = compose_from_baseline(baseline, [])
+    assert cfg.dataset.corpus == "/data/c" and cfg.dataset.golden == "/data/g.jsonl"
+    assert "x" not in cfg.dataset
