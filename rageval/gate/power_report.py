@@ -191,6 +191,26 @@ def _jobs(folder: Path) -> list[Path]:
     )
 
 
+def _job_names(jobs: Sequence[Path]) -> dict[str, str]:
+    """A sweep job's name in a plan: what its overrides set that not every job's do
+    (``search=bm25``), else its number."""
+    import json
+
+    overrides = {}
+    for p in jobs:
+        try:
+            data = json.loads((p / "report.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            data = {}
+        lines = data.get("overrides") if isinstance(data, dict) else None
+        overrides[p.name] = [str(o) for o in lines or [] if not str(o).startswith("hydra")]
+    common = set.intersection(*(set(v) for v in overrides.values())) if overrides else set()
+    return {
+        name: " ".join(o for o in lines if o not in common) or f"job {name}"
+        for name, lines in overrides.items()
+    }
+
+
 def plan(
     sources: Sequence[str | Path],
     metrics: Sequence[str] = (),
@@ -210,7 +230,8 @@ def plan(
                 "a sweep folder with fewer than 2 finished jobs: nothing to pair",
                 path=str(paths[0]),
             )
-        runs = [(p.name, read_scores(p)) for p in jobs]
+        names = _job_names(jobs)
+        runs = [(names[p.name], read_scores(p)) for p in jobs]
         basis = f"between the {len(runs)} jobs of the sweep, pair by pair"
     elif len(paths) in (1, 2):
         runs = [(p.name if p.is_dir() else p.stem, read_scores(p)) for p in paths]

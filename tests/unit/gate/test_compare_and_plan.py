@@ -93,7 +93,11 @@ def test_plan_from_a_sweep_pairs_every_job_and_sizes_the_set(tmp_path, capsys):
     (sweep / "multirun.yaml").write_text("x: 1\n")
     assert main(["plan", str(sweep), "--json"]) == 0
     plan = json.loads(capsys.readouterr().out)
-    assert [r["pair"] for r in plan["rows"]] == ["0 vs 1", "0 vs 2", "1 vs 2"]
+    assert [r["pair"] for r in plan["rows"]] == [
+        "job 0 vs job 1",
+        "job 0 vs job 2",
+        "job 1 vs job 2",
+    ]
     x, y = np.array(list(a.values())), np.array(list(b.values()))
     first = plan["rows"][0]
     assert first["sd"] == pytest.approx(float((y - x).std(ddof=1)))
