@@ -65,6 +65,11 @@ class MetricRow:
     wins: int = 0
     ties: int = 0
     losses: int = 0
+    # the smallest change this golden set detects with 80% power (two-sided paired t-test at the
+    # gate's alpha), and how many queries would detect a change of the tolerance
+    # (rageval.scoring.power); nan and None with fewer than 2 queries
+    detects: float = float("nan")
+    needed: int | None = None
 
 
 @dataclass
@@ -122,6 +127,7 @@ class Comparison:
             + (f" (overrides: {' '.join(c['overrides'])})" if c.get("overrides") else ""),
             f"Config changes: {'; '.join(self.config_diff) if self.config_diff else 'none'}",
             f"Queries compared: {self.n_queries}; tolerance: absolute drop of the mean per metric; "
+            f"detects: the smallest drop found with 80% power (paired t-test); "
             f"p: paired randomization test, Holm-adjusted over {len(self.rows)} metrics",
         ]
         if self.labels:
@@ -143,16 +149,17 @@ class Comparison:
         lines += [f"- {_user(line, md=True)}" for line in self.header_lines()]
         lines += [
             "",
-            "| metric | baseline | current | delta | tolerance | p (Holm) "
+            "| metric | baseline | current | delta | tolerance | detects | p (Holm) "
             "| win/tie/loss | verdict |",
-            "|---|---:|---:|---:|---:|---:|---:|---|",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---|",
         ]
         for r in self.rows:
             lines.append(
                 f"| {r.metric} | {r.baseline:.4f} | {r.current:.4f} | {r.delta:+.4f} | "
-                f"{r.tolerance:.4f} | {r.p_value:.3g} | {r.wins}/{r.ties}/{r.losses} | "
-                f"{r.verdict} |"
+                f"{r.tolerance:.4f} | {r.detects:.4f} | {r.p_value:.3g} | "
+                f"{r.wins}/{r.ties}/{r.losses} | {r.verdict} |"
             )
+        lines += ["", *[f"_{n}_" for n in detection_notes(self.rows, self.n_queries)]]
         lines += slice_gate.markdown(self.slices)
         sections = [
             (f"Queries that lost their hit@{self.k}", self.lost_hits, _lost_line),
@@ -176,15 +183,16 @@ class Comparison:
         out = list(self.header_lines())
         w = max([len(r.metric) for r in self.rows] + [6])
         out.append(
-            f"{'metric':<{w}}  baseline   current     delta  tolerance  p (Holm)  "
+            f"{'metric':<{w}}  baseline   current     delta  tolerance  detects  p (Holm)  "
             "win/tie/loss  verdict"
         )
         for r in self.rows:
             wtl = f"{r.wins}/{r.ties}/{r.losses}"
             out.append(
                 f"{r.metric:<{w}}  {r.baseline:8.4f}  {r.current:8.4f}  {r.delta:+8.4f}  "
-                f"{r.tolerance:9.4f}  {r.p_value:8.3g}  {wtl:>12}  {r.verdict}"
+                f"{r.tolerance:9.4f}  {r.detects:7.4f}  {r.p_value:8.3g}  {wtl:>12}  {r.verdict}"
             )
+        out += detection_notes(self.rows, self.n_queries)
         out += slice_gate.console(self.slices)
         for items, line in (
             (self.lost_hits, _lost_line),
@@ -257,6 +265,35 @@ def _drop_line(q: Mapping[str, Any], k: int, md: bool = False) -> str:
 def _gain_line(q: Mapping[str, Any], k: int, md: bool = False) -> str:
     tag = _tag("HIT", q["id"], md) if md else f"{_tag('HIT', q['id'], False)}:"
     return f"{tag} {_user(q['query'], md)}"
+
+
+def _detectable(d: np.ndarray, tolerance: float, alpha: float) -> tuple[float, int | None]:
+    """(the smallest change the golden set detects with 80% power, the queries a change of the
+    tolerance needs) from the per-query differences ``d``."""
+    from rageval.scoring.power import mde, queries_needed
+
+    if d.size < 2:
+        return float("nan"), None
+    sd = float(d.std(ddof=1))
+    needed = queries_needed(sd, tolerance, alpha) if tolerance > 0 else None
+    return mde(sd, int(d.size), alpha), needed
+
+
+def detection_notes(rows: Sequence[MetricRow], n: int) -> list[str]:
+    """What the gate cannot enforce: the metrics whose tolerance is below the smallest change
+    the golden set detects with 80% power, and the queries that would."""
+    weak = [r for r in rows if r.detects == r.detects and r.detects > r.tolerance]
+    if not weak:
+        return []
+    parts = [
+        f"{r.metric} detects {r.detects:.3f}, its tolerance is {r.tolerance:g}"
+        + (f" (about {r.needed:,} queries would detect it)" if r.needed else "")
+        for r in weak
+    ]
+    return [
+        f"power: on these {n} queries a drop as small as the tolerance passes unnoticed more "
+        f"often than 1 time in 5: {'; '.join(parts)}"
+    ]
 
 
 def tolerance_for(metric: str, default: float, per_metric: Mapping[str, float]) -> float:
@@ -414,7 +451,7 @@ def compare(
         notes.append(
             f"{len(base_q)} baseline queries, {len(cur_q)} current, {len(shared)} compared"
         )
-    rows, pvals = [], []
+    rows, pvals, diffs = [], [], []
     for m in metrics:
         if m not in baseline["metrics"] or m not in current["metrics"]:
             raise InputError(
@@ -432,6 +469,7 @@ def compare(
         )
         pvals.append(p)
         d = b[ok] - a[ok]
+        diffs.append(d)
         base_mean, cur_mean = float(baseline["metrics"][m]), float(current["metrics"][m])
         rows.append(
             MetricRow(
@@ -447,6 +485,8 @@ def compare(
                 int((d < -1e-12).sum()),
             )
         )
+    for r, d in zip(rows, diffs, strict=True):
+        r.detects, r.needed = _detectable(d, r.tolerance, alpha)
     for r, p_adj in zip(rows, holm(pvals) if pvals else [], strict=True):
         r.p_value = float(p_adj)
         significant = p_adj < alpha or not require_significance

@@ -114,7 +114,7 @@ def test_markdown_names_baseline_config_queries_tolerance_and_holm():
     assert "Current: chunk=512 k=5 search=vector (overrides: chunk=512)" in md
     assert "Config changes: chunk: 256 -> 512" in md and "cache_dir" not in md
     assert "Queries compared: 20" in md and "Holm-adjusted over 2 metrics" in md
-    assert "| tolerance | p (Holm) |" in md
+    assert "| tolerance | detects | p (Holm) |" in md
 
 
 def test_the_miss_list_is_capped_with_the_rest_in_details():

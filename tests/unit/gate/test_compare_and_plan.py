@@ -107,3 +107,34 @@ def test_plan_from_a_sweep_pairs_every_job_and_sizes_the_set(tmp_path, capsys):
     assert main(["plan", str(sweep / "0"), "--drop", "0.05"]) == 0
     out = capsys.readouterr().out
     assert "a bound from one run" in out and "queries for 0.05" in out
+
+
+def gate_report(values: dict[str, float]) -> dict:
+    rows = [{"id": q, "query": q, "ndcg@5": v, "hit_rate@5": 1.0} for q, v in values.items()]
+    return {
+        "metrics": {"ndcg@5": float(np.mean(list(values.values()))), "hit_rate@5": 1.0},
+        "per_query": rows,
+        "digests": {"golden": "g", "corpus": "c"},
+        "k": 5,
+    }
+
+
+def test_the_check_says_what_its_golden_set_can_detect():
+    from rageval.gate.compare import compare
+    from rageval.scoring.power import mde
+
+    a, b = runs(n=25, drop=0.03, seed=4)
+    cmp = compare(gate_report(a), gate_report(b), ["ndcg@5"], tolerance=0.03, resamples=2000)
+    (row,) = cmp.rows
+    d = np.array(list(b.values())) - np.array(list(a.values()))
+    assert row.detects == pytest.approx(mde(float(d.std(ddof=1)), 25))
+    assert row.detects > 0.03 and row.needed > 25
+    text = cmp.console()
+    assert "detects" in text.splitlines()[5] and f"{row.detects:7.4f}" in text
+    note = next(ln for ln in text.splitlines() if ln.startswith("power:"))
+    assert "on these 25 queries" in note and f"ndcg@5 detects {row.detects:.3f}" in note
+    assert f"about {row.needed:,} queries" in note and "power:" in cmp.markdown()
+    big_a, big_b = runs(n=2000, drop=0.03, seed=4)
+    big = compare(gate_report(big_a), gate_report(big_b), ["ndcg@5"], resamples=500)
+    assert big.rows[0].detects < 0.03 and "power:" not in big.console()
+    assert cmp.to_dict()["rows"][0]["detects"] == row.detects
