@@ -127,7 +127,8 @@ class Comparison:
             + (f" (overrides: {' '.join(c['overrides'])})" if c.get("overrides") else ""),
             f"Config changes: {'; '.join(self.config_diff) if self.config_diff else 'none'}",
             f"Queries compared: {self.n_queries}; tolerance: absolute drop of the mean per metric; "
-            f"detects: the smallest drop found with 80% power (paired t-test); "
+            f"detects: the smallest drop found with 80% power (paired t-test; when no query "
+            f"changed, a bound from the baseline's spread); "
             f"p: paired randomization test, Holm-adjusted over {len(self.rows)} metrics",
         ]
         if self.labels:
@@ -267,14 +268,20 @@ def _gain_line(q: Mapping[str, Any], k: int, md: bool = False) -> str:
     return f"{tag} {_user(q['query'], md)}"
 
 
-def _detectable(d: np.ndarray, tolerance: float, alpha: float) -> tuple[float, int | None]:
+def _detectable(
+    d: np.ndarray, base: np.ndarray, tolerance: float, alpha: float
+) -> tuple[float, int | None]:
     """(the smallest change the golden set detects with 80% power, the queries a change of the
-    tolerance needs) from the per-query differences ``d``."""
+    tolerance needs) from the per-query differences ``d``; when no query changed (a re-run of
+    the baseline's own config), from the bound rageval plan uses for one run: sqrt(2) times the
+    baseline's per-query sd."""
     from rageval.scoring.power import mde, queries_needed
 
     if d.size < 2:
         return float("nan"), None
     sd = float(d.std(ddof=1))
+    if sd == 0:
+        sd = float(base.std(ddof=1)) * math.sqrt(2)
     needed = queries_needed(sd, tolerance, alpha) if tolerance > 0 else None
     return mde(sd, int(d.size), alpha), needed
 
@@ -469,7 +476,7 @@ def compare(
         )
         pvals.append(p)
         d = b[ok] - a[ok]
-        diffs.append(d)
+        diffs.append((d, a[ok]))
         base_mean, cur_mean = float(baseline["metrics"][m]), float(current["metrics"][m])
         rows.append(
             MetricRow(
@@ -485,8 +492,8 @@ def compare(
                 int((d < -1e-12).sum()),
             )
         )
-    for r, d in zip(rows, diffs, strict=True):
-        r.detects, r.needed = _detectable(d, r.tolerance, alpha)
+    for r, (d, base) in zip(rows, diffs, strict=True):
+        r.detects, r.needed = _detectable(d, base, r.tolerance, alpha)
     for r, p_adj in zip(rows, holm(pvals) if pvals else [], strict=True):
         r.p_value = float(p_adj)
         significant = p_adj < alpha or not require_significance
