@@ -81,7 +81,12 @@ def _dispatch(argv: list[str], secrets: set[str]) -> int:
         return _exit(lambda: _run_hydra(argv[1:]), secrets)
     if not argv or argv[0] not in COMMANDS and argv[0] not in ("-h", "--help"):
         return _exit(lambda: _run_hydra(argv), secrets)
-    parser = argparse.ArgumentParser(prog="rageval", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="rageval",
+        description="rageval: measure, compare and gate the retriever of a RAG pipeline. "
+        "`rageval [run] KEY=VALUE ...` evaluates (the Hydra app; `rageval run --help` lists its "
+        "config); the commands below do the rest.",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.add_parser("run", help="run the Hydra app (the default): rageval run chunk=512 search=bm25")
     for name, (module, help_text) in COMMANDS.items():
