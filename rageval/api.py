@@ -8,7 +8,7 @@
     print(report.to_markdown())
     report.save("outputs/bm25")                     # report.json, run.trec, qrels.trec, page...
     verdict = rageval.compare("golden/baseline.json", report)
-    assert verdict.status == "pass", verdict.console()
+    assert verdict.exit_code == 0, verdict.console()
 
 The Hydra app (rageval.app.main.run_job), ``rageval check`` and the pytest helper run the same
 functions underneath: :func:`rageval.pipeline.evaluate` for the measurement,
@@ -137,9 +137,11 @@ def compare(
     alpha: float = 0.05,
     resamples: int = 10_000,
     require_significance: bool = False,
+    on_inconclusive: str = "warn",
 ) -> Comparison:
     """The gate's verdict on ``report`` against ``baseline`` (a baseline.json, a report.json,
-    their dicts, or a :class:`Report`): ``status`` ("pass", "regressed", ...), ``rows``,
+    their dicts, or a :class:`Report`): ``status`` ("pass", "regressed", "inconclusive", ...),
+    ``rows`` (each with its interval, the drop it detects and its verdict),
     ``console()``, ``markdown()``, ``exit_code``. ``metrics``: default precision, recall,
     hit_rate, mrr, ndcg and map at the report's k."""
     from rageval.gate.compare import compare as gate
@@ -155,6 +157,7 @@ def compare(
         require_significance=require_significance,
         alpha=alpha,
         resamples=resamples,
+        on_inconclusive=on_inconclusive,
     )
 
 

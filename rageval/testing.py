@@ -20,7 +20,8 @@ def assert_no_regression(
     out: str | Path | None = None,
 ) -> Comparison:
     """Re-run the baseline's config (with ``overrides``) and fail with the comparison table if any
-    gate metric dropped beyond its tolerance or the golden set changed since the baseline.
+    gate metric regressed or the golden set changed since the baseline; an inconclusive check
+    warns (InconclusiveGate), or fails with ``gate.on_inconclusive=fail``.
 
     ``baseline``: default the project's (``baseline`` in rageval.yaml); a relative path is taken
     from the working directory, else from the project root, so the test runs from any folder."""
@@ -33,6 +34,14 @@ def assert_no_regression(
     if not path.is_absolute() and not path.exists() and project is not None:
         path = project.root / path
     cmp, out_dir = run_check(path, list(overrides), out, quiet=True)
-    if cmp.status != "pass":
+    if cmp.exit_code != 0:
         raise AssertionError(f"{cmp.console()}\n(details: {out_dir / 'gate.md'})")
+    if cmp.status == "inconclusive":  # gate.on_inconclusive=warn: the test passes, and says so
+        import warnings
+
+        warnings.warn(cmp.console().splitlines()[-1], InconclusiveGate, stacklevel=2)
     return cmp
+
+
+class InconclusiveGate(UserWarning):
+    """The golden set could not decide a gated metric (gate.on_inconclusive=warn)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from rageval.gate.compare import GOLDEN_CHANGED, LABELS_CHANGED, PASS, Comparison
+from rageval.gate.compare import GOLDEN_CHANGED, INCONCLUSIVE, LABELS_CHANGED, PASS, Comparison
 
 SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 TITLE = "retrieval gate"
@@ -51,8 +51,13 @@ def github_annotations(cmp: Comparison, baseline: str | Path) -> list[str]:
             lines.append(f"::error {where}::{_data(change + ': regressed')}")
         elif r.verdict == "improved":
             lines.append(f"::notice {where}::{_data(change + ': improved')}")
+    for r in cmp.inconclusive():
+        lines.append(f"::warning {where}::{_data(r.line() + ': inconclusive')}")
     if cmp.status == PASS:
-        lines.append(f"::notice {where}::{_data('PASS: nothing regressed beyond tolerance')}")
+        lines.append(f"::notice {where}::{_data(cmp.console().splitlines()[-1])}")
+    elif cmp.status == INCONCLUSIVE:
+        level = "error" if cmp.exit_code else "warning"
+        lines.append(f"::{level} {where}::{_data(cmp.console().splitlines()[-1])}")
     elif cmp.status in (GOLDEN_CHANGED, LABELS_CHANGED):
         last = cmp.console().splitlines()[-1]
         lines.append(f"::error {where}::{_data(last)}")

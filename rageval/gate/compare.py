@@ -1,9 +1,12 @@
 """The regression gate: compare a run with the baseline query by query, in phases.
 
 1. pair: the queries both reports hold, each gate metric's per-query values side by side;
-2. test: a metric regresses when its mean drops by more than its tolerance (absolute); each metric
-   also gets a paired randomization test on the per-query values, Holm-adjusted across metrics
-   (``require_significance`` makes a drop count only when that test confirms it);
+2. decide (:func:`decide_row`, docs/gate.md): each metric gets the paired t interval on its
+   change and a paired randomization test, Holm-adjusted across metrics. It passes when the
+   interval shows any drop is within its tolerance (non-inferiority), regresses when the drop is
+   beyond tolerance and the test rejects no change, and is inconclusive otherwise: the golden set
+   cannot tell (``gate.on_inconclusive``: warn, fail or pass). Every metric also says the drop
+   its golden set detects with 80% power;
 3. win/tie/loss: per metric, the queries that went up, stayed, went down;
 4. slices (``gate.slices``, rageval.gate.slices): each gated slice and metric with the same
    tolerance rule and paired test, Holm-adjusted over the slice tests; a slice beyond its
@@ -27,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from rageval.errors import InputError
+from rageval.errors import ConfigError, InputError
 from rageval.gate import slices as slice_gate
 from rageval.gate.baseline import config_summary
 from rageval.scoring.spec import MetricSpec
@@ -35,6 +38,10 @@ from rageval.scoring.stats import holm, paired_randomization_test
 
 PASS, REGRESSED, GOLDEN_CHANGED = "pass", "regressed", "golden_changed"
 LABELS_CHANGED = "labels_changed"
+# neither shown within tolerance nor shown beyond it: the golden set cannot tell
+INCONCLUSIVE = "inconclusive"
+# what an inconclusive check does (gate.on_inconclusive): warn (exit 0, said loudly), fail, pass
+ON_INCONCLUSIVE = ("warn", "fail", "pass")
 OUT_OF_TOP_K, NOT_RETRIEVED = "out_of_top_k", "not_retrieved"
 SHOWN = 10  # queries listed before the rest goes into a <details> block / "and N more"
 # config keys that say where a run happened, not what it measured: left out of the config diff
@@ -70,6 +77,22 @@ class MetricRow:
     # (rageval.scoring.power); nan and None with fewer than 2 queries
     detects: float = float("nan")
     needed: int | None = None
+    # the (1 - alpha) paired t interval on the change (current - baseline)
+    low: float = float("nan")
+    high: float = float("nan")
+
+    def line(self) -> str:
+        """``ndcg@5 -0.012 [-0.041, +0.017]; detects a drop of 0.052 with 80% power; tolerance
+        0.03 (about 500 queries would decide)``."""
+        text = (
+            f"{self.metric} {self.delta:+.3f} [{self.low:+.3f}, {self.high:+.3f}]; detects a "
+            f"drop of {self.detects:.3f} with 80% power; tolerance {self.tolerance:g}"
+        )
+        if self.needed and self.verdict == INCONCLUSIVE:
+            from rageval.scoring.power import approx_count
+
+            text += f" (about {approx_count(self.needed):,} queries would decide)"
+        return text
 
 
 @dataclass
@@ -92,11 +115,19 @@ class Comparison:
     labels: dict[str, dict[str, Any]] = field(default_factory=dict)
     # gate.slices: one row per gated (slice, metric)
     slices: list[slice_gate.SliceRow] = field(default_factory=list)
+    on_inconclusive: str = "warn"
 
     @property
     def exit_code(self) -> int:
-        """The process exit code: 0 pass, 1 regressed, 2 golden set changed."""
+        """The process exit code: 0 pass, 1 regressed, 2 golden set changed; inconclusive: 1
+        with ``gate.on_inconclusive=fail``, else 0."""
+        if self.status == INCONCLUSIVE:
+            return 1 if self.on_inconclusive == "fail" else 0
         return {PASS: 0, REGRESSED: 1}.get(self.status, 2)
+
+    def inconclusive(self) -> list[MetricRow]:
+        """The metrics the golden set could not decide."""
+        return [r for r in self.rows if r.verdict == INCONCLUSIVE]
 
     def to_dict(self) -> dict[str, Any]:
         """Every field as plain JSON-ready data (what gate.json holds)."""
@@ -140,6 +171,7 @@ class Comparison:
         head = {
             PASS: "✅ No retrieval regression",
             REGRESSED: "❌ Retrieval regressed",
+            INCONCLUSIVE: "⚠️ Inconclusive: the golden set cannot tell",
             GOLDEN_CHANGED: "⚠️ Golden set changed since the baseline",
             LABELS_CHANGED: "⚠️ Labels differ from the baseline's",
         }[self.status]
@@ -147,6 +179,8 @@ class Comparison:
         if self.status == REGRESSED:  # what failed, first: a slice can fail a passing mean
             failed = _user(", ".join(self.regressed()), md=True)
             lines += [f"**Regressed:** {failed}{self._where()}", ""]
+        if self.status == INCONCLUSIVE:
+            lines += [f"**Inconclusive:** {r.line()}" for r in self.inconclusive()] + [""]
         lines += [f"- {_user(line, md=True)}" for line in self.header_lines()]
         lines += [
             "",
@@ -205,7 +239,14 @@ class Comparison:
                 out.append(f"  ... and {len(items) - SHOWN} more (see gate.md)")
         out += self.notes
         verdict = {
-            PASS: "PASS: nothing regressed beyond tolerance",
+            PASS: "PASS: every gated metric is shown within tolerance (95% interval above "
+            "-tolerance)",
+            INCONCLUSIVE: (
+                "INCONCLUSIVE"
+                + (" (gate.on_inconclusive=fail: exit 1)" if self.on_inconclusive == "fail" else "")
+                + ": "
+                + "; ".join(r.line() for r in self.inconclusive())
+            ),
             REGRESSED: "FAIL: " + _user(", ".join(self.regressed()), md=False) + " regressed",
             GOLDEN_CHANGED: (
                 "GOLDEN SET CHANGED: neither a pass nor a regression; re-promote a baseline"
@@ -266,6 +307,43 @@ def _drop_line(q: Mapping[str, Any], k: int, md: bool = False) -> str:
 def _gain_line(q: Mapping[str, Any], k: int, md: bool = False) -> str:
     tag = _tag("HIT", q["id"], md) if md else f"{_tag('HIT', q['id'], False)}:"
     return f"{tag} {_user(q['query'], md)}"
+
+
+def _interval(d: np.ndarray, delta: float, alpha: float) -> tuple[float, float]:
+    """The (1 - alpha) paired t interval on the change, centred on the reports' ``delta`` (the
+    means of every query; ``d`` holds the paired ones)."""
+    from scipy import stats
+
+    if d.size < 2:
+        return float("nan"), float("nan")
+    sd = float(d.std(ddof=1))
+    half = float(stats.t.ppf(1 - alpha / 2, d.size - 1)) * sd / math.sqrt(d.size)
+    return delta - half, delta + half
+
+
+def decide_row(r: MetricRow, p_adj: float, alpha: float) -> str:
+    """A gated metric's verdict from its interval and its Holm-adjusted paired randomization
+    test (docs/gate.md): ``ok`` when the interval's worse end is within tolerance
+    (non-inferiority shown; ``improved`` when the gain beyond tolerance is also significant),
+    ``regressed`` when the change is worse than the tolerance and established (the test,
+    Holm-adjusted over the gated metrics, rejects no change, or the whole interval lies beyond
+    the tolerance),
+    ``inconclusive`` otherwise. A cost (tokens@k, lower is better) is read in its better
+    direction."""
+    better = MetricSpec.parse(r.metric).higher_is_better
+    gain = r.delta if better else -r.delta
+    worst = r.low if better else -r.high  # the interval's worse end, as a gain
+    best = r.high if better else -r.low  # and its better end
+    if not math.isfinite(worst):  # one query: no interval, the tolerance alone
+        worst = best = gain
+    beyond = -r.tolerance - 1e-12
+    # a drop beyond tolerance, established: the test rejects no change, or the whole interval
+    # lies beyond the tolerance
+    if gain < beyond and (p_adj < alpha or best < beyond):
+        return "regressed"
+    if worst > -r.tolerance - 1e-12:
+        return "improved" if gain > r.tolerance + 1e-12 and p_adj < alpha else "ok"
+    return INCONCLUSIVE
 
 
 def _detectable(
@@ -439,11 +517,17 @@ def compare(
     slices: Mapping[str, Any] | None = None,
     min_slice_size: int = 10,
     mirrors: Sequence[str] = (),
+    on_inconclusive: str = "warn",
 ) -> Comparison:
     """Compare two reports query by query (see the module docstring); ``slices`` is
     ``gate.slices`` (rageval.gate.slices), ``min_slice_size`` pools a gated field's small
     slices; ``mirrors`` are config keys that repeat others (:func:`config_diff`)."""
     tolerances = tolerances or {}
+    if on_inconclusive not in ON_INCONCLUSIVE:
+        raise ConfigError(
+            f"gate.on_inconclusive must be one of {', '.join(ON_INCONCLUSIVE)}, got "
+            f"{on_inconclusive!r}"
+        )
     metrics = [str(MetricSpec.parse(m)) for m in metrics]
     golden = {
         "baseline": baseline["digests"].get("golden", ""),
@@ -494,15 +578,10 @@ def compare(
         )
     for r, (d, base) in zip(rows, diffs, strict=True):
         r.detects, r.needed = _detectable(d, base, r.tolerance, alpha)
+        r.low, r.high = _interval(d, r.delta, alpha)
     for r, p_adj in zip(rows, holm(pvals) if pvals else [], strict=True):
         r.p_value = float(p_adj)
-        significant = p_adj < alpha or not require_significance
-        # a cost (tokens@k) regresses when it rises: compare the change in the better direction
-        gain = r.delta if MetricSpec.parse(r.metric).higher_is_better else -r.delta
-        if gain < -r.tolerance - 1e-12 and significant:
-            r.verdict = "regressed"
-        elif gain > r.tolerance + 1e-12:
-            r.verdict = "improved"
+        r.verdict = decide_row(r, float(p_adj), alpha)
     # phase 4: the gated slices (their own Holm family)
     slice_rows = slice_gate.compare_slices(
         base_q,
@@ -544,7 +623,13 @@ def compare(
         notes.append(labels)
     else:
         regressed = [r for r in [*rows, *slice_rows] if r.verdict == "regressed"]
-        status = REGRESSED if regressed else PASS
+        undecided = [r for r in rows if r.verdict == INCONCLUSIVE]
+        if regressed:
+            status = REGRESSED
+        elif undecided and on_inconclusive != "pass":
+            status = INCONCLUSIVE
+        else:
+            status = PASS
     improved = [r.metric for r in rows if r.verdict == "improved"]
     if improved:
         notes.append(
@@ -565,6 +650,7 @@ def compare(
         config_diff(baseline, current, mirrors=mirrors),
         {"baseline": label_info(baseline), "current": label_info(current)},
         slices=slice_rows,
+        on_inconclusive=on_inconclusive,
     )
 
 

@@ -125,11 +125,11 @@ class Paired:
             f"tolerance {self.tolerance:g}: {self.verdict.upper()}"
         )
         if self.verdict == INCONCLUSIVE and self.needed:
-            text += f" (about {_round(self.needed):,} queries would decide)"
+            text += f" (about {approx_count(self.needed):,} queries would decide)"
         return text
 
 
-def _round(n: int) -> int:
+def approx_count(n: int) -> int:
     """A query count as a plan states it: two significant digits."""
     if n < 100:
         return n

@@ -17,3 +17,9 @@ def test_demo_retrieval_does_not_regress(tmp_path):
     assert {r.metric for r in cmp.rows} == {
         f"{m}@5" for m in ("precision", "recall", "hit_rate", "mrr", "ndcg", "map")
     }
+
+
+def test_a_large_drop_on_the_demo_fails(tmp_path):
+    # depth=1: one result per query, so precision, recall and hit rate at 5 collapse
+    with pytest.raises(AssertionError, match="FAIL: .*regressed"):
+        assert_no_regression(BASELINE, ["depth=1"], out=tmp_path)

@@ -138,3 +138,18 @@ def test_the_check_says_what_its_golden_set_can_detect():
     big = compare(gate_report(big_a), gate_report(big_b), ["ndcg@5"], resamples=500)
     assert big.rows[0].detects < 0.03 and "power:" not in big.console()
     assert cmp.to_dict()["rows"][0]["detects"] == row.detects
+
+
+def test_a_real_three_point_drop_on_25_queries_is_inconclusive_not_pass():
+    from rageval.gate.compare import INCONCLUSIVE, PASS, REGRESSED, compare
+
+    a, b = runs(n=25, drop=0.03, seed=4)  # a real drop; 25 queries cannot establish it
+    cmp = compare(gate_report(a), gate_report(b), ["ndcg@5"], tolerance=0.03, resamples=2000)
+    assert cmp.status == INCONCLUSIVE and cmp.rows[0].verdict == INCONCLUSIVE
+    assert "queries would decide" in cmp.console().splitlines()[-1]
+    big_a, big_b = runs(n=3000, drop=0.08, seed=4)  # a larger drop on 3,000 queries: shown
+    assert compare(gate_report(big_a), gate_report(big_b), ["ndcg@5"], resamples=500).status == (
+        REGRESSED
+    )
+    same = compare(gate_report(a), gate_report(a), ["ndcg@5"], resamples=500)
+    assert same.status == PASS
