@@ -48,6 +48,9 @@ SUMMARY_KEYS = (
 ID_COLUMNS = ("id", "query", "n_relevant", "first_relevant_rank")
 # what gate.slices groups queries by (rageval.scoring.slices); tags and meta as JSON text
 SLICE_COLUMNS = ("source", "tags", "meta")
+# each query's top k (ids and <doc>:<ordinal> labels, JSON lists): the gate's page shows real rank
+# moves against them (absent from baselines promoted before: the page then marks results "new")
+RANKING_COLUMNS = ("retrieved", "retrieved_labels")
 
 
 def sidecar_path(path: str | Path) -> Path:
@@ -121,6 +124,16 @@ def _read_sidecar(path: Path, summary: Mapping[str, Any]) -> list[dict[str, Any]
 def _cell(column: str, text: str) -> Any:
     if column in ("id", "query"):
         return text
+    if column in RANKING_COLUMNS:
+        try:
+            value = json.loads(text) if text else []
+        except ValueError:
+            value = None
+        if not isinstance(value, list):
+            raise InputError(
+                f"column {column!r} holds {text[:40]!r}, not a JSON list; re-promote the baseline"
+            )
+        return [str(x) for x in value]
     if column in SLICE_COLUMNS:
         if column == "source":
             return text or None
@@ -147,13 +160,26 @@ def per_query_csv(report: Mapping[str, Any]) -> str:
     """The per-query values as CSV text: one line per query, floats written to round-trip."""
     rows = report["per_query"]
     slices = [c for c in SLICE_COLUMNS if any(c in r for r in rows)]
-    columns = [*ID_COLUMNS, *slices, *_metric_columns(report)]
+    ranked = [c for c in RANKING_COLUMNS if any(c in r for r in rows)]
+    k = int(report.get("k") or 0) or None
+    columns = [*ID_COLUMNS, *slices, *ranked, *_metric_columns(report)]
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(columns)
     for row in report["per_query"]:
-        writer.writerow([_text(row.get(c)) for c in columns])
+        writer.writerow(
+            [
+                _compact(row.get(c), k) if c in RANKING_COLUMNS else _text(row.get(c))
+                for c in columns
+            ]
+        )
     return out.getvalue()
+
+
+def _compact(values: Any, k: int | None) -> str:
+    """A query's top k as a compact JSON list."""
+    items = list(values or [])[:k]
+    return json.dumps(items, ensure_ascii=False, separators=(",", ":")) if items else ""
 
 
 def _text(value: Any) -> str:

@@ -14,6 +14,11 @@ BASELINE = Path(__file__).resolve().parents[2] / "rageval" / "demo" / "baseline.
 
 def test_demo_retrieval_does_not_regress(tmp_path):
     cmp = assert_no_regression(BASELINE, out=tmp_path)
+    assert cmp.status == "pass" and all(r.low == r.high == 0.0 for r in cmp.rows)
+    # the baseline keeps each query's top 5: an unchanged re-run moves nothing on the gate's page
+    page = (tmp_path / "gate.html").read_text()
+    assert '<span class="move">new</span>' not in page
+    assert page.count('<span class="move">=</span>') >= 5 * 168
     assert {r.metric for r in cmp.rows} == {
         f"{m}@5" for m in ("precision", "recall", "hit_rate", "mrr", "ndcg", "map")
     }

@@ -59,11 +59,13 @@ def test_round_trip_keeps_every_gate_value_exactly(tmp_path):
         "query",
         "n_relevant",
         "first_relevant_rank",
+        "retrieved",  # the top k, so the gate's page shows real rank moves
         "recall@5",
         "ndcg@5",
         "evidence_iou@5",
     )
     assert back["per_query"] == [{k: r[k] for k in keep} for r in rep["per_query"]]
+    assert ',"[""c1"",""c2""]",' in sidecar_path(path).read_text().splitlines()[1]
     assert back["promoted_from"] == {"run_id": "r1"} and back["n_queries"] == 50
 
 
