@@ -235,7 +235,7 @@ def _run_check(baseline, baseline_path, overrides, out, mlflow, quiet):
     cmp = compare(
         baseline,
         current,
-        metrics=[str(m) for m in gate.metrics],
+        metrics=gated_metrics(baseline, current, [str(m) for m in gate.metrics], gate),
         tolerance=float(gate.tolerance),
         tolerances={str(k): float(v) for k, v in gate.tolerances.items()},
         require_significance=bool(gate.require_significance),
@@ -260,6 +260,23 @@ def _run_check(baseline, baseline_path, overrides, out, mlflow, quiet):
         slice_rows=[asdict(r) for r in cmp.slices],
     )
     return cmp, out_dir
+
+
+def gated_metrics(
+    baseline: Mapping[str, Any], current: Mapping[str, Any], metrics: list[str], gate
+) -> list[str]:
+    """``gate.metrics``, and the metric the baseline was promoted by (``promote --best M``) when
+    both reports measured it, unless ``gate.promoted_metric`` is false: a run chosen for its
+    evidence_recall@1024t is gated on it."""
+    from rageval.scoring.spec import MetricSpec
+
+    promoted = (baseline.get("promoted_from") or {}).get("metric")
+    if not promoted or not gate.get("promoted_metric", True):
+        return metrics
+    shown = {str(MetricSpec.parse(m)) for m in metrics}
+    name = str(MetricSpec.parse(promoted))
+    measured = name in (baseline.get("metrics") or {}) and name in (current.get("metrics") or {})
+    return [*metrics, name] if name not in shown and measured else metrics
 
 
 def _over(base: Sequence[str], top: Sequence[str]) -> list[str]:

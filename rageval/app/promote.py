@@ -246,6 +246,8 @@ def promote(
         "file": run if client is None else None,
         "promoted_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
+    if spec is not None:  # the metric it won by: the check gates it too (gate.promoted_metric)
+        source["metric"] = str(spec)
     path = write_baseline(report, baseline, source)
     if client is not None and run_id:
         lookups.move_baseline_tag(client, run_id)

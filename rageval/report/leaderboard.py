@@ -479,7 +479,20 @@ def rank(
             )
             if x
         )
-    if scored:
+    values = [float(j.metrics[metric]) for j in scored]
+    saturated = len(scored) > 1 and max(values) - min(values) <= 1e-12
+    if saturated:  # every job scores the same: the metric cannot rank them, so no job is best
+        note = " ".join(
+            x
+            for x in (
+                note,
+                f"Saturated: every job scores {values[0]:.3f} on {metric}, which cannot rank "
+                "them (the corpus fits the budget, or the golden set is too easy); no job is "
+                "named best: decide by another metric with sweep.compare_metric=METRIC.",
+            )
+            if x
+        )
+    if scored and not saturated:
         sign = 1.0 if MetricSpec.parse(metric).higher_is_better else -1.0  # fewest tokens wins
         best = max(scored, key=lambda j: (sign * j.metrics[metric], -j.job))
         verdict[best.job] = "best"

@@ -106,6 +106,8 @@ def test_promote_best_only_considers_runs_on_the_project_golden_set(store, tmp_p
     # picked
     again = promote(None, str(path), best="ndcg_at_5", uri=store["uri"])
     assert again.run_id == best["mlflow_run_id"]
+    # the metric it won by is recorded: the check gates it too (gate.promoted_metric)
+    assert json.loads(path.read_text())["promoted_from"]["metric"] == "ndcg@5"
     with pytest.raises(InputError, match="measured on another golden set"):
         promote(reports["toy"]["mlflow_run_id"], str(path), uri=store["uri"])
 

@@ -124,3 +124,31 @@ def test_compare_metric_from_the_sweep_block_and_the_deprecated_mlflow_key():
     cfg = OmegaConf.create({"sweep": {"alpha": 0.01}, "mlflow": {"compare_metric": "ndcg@5"}})
     with pytest.warns(FutureWarning, match="sweep.compare_metric=ndcg@5"):
         assert compare_settings(cfg) == ("ndcg@5", 0.01, 10_000)
+
+
+def test_a_saturated_deciding_metric_names_no_best(tmp_path):
+    ones = np.ones(30)
+    _job(tmp_path, 0, ["chunk=128"], ones)
+    _job(tmp_path, 1, ["chunk=256"], ones)
+    board = rank(load_jobs(tmp_path))
+    assert board.best is None and set(board.verdict.values()) == {""}
+    assert f"Saturated: every job scores 1.000 on {METRIC}" in board.header()
+    assert "sweep.compare_metric=METRIC" in board.header() and "best: job" not in board.header()
+
+
+def test_the_metric_a_baseline_was_promoted_by_is_gated_too():
+    from rageval.app.gate_run import gated_metrics
+
+    gate = OmegaConf.create({"promoted_metric": True})
+    base = {
+        "promoted_from": {"metric": "evidence_recall@1024t"},
+        "metrics": {"ndcg@5": 0.5, "evidence_recall@1024t": 0.6},
+    }
+    cur = {"metrics": {"ndcg@5": 0.5, "evidence_recall@1024t": 0.6}}
+    assert gated_metrics(base, cur, ["ndcg@5"], gate) == ["ndcg@5", "evidence_recall@1024t"]
+    assert gated_metrics(base, cur, ["evidence_recall@1024t"], gate) == ["evidence_recall@1024t"]
+    assert gated_metrics(base, cur, ["ndcg@5"], OmegaConf.create({"promoted_metric": False})) == [
+        "ndcg@5"
+    ]
+    assert gated_metrics(base, {"metrics": {"ndcg@5": 0.5}}, ["ndcg@5"], gate) == ["ndcg@5"]
+    assert gated_metrics({"metrics": {}}, cur, ["ndcg@5"], gate) == ["ndcg@5"]
