@@ -146,6 +146,13 @@ def short_quote_warnings(golden) -> list[str]:
 def stats(golden_path, corpus_path, as_json: bool = False, with_paths=()) -> int:
     """Print the statistics of a golden set (and ``with_paths``), as a table or JSON."""
     s, sets = describe_files(golden_path, corpus_path, with_paths)
+    from rageval.cli.paths import default_baseline
+    from rageval.gate.power_report import golden_set_power
+
+    if not with_paths:  # the power of this set, from a baseline measured on it
+        detects = golden_set_power(default_baseline(), sets[0].digest)
+        if detects:
+            s["detects"] = detects
     if as_json:
         print(json.dumps(s, indent=2))
     else:
@@ -167,6 +174,12 @@ def stats(golden_path, corpus_path, as_json: bool = False, with_paths=()) -> int
         if s["tags"]:
             tags = ", ".join(f"{t} {c}" for t, c in s["tags"].items())
             print(f"  tags                {tags}")
+        if s.get("detects"):
+            shown = ", ".join(f"{m} {v['detects']:.3f}" for m, v in s["detects"].items())
+            print(
+                f"  detects (80% power) {shown}: a bound from the baseline's per-query spread; "
+                "`rageval plan SWEEP_FOLDER` measures it between configurations"
+            )
     for w in s["warnings"]:
         print(f"warning: {w}", file=sys.stderr)
     return 0

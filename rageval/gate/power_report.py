@@ -281,3 +281,33 @@ def plan(
                 )
             )
     return Plan(rows, drop, alpha, power, basis)
+
+
+def golden_set_power(
+    baseline_path: str | Path, golden_digest: str, alpha: float = 0.05, power: float = 0.8
+) -> dict[str, dict[str, float | int]] | None:
+    """For ``rageval golden stats``: the drop each gated metric of the baseline detects on this
+    golden set, and the queries a drop of 0.03 needs, from the bound of one run (sqrt(2) x the
+    baseline's per-query sd); None when there is no baseline measured on this golden set."""
+    from rageval.gate.baseline import load_report
+
+    path = Path(baseline_path)
+    if not path.is_file():
+        return None
+    report = load_report(path)
+    if (report.get("digests") or {}).get("golden") != golden_digest:
+        return None
+    k = int(report.get("k", 5))
+    out: dict[str, dict[str, float | int]] = {}
+    for family in GATE_FAMILIES:
+        m = f"{family}@{k}"
+        values = [r.get(m) for r in report["per_query"]]
+        v = np.array([x for x in values if isinstance(x, int | float) and math.isfinite(x)])
+        if v.size < 2:
+            continue
+        sd = float(v.std(ddof=1)) * math.sqrt(2)
+        out[m] = {
+            "detects": mde(sd, int(v.size), alpha, power),
+            "queries_for_0.03": queries_needed(sd, 0.03, alpha, power),
+        }
+    return out or None

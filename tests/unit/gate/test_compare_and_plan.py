@@ -153,3 +153,19 @@ def test_a_real_three_point_drop_on_25_queries_is_inconclusive_not_pass():
     )
     same = compare(gate_report(a), gate_report(a), ["ndcg@5"], resamples=500)
     assert same.status == PASS
+
+
+def test_golden_stats_says_what_the_set_detects_when_a_baseline_measured_it(capsys, monkeypatch):
+    from rageval.app.config import DEMO_DIR
+    from rageval.project import ENV
+
+    monkeypatch.setenv(ENV, "")
+    monkeypatch.chdir(DEMO_DIR.parent)  # no golden/ here: the demo's set and baseline
+    assert main(["golden", "stats", "--json"]) == 0
+    detects = json.loads(capsys.readouterr().out)["detects"]
+    rows = json.loads((DEMO_DIR / "baseline.json").read_text())
+    assert set(detects) == {
+        f"{m}@5" for m in ("precision", "recall", "hit_rate", "mrr", "ndcg", "map")
+    }
+    assert 0.03 < detects["ndcg@5"]["detects"] < 0.2 and detects["ndcg@5"]["queries_for_0.03"] > 168
+    assert rows["n_queries"] == 168
