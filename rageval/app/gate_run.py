@@ -250,6 +250,11 @@ def _run_check(baseline, baseline_path, overrides, out, mlflow, quiet):
     # baseline's tuned keys too (search.fusion=weighted), not only what was typed
     replayed = {**current, "overrides": _over(baseline.get("overrides") or [], overrides)}
     cmp.current_info["config"] = config_summary(replayed)
+    if report.mlflow_run_id:  # check --mlflow: the verdict on the re-run's MLflow run
+        from rageval.tracking.client import tracking_uri
+        from rageval.tracking.log import log_gate
+
+        log_gate(tracking_uri(cfg.mlflow.tracking_uri), report.mlflow_run_id, cmp)
     atomic_write_text(out_dir / "gate.json", json.dumps(cmp.to_dict(), indent=2))
     atomic_write_text(out_dir / "gate.md", cmp.markdown())
     # the per-query page of the baseline against the re-run: rank moves, chunks gained and lost
@@ -258,6 +263,7 @@ def _run_check(baseline, baseline_path, overrides, out, mlflow, quiet):
         baseline,
         out_dir,
         slice_rows=[asdict(r) for r in cmp.slices],
+        verdict=[f"{r.line()}: {r.verdict}" for r in cmp.rows] + [cmp.console().splitlines()[-1]],
     )
     return cmp, out_dir
 

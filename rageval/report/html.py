@@ -210,10 +210,12 @@ def render_diff(
     a_name: str = "A",
     b_name: str = "B",
     slice_rows: Sequence[Mapping[str, Any]] = (),
+    verdict: Sequence[str] = (),
 ) -> str:
     """The page comparing run A (e.g. the baseline) with run B (the candidate), query by query:
     the deciding metric in both, its change, first relevant ranks and the rank moves of B's
-    top-k."""
+    top-k; ``verdict``: the gate's lines (each metric's change, interval and what the golden set
+    detects), shown first."""
     names = _metric_names(b)
     decide = names[0]
     k = b.get("k")
@@ -276,7 +278,7 @@ def render_diff(
         _all_slices(b),
         decide_col=5,
         toggle="changed only",
-        before=slice_section(slice_rows),
+        before=verdict_section(verdict) + slice_section(slice_rows),
     )
 
 
@@ -452,6 +454,14 @@ def write_page(path: Path, report: Mapping[str, Any], chunks: Mapping[str, Any])
     return Path(path)
 
 
+def verdict_section(lines: Sequence[str]) -> str:
+    """The gate's verdict lines as a list above the queries (empty without them)."""
+    if not lines:
+        return ""
+    items = "".join(f"<li>{_esc(line)}</li>" for line in lines)
+    return f'<h2>Verdict</h2><ul class="summary">{items}</ul>'
+
+
 def write_diff_page(
     path: Path,
     baseline: Mapping[str, Any],
@@ -459,16 +469,23 @@ def write_diff_page(
     baseline_chunks: Mapping[str, Any] | None = None,
     names: tuple[str, str] = ("baseline", "candidate"),
     slice_rows: Sequence[Mapping[str, Any]] = (),
+    verdict: Sequence[str] = (),
 ) -> Path:
     """The gate's page: ``baseline`` (report.json contents, e.g. golden/baseline.json) against
     the run in ``candidate_dir``; written to ``path`` (e.g. beside gate.md), with the gate's
-    ``slice_rows`` (rageval.gate.slices) above the queries."""
+    ``verdict`` lines and ``slice_rows`` (rageval.gate.slices) above the queries."""
     from rageval.report.per_query import read_chunks
 
     cand = json.loads((Path(candidate_dir) / "report.json").read_text(encoding="utf-8"))
     cand_chunks = read_chunks(Path(candidate_dir))
     page = render_diff(
-        baseline, baseline_chunks or {}, cand, cand_chunks, *names, slice_rows=slice_rows
+        baseline,
+        baseline_chunks or {},
+        cand,
+        cand_chunks,
+        *names,
+        slice_rows=slice_rows,
+        verdict=verdict,
     )
     atomic_write_text(path, page)
     return Path(path)

@@ -231,3 +231,22 @@ def ui_command(uri: str) -> str:
     if uri.startswith(("http://", "https://")):
         return f"open {uri}"
     return f"mlflow ui --backend-store-uri {uri}"
+
+
+def log_gate(uri: str, run_id: str, comparison) -> None:
+    """A check's verdict on its re-run's MLflow run: the status as a tag, and per gated metric
+    its interval, the drop it detects and its verdict (``gate/<metric>/...``)."""
+    from rageval.scoring.spec import MetricSpec
+    from rageval.tracking.client import client_for
+
+    metrics: dict[str, float] = {}
+    tags = {"rageval.gate.status": comparison.status}
+    for r in comparison.rows:
+        key = MetricSpec.parse(r.metric).mlflow_key
+        for name, value in (("delta", r.delta), ("low", r.low), ("high", r.high)):
+            if value == value:  # not nan
+                metrics[f"gate/{key}/{name}"] = value
+        if r.detects == r.detects:
+            metrics[f"gate/{key}/detects"] = r.detects
+        tags[f"rageval.gate.{key}"] = r.verdict
+    log_batched(client_for(uri), run_id, metrics=metrics, tags=tags)

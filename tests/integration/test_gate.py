@@ -165,7 +165,22 @@ def test_a_fresh_baseline_passes_in_process_and_with_the_helper(baseline, tmp_pa
     ).read_text()
     page = (out / "gate.html").read_text()  # the per-query diff page, baseline vs the re-run
     assert page.lower().startswith("<!doctype html>") and "baseline vs candidate" in page
+    assert "<h2>Verdict</h2>" in page and "detects a drop of" in page
     assert assert_no_regression(baseline, out=tmp_path / "helper").status == "pass"
+
+
+def test_check_with_mlflow_logs_its_verdict_on_the_re_run(baseline, store, tmp_path):
+    from mlflow.tracking import MlflowClient
+
+    over = [f"mlflow.tracking_uri={store['uri']}"]
+    cmp, out = run_check(baseline, over, out=tmp_path / "logged", mlflow=True, quiet=True)
+    run_id = json.loads((out / "report.json").read_text())["mlflow_run_id"]
+    run = MlflowClient(store["uri"]).get_run(run_id)
+    assert run.data.tags["rageval.gate.status"] == cmp.status == "pass"
+    assert run.data.tags["rageval.gate.ndcg_at_5"] == "ok"
+    detects = next(r.detects for r in cmp.rows if r.metric == "ndcg@5")
+    assert run.data.metrics["gate/ndcg_at_5/detects"] == pytest.approx(detects)
+    assert run.data.metrics["gate/ndcg_at_5/low"] == 0.0
 
 
 def check_cli(baseline, tmp_path, *overrides):

@@ -19,6 +19,9 @@ def test_demo_retrieval_does_not_regress(tmp_path):
     page = (tmp_path / "gate.html").read_text()
     assert '<span class="move">new</span>' not in page
     assert page.count('<span class="move">=</span>') >= 5 * 168
+    assert (
+        "<h2>Verdict</h2>" in page and "ndcg@5 +0.000 [+0.000, +0.000]; detects a drop of" in page
+    )
     assert {r.metric for r in cmp.rows} == {
         f"{m}@5" for m in ("precision", "recall", "hit_rate", "mrr", "ndcg", "map")
     }
