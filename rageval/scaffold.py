@@ -23,6 +23,7 @@ GITIGNORE = (
     "mlflow.db",
     "mlruns/",
     "optuna.db",
+    "optuna.db.*.lock",
     ".rageval-cache/",
 )
 

@@ -132,6 +132,8 @@ def _check_not_running(conf_dir, hydra_args, space, fixed, s: StudySettings) -> 
     except (HydraException, OmegaConfBaseException):
         return  # the override checks say what is wrong
     storage, name = storage_of(cfg, s), study_name(cfg, space, fixed, s)
+    if storage.startswith("sqlite:///") and not Path(storage[len("sqlite:///") :]).exists():
+        return  # a new storage: no study runs there yet, and the check leaves no file behind
     with study_lock(storage, name):
         readable_storage(storage)
 
