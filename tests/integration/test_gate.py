@@ -172,10 +172,10 @@ def test_a_fresh_baseline_passes_in_process_and_with_the_helper(baseline, tmp_pa
 def test_check_with_mlflow_logs_its_verdict_on_the_re_run(baseline, store, tmp_path):
     from mlflow.tracking import MlflowClient
 
-    over = [f"mlflow.tracking_uri={store['uri']}"]
+    over = [f"mlflow.tracking_uri={store_uri(tmp_path / 'own.db')}"]  # not the shared store
     cmp, out = run_check(baseline, over, out=tmp_path / "logged", mlflow=True, quiet=True)
     run_id = json.loads((out / "report.json").read_text())["mlflow_run_id"]
-    run = MlflowClient(store["uri"]).get_run(run_id)
+    run = MlflowClient(store_uri(tmp_path / "own.db")).get_run(run_id)
     assert run.data.tags["rageval.gate.status"] == cmp.status == "pass"
     assert run.data.tags["rageval.gate.ndcg_at_5"] == "ok"
     detects = next(r.detects for r in cmp.rows if r.metric == "ndcg@5")
