@@ -38,6 +38,7 @@ from rageval.report.eval_report import EvalReport, RunFacts, Scored, summarise
 from rageval.report.per_query import add_readable_ids
 from rageval.report.stages import StageScores, summarise_stages
 from rageval.retrieval.base import Encoder, Retriever
+from rageval.retrieval.results import ACCEPTED, as_ranked, check_known
 from rageval.retrieval.trace import StageTrace, parts, tracing
 from rageval.scoring.budget import (
     DEFAULT_BUDGETS,
@@ -186,6 +187,9 @@ def evaluate(
     depth = search_depth(spec, res.level, [c.n_tokens for c in chunks])
     with tracing(retriever, StageTrace()) as trace:
         results = _search(retriever, queries, depth, spec.query_batch)
+    known = {c.id for c in chunks} | {c.doc_id for c in chunks}
+    known |= {u for rel in res.qrels.values() for u in rel}
+    unknown_note = check_known(results, known)  # none known: one line, not a run of zeros
     clock.lap("search_s")
     embed_queries = (timed.seconds - embed_docs) if timed else 0.0
     asked = timed.texts if timed else 0
@@ -239,6 +243,8 @@ def evaluate(
     report.label_set = spec.labels
     report.judgements = judgements_summary(judgements, spec.labels)
     report.warnings += judged_warnings(report, spec.judged_warn_below)
+    if unknown_note:
+        report.warnings.append(unknown_note)
     for message in report.warnings:
         warnings.warn(message, LowJudgedWarning, stacklevel=2)
     report.split = split
@@ -433,11 +439,17 @@ def _search(retriever: Retriever, queries: list[str], depth: int, batch: int) ->
     for lo in tqdm(starts, desc="searching", unit="batch", disable=len(starts) < 2):
         part = queries[lo : lo + batch]
         got = retriever.search(part, depth)
+        if not isinstance(got, list | tuple):
+            raise ConfigError(
+                f"search() returned a {type(got).__name__}; it must return a list with one "
+                f"result per query ({ACCEPTED})"
+            )
         if len(got) != len(part):
             raise ConfigError(
                 f"the retriever returned {len(got)} rankings for {len(part)} queries; "
                 "search() must return one RankedList per query, in order"
             )
+        got = [as_ranked(r, q) for q, r in zip(part, got, strict=True)]
         bad = [q for q, r in zip(part, got, strict=True) if not _finite(r.scores)]
         if bad:  # NaN or inf: no defined order, and no TREC file can hold it
             raise BackendError(
