@@ -84,15 +84,12 @@ class MetricRow:
     def line(self) -> str:
         """``ndcg@5 -0.012 [-0.041, +0.017]; detects a drop of 0.052 with 80% power; tolerance
         0.03 (about 500 queries would decide)``."""
-        text = (
-            f"{self.metric} {self.delta:+.3f} [{self.low:+.3f}, {self.high:+.3f}]; detects a "
-            f"drop of {self.detects:.3f} with 80% power; tolerance {self.tolerance:g}"
-        )
-        if self.needed and self.verdict == INCONCLUSIVE:
-            from rageval.scoring.power import approx_count
+        from rageval.scoring.power import describe
 
-            text += f" (about {approx_count(self.needed):,} queries would decide)"
-        return text
+        needed = self.needed if self.verdict == INCONCLUSIVE else None
+        return describe(
+            self.metric, self.delta, self.low, self.high, self.detects, 0.8, self.tolerance, needed
+        )
 
 
 @dataclass
@@ -312,12 +309,9 @@ def _gain_line(q: Mapping[str, Any], k: int, md: bool = False) -> str:
 def _interval(d: np.ndarray, delta: float, alpha: float) -> tuple[float, float]:
     """The (1 - alpha) paired t interval on the change, centred on the reports' ``delta`` (the
     means of every query; ``d`` holds the paired ones)."""
-    from scipy import stats
+    from rageval.scoring.power import t_half_width
 
-    if d.size < 2:
-        return float("nan"), float("nan")
-    sd = float(d.std(ddof=1))
-    half = float(stats.t.ppf(1 - alpha / 2, d.size - 1)) * sd / math.sqrt(d.size)
+    half = t_half_width(d, alpha)
     return delta - half, delta + half
 
 

@@ -119,11 +119,10 @@ class Paired:
     def line(self) -> str:
         """``ndcg@5 -0.012 [-0.041, +0.017]; detects a drop of 0.052 with 80% power;
         tolerance 0.03: INCONCLUSIVE (about 500 queries would decide)``."""
-        text = (
-            f"{self.metric} {self.diff:+.3f} [{self.low:+.3f}, {self.high:+.3f}]; "
-            f"detects a drop of {self.mde:.3f} with {self.power:.0%} power; "
-            f"tolerance {self.tolerance:g}: {self.verdict.upper()}"
+        text = describe(
+            self.metric, self.diff, self.low, self.high, self.mde, self.power, self.tolerance
         )
+        text += f": {self.verdict.upper()}"
         if self.verdict == INCONCLUSIVE and self.needed:
             text += f" (about {approx_count(self.needed):,} queries would decide)"
         return text
@@ -135,6 +134,36 @@ def approx_count(n: int) -> int:
         return n
     digits = 10 ** (len(str(n)) - 2)
     return int(round(n / digits) * digits)
+
+
+def t_half_width(d: np.ndarray, alpha: float = 0.05) -> float:
+    """Half the width of the (1 - alpha) paired t interval of the differences ``d`` (nan below 2
+    of them; 0 when they never vary)."""
+    from scipy import stats
+
+    if d.size < 2:
+        return float("nan")
+    sd = float(d.std(ddof=1))
+    return float(stats.t.ppf(1 - alpha / 2, d.size - 1)) * sd / math.sqrt(d.size) if sd else 0.0
+
+
+def describe(
+    metric: str,
+    diff: float,
+    low: float,
+    high: float,
+    detects: float,
+    power: float,
+    tolerance: float,
+    needed: int | None = None,
+) -> str:
+    """``ndcg@5 -0.012 [-0.041, +0.017]; detects a drop of 0.052 with 80% power; tolerance 0.03``
+    and, when ``needed`` is given, ``(about 500 queries would decide)``."""
+    text = (
+        f"{metric} {diff:+.3f} [{low:+.3f}, {high:+.3f}]; detects a drop of {detects:.3f} with "
+        f"{power:.0%} power; tolerance {tolerance:g}"
+    )
+    return text + (f" (about {approx_count(needed):,} queries would decide)" if needed else "")
 
 
 def decide(diff: float, low: float, high: float, tolerance: float) -> str:
@@ -172,13 +201,9 @@ def paired(
     n = int(d.size)
     mean = float(d.mean())
     sd = float(d.std(ddof=1))
-    if sd == 0:
-        low = high = mean
-        p_t = 1.0 if mean == 0 else 0.0
-    else:
-        half = float(stats.t.ppf(1 - alpha / 2, n - 1)) * sd / math.sqrt(n)
-        low, high = mean - half, mean + half
-        p_t = float(stats.ttest_rel(b, a).pvalue)
+    half = t_half_width(d, alpha)
+    low, high = mean - half, mean + half
+    p_t = (1.0 if mean == 0 else 0.0) if sd == 0 else float(stats.ttest_rel(b, a).pvalue)
     p_r = paired_randomization_test(a, b, n_resamples=resamples, seed=0)
     return Paired(
         metric=metric,
