@@ -37,3 +37,40 @@ class FlakyRetriever:
             ]
             out.append(ranked(pairs, depth))
         return out
+
+
+class WordOverlap:
+    """A retriever of a team's own: chunks ranked by the words they share with the query;
+    ``shape`` says how ``search`` hands a query's results back (a RankedList, a list of ids,
+    (id, score) pairs, or a dict, which is not allowed) and ``prefix`` renames the ids (an index
+    with ids of its own)."""
+
+    embeds = False
+
+    def __init__(self, shape: str = "ranked", prefix: str = ""):
+        self.shape, self.prefix = shape, prefix
+
+    def index(self, chunks, encoder=None):
+        self.chunks = [(c.id, set(c.text.lower().split())) for c in chunks]
+
+    def search(self, queries, depth):
+        from rageval.types import RankedList
+
+        out = []
+        for q in queries:
+            words = set(q.lower().split())
+            ranked_ = sorted(
+                ((len(words & w), cid) for cid, w in self.chunks if words & w),
+                key=lambda s: (-s[0], s[1]),
+            )[:depth]
+            ids = [self.prefix + c for _, c in ranked_]
+            scores = [float(s) for s, _ in ranked_]
+            if self.shape == "ids":
+                out.append(ids)
+            elif self.shape == "pairs":
+                out.append(list(zip(ids, scores, strict=True)))
+            elif self.shape == "dict":
+                out.append({"ids": ids})
+            else:
+                out.append(RankedList(tuple(ids), tuple(scores)))
+        return out

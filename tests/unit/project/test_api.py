@@ -5,29 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from fakes.plugin_retrievers import WordOverlap
 
 import rageval
 from rageval.types import RankedList
-
-
-class WordOverlap:
-    """A retriever of the team's own: chunks ranked by words shared with the query."""
-
-    embeds = False
-
-    def index(self, chunks, encoder=None):
-        self.chunks = [(c.id, set(c.text.lower().split())) for c in chunks]
-
-    def search(self, queries, depth):
-        out = []
-        for q in queries:
-            words = set(q.lower().split())
-            scored = sorted(
-                ((len(words & w), cid) for cid, w in self.chunks if words & w),
-                key=lambda s: (-s[0], s[1]),
-            )[:depth]
-            out.append(RankedList(tuple(c for _, c in scored), tuple(float(s) for s, _ in scored)))
-        return out
 
 
 def test_evaluate_measures_a_retriever_object_as_the_pipeline_does(mini, tmp_path):

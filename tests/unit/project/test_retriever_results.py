@@ -5,6 +5,7 @@ printing zeros."""
 from __future__ import annotations
 
 import pytest
+from fakes.plugin_retrievers import WordOverlap
 
 import rageval
 from rageval.errors import ConfigError
@@ -12,48 +13,17 @@ from rageval.retrieval.results import as_ranked, check_known
 from rageval.types import RankedList
 
 
-class Overlap:
-    """Chunks ranked by shared words; ``shape`` says how search() hands them back."""
-
-    embeds = False
-
-    def __init__(self, shape="ranked", prefix=""):
-        self.shape, self.prefix = shape, prefix
-
-    def index(self, chunks, encoder=None):
-        self.chunks = [(c.id, set(c.text.lower().split())) for c in chunks]
-
-    def search(self, queries, depth):
-        out = []
-        for q in queries:
-            words = set(q.lower().split())
-            ranked = sorted(
-                ((len(words & w), cid) for cid, w in self.chunks if words & w),
-                key=lambda s: (-s[0], s[1]),
-            )[:depth]
-            ids = [self.prefix + c for _, c in ranked]
-            if self.shape == "ids":
-                out.append(ids)
-            elif self.shape == "pairs":
-                out.append([(c, float(s)) for c, (s, _) in zip(ids, ranked, strict=True)])
-            elif self.shape == "dict":
-                out.append({"ids": ids})
-            else:
-                out.append(RankedList(tuple(ids), tuple(float(s) for s, _ in ranked)))
-        return out
-
-
 def test_ids_and_pairs_measure_as_a_ranked_list_does(mini):
     golden = mini / "golden.jsonl"
-    want = rageval.evaluate(Overlap(), golden, chunk=64).metrics
-    assert rageval.evaluate(Overlap("pairs"), golden, chunk=64).metrics == want
-    ids_only = rageval.evaluate(Overlap("ids"), golden, chunk=64).metrics
+    want = rageval.evaluate(WordOverlap(), golden, chunk=64).metrics
+    assert rageval.evaluate(WordOverlap("pairs"), golden, chunk=64).metrics == want
+    ids_only = rageval.evaluate(WordOverlap("ids"), golden, chunk=64).metrics
     assert ids_only["recall@5"] == want["recall@5"] and ids_only["mrr@5"] == want["mrr@5"]
 
 
 def test_another_shape_is_one_line_naming_it(mini):
     with pytest.raises(ConfigError, match=r"search\(\) returned a dict for query .*; return a Ra"):
-        rageval.evaluate(Overlap("dict"), mini / "golden.jsonl", chunk=64)
+        rageval.evaluate(WordOverlap("dict"), mini / "golden.jsonl", chunk=64)
     with pytest.raises(ConfigError, match=r"returned a list holding a int \(3\)"):
         as_ranked(["a", 3], "q")
     assert as_ranked([], "q") == RankedList((), ())
@@ -62,7 +32,7 @@ def test_another_shape_is_one_line_naming_it(mini):
 
 def test_ids_the_run_does_not_know_stop_it_instead_of_zeros(mini):
     with pytest.raises(ConfigError, match=r"0 of \d+ returned ids match this run's chunks"):
-        rageval.evaluate(Overlap(prefix="kb-"), mini / "golden.jsonl", chunk=64)
+        rageval.evaluate(WordOverlap(prefix="kb-"), mini / "golden.jsonl", chunk=64)
     results = [RankedList(("a", "x", "y"), (3.0, 2.0, 1.0))]
     assert "only 1 of 3 returned ids match" in check_known(results, {"a"})
     assert check_known(results, {"a", "x"}) is None and check_known([], set()) is None
