@@ -128,16 +128,17 @@ class Judgements:
         """The judgements label set ``labels`` uses (``gold``: human ones; ``all``: also the LLM
         ones of a model whose calibration against gold was accepted, :func:`calibrated`)."""
         kinds = label_kinds(labels)
-        ok = {j.judge for j in self.records if j.kind == "llm" and calibrated(self.path, j.judge)}
+        judges = {j.judge for j in self.records if j.kind == "llm" and j.kind in kinds}
+        ok = {judge for judge in judges if calibrated(self.path, judge)}  # a file read a judge
         return tuple(
             j for j in self.records if j.kind in kinds and (j.kind != "llm" or j.judge in ok)
         )
 
     def uncalibrated(self) -> tuple[Judgement, ...]:
         """LLM judgements no accepted calibration stands behind: never counted."""
-        return tuple(
-            j for j in self.records if j.kind == "llm" and not calibrated(self.path, j.judge)
-        )
+        judges = {j.judge for j in self.records if j.kind == "llm"}
+        ok = {judge for judge in judges if calibrated(self.path, judge)}
+        return tuple(j for j in self.records if j.kind == "llm" and j.judge not in ok)
 
     def digest(self, labels: str = DEFAULT_LABELS) -> str:
         """sha256 of the counted judgements (see :func:`judgements_digest`)."""
