@@ -347,13 +347,13 @@ def _detectable(
     tolerance needs) from the per-query differences ``d``; when no query changed (a re-run of
     the baseline's own config), from the bound rageval plan uses for one run: sqrt(2) times the
     baseline's per-query sd."""
-    from rageval.scoring.power import mde, queries_needed
+    from rageval.scoring.power import mde, one_run_sd, queries_needed
 
     if d.size < 2:
         return float("nan"), None
     sd = float(d.std(ddof=1))
     if sd == 0:
-        sd = float(base.std(ddof=1)) * math.sqrt(2)
+        sd = one_run_sd(base)
     needed = queries_needed(sd, tolerance, alpha) if tolerance > 0 else None
     return mde(sd, int(d.size), alpha), needed
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from rageval.errors import InputError
 from rageval.gate.score_files import Scores, read_scores
-from rageval.scoring.power import FAIL, METHOD, Paired, mde, paired, queries_needed
+from rageval.scoring.power import FAIL, METHOD, Paired, mde, one_run_sd, paired, queries_needed
 
 GATE_FAMILIES = ("precision", "recall", "hit_rate", "mrr", "ndcg", "map")
 
@@ -254,7 +254,7 @@ def plan(
     for m in chosen:
         if len(runs) == 1:
             v = np.array(list(runs[0][1].values[m].values()))
-            n, sd = v.size, float(v.std(ddof=1)) * math.sqrt(2)
+            n, sd = v.size, one_run_sd(v)
             rows.append(
                 PlanRow(
                     m,
@@ -305,7 +305,7 @@ def golden_set_power(
         v = np.array([x for x in values if isinstance(x, int | float) and math.isfinite(x)])
         if v.size < 2:
             continue
-        sd = float(v.std(ddof=1)) * math.sqrt(2)
+        sd = one_run_sd(v)
         out[m] = {
             "detects": mde(sd, int(v.size), alpha, power),
             "queries_for_0.03": queries_needed(sd, 0.03, alpha, power),

@@ -136,6 +136,12 @@ def approx_count(n: int) -> int:
     return int(round(n / digits) * digits)
 
 
+def one_run_sd(scores: np.ndarray) -> float:
+    """The sd of per-query differences bounded from one run's scores alone: sqrt(2) times their
+    sd (two runs whose scores are not negatively correlated differ by no more)."""
+    return float(np.asarray(scores, dtype=float).std(ddof=1)) * math.sqrt(2)
+
+
 def t_half_width(d: np.ndarray, alpha: float = 0.05) -> float:
     """Half the width of the (1 - alpha) paired t interval of the differences ``d`` (nan below 2
     of them; 0 when they never vary)."""
