@@ -136,7 +136,6 @@ def compare(
     tolerances: Mapping[str, float] | None = None,
     alpha: float = 0.05,
     resamples: int = 10_000,
-    require_significance: bool = False,
     on_inconclusive: str = "warn",
 ) -> Comparison:
     """The gate's verdict on ``report`` against ``baseline`` (a baseline.json, a report.json,
@@ -154,7 +153,6 @@ def compare(
         metrics=list(metrics or [f"{m}@{k}" for m in GATE_METRICS]),
         tolerance=tolerance,
         tolerances=dict(tolerances or {}),
-        require_significance=require_significance,
         alpha=alpha,
         resamples=resamples,
         on_inconclusive=on_inconclusive,

@@ -238,7 +238,6 @@ def _run_check(baseline, baseline_path, overrides, out, mlflow, quiet):
         metrics=gated_metrics(baseline, current, [str(m) for m in gate.metrics], gate),
         tolerance=float(gate.tolerance),
         tolerances={str(k): float(v) for k, v in gate.tolerances.items()},
-        require_significance=bool(gate.require_significance),
         alpha=float(gate.alpha),
         resamples=int(gate.resamples),
         slices=_plain(gate.get("slices")),  # checked above

@@ -1,16 +1,16 @@
 """The regression gate: compare a run with the baseline query by query, in phases.
 
 1. pair: the queries both reports hold, each gate metric's per-query values side by side;
-2. decide (:func:`decide_row`, docs/gate.md): each metric gets the paired t interval on its
+2. decide (rageval.gate.paired, docs/gate.md): each metric gets the paired t interval on its
    change and a paired randomization test, Holm-adjusted across metrics. It passes when the
    interval shows any drop is within its tolerance (non-inferiority), regresses when the drop is
    beyond tolerance and the test rejects no change, and is inconclusive otherwise: the golden set
    cannot tell (``gate.on_inconclusive``: warn, fail or pass). Every metric also says the drop
    its golden set detects with 80% power;
 3. win/tie/loss: per metric, the queries that went up, stayed, went down;
-4. slices (``gate.slices``, rageval.gate.slices): each gated slice and metric with the same
-   tolerance rule and paired test, Holm-adjusted over the slice tests; a slice beyond its
-   tolerance fails the gate even when the mean does not;
+4. slices (``gate.slices``, rageval.gate.slices): each gated slice and metric decided the same
+   way, Holm-adjusted over the slice tests; a slice beyond its tolerance fails the gate even when
+   the mean does not, and an undecided slice makes the check inconclusive;
 5. queries: those that lost their hit at k (split into "fell out of the top k" and "no longer
    retrieved" within the search depth), those that gained one, the largest first-rank drops.
 
@@ -33,13 +33,12 @@ import numpy as np
 from rageval.errors import ConfigError, InputError
 from rageval.gate import slices as slice_gate
 from rageval.gate.baseline import config_summary
+from rageval.gate.paired import INCONCLUSIVE, Change, finish, measure, verdict
 from rageval.scoring.spec import MetricSpec
-from rageval.scoring.stats import holm, paired_randomization_test
+from rageval.scoring.stats import holm
 
 PASS, REGRESSED, GOLDEN_CHANGED = "pass", "regressed", "golden_changed"
 LABELS_CHANGED = "labels_changed"
-# neither shown within tolerance nor shown beyond it: the golden set cannot tell
-INCONCLUSIVE = "inconclusive"
 # what an inconclusive check does (gate.on_inconclusive): warn (exit 0, said loudly), fail, pass
 ON_INCONCLUSIVE = ("warn", "fail", "pass")
 OUT_OF_TOP_K, NOT_RETRIEVED = "out_of_top_k", "not_retrieved"
@@ -58,38 +57,9 @@ WHERE_KEYS = (
 )
 
 
-@dataclass
-class MetricRow:
-    """One gate metric: baseline and current means, ``delta`` (current - baseline), verdict."""
-
-    metric: str
-    baseline: float
-    current: float
-    delta: float
-    tolerance: float
-    p_value: float  # Holm-adjusted
-    verdict: str  # "regressed", "improved", "ok"
-    wins: int = 0
-    ties: int = 0
-    losses: int = 0
-    # the smallest change this golden set detects with 80% power (two-sided paired t-test at the
-    # gate's alpha), and how many queries would detect a change of the tolerance
-    # (rageval.scoring.power); nan and None with fewer than 2 queries
-    detects: float = float("nan")
-    needed: int | None = None
-    # the (1 - alpha) paired t interval on the change (current - baseline)
-    low: float = float("nan")
-    high: float = float("nan")
-
-    def line(self) -> str:
-        """``ndcg@5 -0.012 [-0.041, +0.017]; detects a drop of 0.052 with 80% power; tolerance
-        0.03 (about 500 queries would decide)``."""
-        from rageval.scoring.power import describe
-
-        needed = self.needed if self.verdict == INCONCLUSIVE else None
-        return describe(
-            self.metric, self.delta, self.low, self.high, self.detects, 0.8, self.tolerance, needed
-        )
+class MetricRow(Change):
+    """One gate metric over every compared query: baseline and current means, ``delta``
+    (current - baseline), interval, detectable drop, verdict (rageval.gate.paired.Change)."""
 
 
 @dataclass
@@ -122,9 +92,9 @@ class Comparison:
             return 1 if self.on_inconclusive == "fail" else 0
         return {PASS: 0, REGRESSED: 1}.get(self.status, 2)
 
-    def inconclusive(self) -> list[MetricRow]:
-        """The metrics the golden set could not decide."""
-        return [r for r in self.rows if r.verdict == INCONCLUSIVE]
+    def inconclusive(self) -> list[Change]:
+        """The metrics (then the gated slices) the golden set could not decide."""
+        return [r for r in [*self.rows, *self.slices] if r.verdict == INCONCLUSIVE]
 
     def to_dict(self) -> dict[str, Any]:
         """Every field as plain JSON-ready data (what gate.json holds)."""
@@ -306,58 +276,6 @@ def _gain_line(q: Mapping[str, Any], k: int, md: bool = False) -> str:
     return f"{tag} {_user(q['query'], md)}"
 
 
-def _interval(d: np.ndarray, delta: float, alpha: float) -> tuple[float, float]:
-    """The (1 - alpha) paired t interval on the change, centred on the reports' ``delta`` (the
-    means of every query; ``d`` holds the paired ones)."""
-    from rageval.scoring.power import t_half_width
-
-    half = t_half_width(d, alpha)
-    return delta - half, delta + half
-
-
-def decide_row(r: MetricRow, p_adj: float, alpha: float) -> str:
-    """A gated metric's verdict from its interval and its Holm-adjusted paired randomization
-    test (docs/gate.md): ``ok`` when the interval's worse end is within tolerance
-    (non-inferiority shown; ``improved`` when the gain beyond tolerance is also significant),
-    ``regressed`` when the change is worse than the tolerance and established (the test,
-    Holm-adjusted over the gated metrics, rejects no change, or the whole interval lies beyond
-    the tolerance),
-    ``inconclusive`` otherwise. A cost (tokens@k, lower is better) is read in its better
-    direction."""
-    better = MetricSpec.parse(r.metric).higher_is_better
-    gain = r.delta if better else -r.delta
-    worst = r.low if better else -r.high  # the interval's worse end, as a gain
-    best = r.high if better else -r.low  # and its better end
-    if not math.isfinite(worst):  # one query: no interval, the tolerance alone
-        worst = best = gain
-    beyond = -r.tolerance - 1e-12
-    # a drop beyond tolerance, established: the test rejects no change, or the whole interval
-    # lies beyond the tolerance
-    if gain < beyond and (p_adj < alpha or best < beyond):
-        return "regressed"
-    if worst > -r.tolerance - 1e-12:
-        return "improved" if gain > r.tolerance + 1e-12 and p_adj < alpha else "ok"
-    return INCONCLUSIVE
-
-
-def _detectable(
-    d: np.ndarray, base: np.ndarray, tolerance: float, alpha: float
-) -> tuple[float, int | None]:
-    """(the smallest change the golden set detects with 80% power, the queries a change of the
-    tolerance needs) from the per-query differences ``d``; when no query changed (a re-run of
-    the baseline's own config), from the bound rageval plan uses for one run: sqrt(2) times the
-    baseline's per-query sd."""
-    from rageval.scoring.power import mde, one_run_sd, queries_needed
-
-    if d.size < 2:
-        return float("nan"), None
-    sd = float(d.std(ddof=1))
-    if sd == 0:
-        sd = one_run_sd(base)
-    needed = queries_needed(sd, tolerance, alpha) if tolerance > 0 else None
-    return mde(sd, int(d.size), alpha), needed
-
-
 def detection_notes(rows: Sequence[MetricRow], n: int) -> list[str]:
     """What the gate cannot enforce: the metrics whose tolerance is below the smallest change
     the golden set detects with 80% power, and the queries that would."""
@@ -504,7 +422,6 @@ def compare(
     metrics: Sequence[str],
     tolerance: float = 0.03,
     tolerances: Mapping[str, float] | None = None,
-    require_significance: bool = False,
     alpha: float = 0.05,
     resamples: int = 10000,
     top_drops: int = 10,
@@ -536,46 +453,33 @@ def compare(
         notes.append(
             f"{len(base_q)} baseline queries, {len(cur_q)} current, {len(shared)} compared"
         )
-    rows, pvals, diffs = [], [], []
+    rows: list[MetricRow] = []
     for m in metrics:
         if m not in baseline["metrics"] or m not in current["metrics"]:
             raise InputError(
                 f"metric {m!r} is missing from the baseline or the current report; gate.metrics "
                 "lists metrics both have"
             )
-        a = np.array([_num(base_q[q].get(m)) for q in shared])
-        b = np.array([_num(cur_q[q].get(m)) for q in shared])
-        ok = ~(np.isnan(a) | np.isnan(b))
-        # phase 2: the paired test (adjusted below); phase 3: win/tie/loss
-        p = (
-            paired_randomization_test(a[ok], b[ok], n_resamples=resamples, seed=0)
-            if ok.any()
-            else 1.0
+        # phases 2 and 3: the paired test (adjusted below), interval, power, win/tie/loss
+        pairs = measure(
+            np.array([_num(base_q[q].get(m)) for q in shared]),
+            np.array([_num(cur_q[q].get(m)) for q in shared]),
+            resamples,
         )
-        pvals.append(p)
-        d = b[ok] - a[ok]
-        diffs.append((d, a[ok]))
-        base_mean, cur_mean = float(baseline["metrics"][m]), float(current["metrics"][m])
-        rows.append(
-            MetricRow(
-                m,
-                base_mean,
-                cur_mean,
-                cur_mean - base_mean,
-                tolerance_for(m, tolerance, tolerances),
-                p,
-                "ok",
-                int((d > 1e-12).sum()),
-                int((abs(d) <= 1e-12).sum()),
-                int((d < -1e-12).sum()),
-            )
+        base_mean, cur_mean = _num(baseline["metrics"][m]), _num(current["metrics"][m])
+        row = MetricRow(
+            m,
+            base_mean,
+            cur_mean,
+            cur_mean - base_mean,
+            tolerance_for(m, tolerance, tolerances),
+            pairs.p,
         )
-    for r, (d, base) in zip(rows, diffs, strict=True):
-        r.detects, r.needed = _detectable(d, base, r.tolerance, alpha)
-        r.low, r.high = _interval(d, r.delta, alpha)
-    for r, p_adj in zip(rows, holm(pvals) if pvals else [], strict=True):
+        finish(row, pairs, alpha)
+        rows.append(row)
+    for r, p_adj in zip(rows, holm([r.p_value for r in rows]) if rows else [], strict=True):
         r.p_value = float(p_adj)
-        r.verdict = decide_row(r, float(p_adj), alpha)
+        r.verdict = verdict(r, float(p_adj), alpha)
     # phase 4: the gated slices (their own Holm family)
     slice_rows = slice_gate.compare_slices(
         base_q,
@@ -584,7 +488,6 @@ def compare(
         slices,
         metrics,
         min_size=min_slice_size,
-        require_significance=require_significance,
         alpha=alpha,
         resamples=resamples,
     )
@@ -617,7 +520,7 @@ def compare(
         notes.append(labels)
     else:
         regressed = [r for r in [*rows, *slice_rows] if r.verdict == "regressed"]
-        undecided = [r for r in rows if r.verdict == INCONCLUSIVE]
+        undecided = [r for r in [*rows, *slice_rows] if r.verdict == INCONCLUSIVE]
         if regressed:
             status = REGRESSED
         elif undecided and on_inconclusive != "pass":

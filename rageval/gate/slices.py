@@ -13,9 +13,10 @@ On the command line: ``gate.slices.source=adversarial.recall@5=0.05`` (one metri
 ``gate.slices.source=adversarial=0.05`` (every gate metric) or ``gate.slices.source=0.05``;
 :func:`normalize_slice_override` turns these into an override Hydra parses.
 
-Each (slice, metric) gets the gate's paired randomization test on the slice's queries; the
-p-values are Holm-adjusted over the family of all slice tests of the check (the headline metrics
-are a family of their own, so adding slice gates never changes their verdict).
+Each (slice, metric) is decided as a headline metric is (rageval.gate.paired: the paired t
+interval on the slice's queries, the paired randomization test): ok, regressed or inconclusive.
+The p-values are Holm-adjusted over the family of all slice tests of the check (the headline
+metrics are a family of their own, so adding slice gates never changes their verdict).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from rageval.errors import ConfigError, InputError
+from rageval.gate.paired import Change, finish, measure, verdict
 from rageval.scoring.slices import (
     DEFAULT_MIN_SIZE,
     SliceGroup,
@@ -39,7 +41,7 @@ from rageval.scoring.slices import (
     slice_fields,
 )
 from rageval.scoring.spec import FAMILIES, MetricSpec
-from rageval.scoring.stats import holm, paired_randomization_test
+from rageval.scoring.stats import holm
 
 SLICE_OVERRIDE = re.compile(r"^(\+{0,2})gate\.slices\.(.+)=([^=]*)$", re.DOTALL)
 # characters Hydra's override grammar needs escaped in a dictionary key
@@ -47,22 +49,16 @@ _HYDRA_ESCAPE = re.compile(r"([\\=:,\[\]{}()])")
 
 
 @dataclass
-class SliceRow:
-    """One gated (slice, metric): n queries compared, the slice's means, verdict."""
+class SliceRow(Change):
+    """One gated (slice, metric): the slice's means, interval and verdict decided as a headline
+    metric's (rageval.gate.paired.Change), over the slice's ``n`` queries."""
 
-    slice: str
-    metric: str
-    n: int
-    baseline: float
-    current: float
-    delta: float
-    tolerance: float
-    p_value: float  # Holm-adjusted over every slice test of the check
-    verdict: str  # "regressed", "improved", "ok"
-    wins: int = 0
-    ties: int = 0
-    losses: int = 0
+    slice: str = ""
+    n: int = 0
     pooled: list[str] | None = None
+
+    def line(self) -> str:
+        return f"{super().line()} on {self.slice} ({self.n} queries)"
 
 
 def _split_key(rest: str) -> tuple[str, str | None]:
@@ -224,14 +220,14 @@ def compare_slices(
     gate_metrics: Sequence[str],
     *,
     min_size: int = DEFAULT_MIN_SIZE,
-    require_significance: bool = False,
     alpha: float = 0.05,
     resamples: int = 10_000,
 ) -> list[SliceRow]:
     """The gated slices of ``spec`` (``gate.slices``) over the ``shared`` queries: one row per
-    (slice, metric), Holm-adjusted over all of them; a named slice's tolerance wins over its
-    field's (``source=adversarial`` over ``source``). Slice membership comes from the current
-    rows' source, tags and meta (the baseline's when a current row lacks them)."""
+    (slice, metric), decided as the headline metrics are (rageval.gate.paired.verdict) with p
+    Holm-adjusted over all of them; a named slice's tolerance wins over its field's
+    (``source=adversarial`` over ``source``). Slice membership comes from the current rows'
+    source, tags and meta (the baseline's when a current row lacks them)."""
     wanted = parse_tolerances(spec, gate_metrics)
     if not wanted:
         return []
@@ -243,7 +239,6 @@ def compare_slices(
             for metric, tol in tolerances.items():
                 gated[(g.name, metric)] = (g, tol, key)
     out: list[SliceRow] = []
-    pvals: list[float] = []
     for (_, metric), (g, tol, key) in gated.items():
         ids = [shared[i] for i in g.index]
         if not any(metric in base_q[q] for q in ids) or not any(metric in cur_q[q] for q in ids):
@@ -253,48 +248,34 @@ def compare_slices(
             )
         a = np.array([_num(base_q[q].get(metric)) for q in ids])
         b = np.array([_num(cur_q[q].get(metric)) for q in ids])
-        ok = ~(np.isnan(a) | np.isnan(b))
-        p = (
-            paired_randomization_test(a[ok], b[ok], n_resamples=resamples, seed=0)
-            if ok.any()
-            else 1.0
-        )
-        pvals.append(p)
+        pairs = measure(a, b, resamples)
         base_mean, cur_mean = _mean(a), _mean(b)
-        d = b[ok] - a[ok]
-        out.append(
-            SliceRow(
-                g.name,
-                metric,
-                len(ids),
-                base_mean,
-                cur_mean,
-                cur_mean - base_mean,
-                tol,
-                p,
-                "ok",
-                int((d > 1e-12).sum()),
-                int((abs(d) <= 1e-12).sum()),
-                int((d < -1e-12).sum()),
-                list(g.pooled) or None,
-            )
+        row = SliceRow(
+            metric,
+            base_mean,
+            cur_mean,
+            cur_mean - base_mean,
+            tol,
+            pairs.p,
+            slice=g.name,
+            n=len(ids),
+            pooled=list(g.pooled) or None,
         )
-    for r, p_adj in zip(out, holm(pvals), strict=True):
+        finish(row, pairs, alpha)
+        out.append(row)
+    for r, p_adj in zip(out, holm([r.p_value for r in out]), strict=True):
         r.p_value = float(p_adj)
-        significant = p_adj < alpha or not require_significance
-        gain = r.delta if MetricSpec.parse(r.metric).higher_is_better else -r.delta
-        if math.isnan(gain):
-            continue
-        if gain < -r.tolerance - 1e-12 and significant:
-            r.verdict = "regressed"
-        elif gain > r.tolerance + 1e-12:
-            r.verdict = "improved"
+        r.verdict = verdict(r, float(p_adj), alpha)
     return out
 
 
 def _mean(v: np.ndarray) -> float:
     v = v[~np.isnan(v)]
     return float(v.mean()) if v.size else math.nan
+
+
+def _interval(r: SliceRow) -> str:
+    return f"[{r.low:+.3f}, {r.high:+.3f}]" if math.isfinite(r.low) else "n/a"
 
 
 def markdown(rows: Sequence[SliceRow]) -> list[str]:
@@ -306,19 +287,19 @@ def markdown(rows: Sequence[SliceRow]) -> list[str]:
 
     lines = [
         "",
-        f"**Slices** (tolerance: absolute drop of the slice's mean; p: paired randomization "
-        f"test, Holm-adjusted over the {len(rows)} slice tests)",
+        f"**Slices** (tolerance: absolute drop of the slice's mean; interval: 95% paired t; "
+        f"p: paired randomization test, Holm-adjusted over the {len(rows)} slice tests)",
         "",
-        "| slice | n | metric | baseline | current | delta | tolerance | p (Holm) "
-        "| win/tie/loss | verdict |",
-        "|---|---:|---|---:|---:|---:|---:|---:|---:|---|",
+        "| slice | n | metric | baseline | current | delta | interval | tolerance | detects "
+        "| p (Holm) | win/tie/loss | verdict |",
+        "|---|---:|---|---:|---:|---:|---|---:|---:|---:|---:|---|",
     ]
     for r in rows:
         name = cell(printable(r.slice + (f" ({', '.join(r.pooled)})" if r.pooled else "")))
         lines.append(
             f"| {name} | {r.n} | {r.metric} | {r.baseline:.4f} | "
-            f"{r.current:.4f} | {r.delta:+.4f} | {r.tolerance:.4f} | {r.p_value:.3g} | "
-            f"{r.wins}/{r.ties}/{r.losses} | {r.verdict} |"
+            f"{r.current:.4f} | {r.delta:+.4f} | {_interval(r)} | {r.tolerance:.4f} | "
+            f"{r.detects:.4f} | {r.p_value:.3g} | {r.wins}/{r.ties}/{r.losses} | {r.verdict} |"
         )
     return lines
 
@@ -334,12 +315,13 @@ def console(rows: Sequence[SliceRow]) -> list[str]:
     mw = max([len(r.metric) for r in rows] + [6])
     out = [
         f"Slices (p Holm-adjusted over the {len(rows)} slice tests):",
-        f"{'slice':<{w}}  {'n':>5}  {'metric':<{mw}}  baseline   current     delta  tolerance  "
-        "p (Holm)  verdict",
+        f"{'slice':<{w}}  {'n':>5}  {'metric':<{mw}}  baseline   current     delta  "
+        f"{'interval':<18}  tolerance  detects  p (Holm)  verdict",
     ]
     for name, r in zip(names, rows, strict=True):
         out.append(
             f"{name:<{w}}  {r.n:>5}  {r.metric:<{mw}}  {r.baseline:8.4f}  {r.current:8.4f}  "
-            f"{r.delta:+8.4f}  {r.tolerance:9.4f}  {r.p_value:8.3g}  {r.verdict}"
+            f"{r.delta:+8.4f}  {_interval(r):<18}  {r.tolerance:9.4f}  {r.detects:7.4f}  "
+            f"{r.p_value:8.3g}  {r.verdict}"
         )
     return out

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -356,13 +357,19 @@ sortBy(parseInt(table.dataset.decide), 1); filter();
 """
 
 
+def _span(low: Any, high: Any) -> str:
+    """``[-0.041, +0.017]``; empty when there is no interval (one query)."""
+    ok = all(isinstance(v, int | float) and math.isfinite(v) for v in (low, high))
+    return f"[{low:+.3f}, {high:+.3f}]" if ok else ""
+
+
 def slice_section(rows: Sequence[Mapping[str, Any]]) -> str:
     """The gate's slice results (rageval.gate.slices rows as dicts) as a table above the queries;
     empty without gated slices."""
     if not rows:
         return ""
-    head = ["slice", "n", "metric", "baseline", "current", "change", "tolerance", "p (Holm)"]
-    head.append("verdict")
+    head = ["slice", "n", "metric", "baseline", "current", "change", "95% interval", "tolerance"]
+    head += ["detects", "p (Holm)", "verdict"]
     body = []
     for r in rows:
         delta = r.get("delta")
@@ -375,7 +382,9 @@ def slice_section(rows: Sequence[Mapping[str, Any]]) -> str:
             f'<td class="n">{_num(r.get("baseline"))}</td>',
             f'<td class="n">{_num(r.get("current"))}</td>',
             f'<td class="n {cls}">{"" if delta is None else f"{delta:+.3f}"}</td>',
+            f'<td class="n">{_span(r.get("low"), r.get("high"))}</td>',
             f'<td class="n">{_num(r.get("tolerance"))}</td>',
+            f'<td class="n">{_num(r.get("detects"))}</td>',
             f'<td class="n">{float(r.get("p_value", 1.0)):.3g}</td>',
             f'<td class="{cls}">{_esc(r.get("verdict"))}</td>',
         ]

@@ -30,7 +30,11 @@ def comparison() -> Comparison:
         lost_hits=[lost],
         rank_drops=[{**lost, "current_rank": 4}],
         gained_hits=[lost],
-        slices=[SliceRow(f"tags={HOSTILE}", "ndcg@5", 3, 0.9, 0.5, -0.4, 0.05, 0.01, "regressed")],
+        slices=[
+            SliceRow(
+                "ndcg@5", 0.9, 0.5, -0.4, 0.05, 0.01, "regressed", slice=f"tags={HOSTILE}", n=3
+            )
+        ],
         k=5,
         n_queries=1,
     )
