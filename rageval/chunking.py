@@ -149,8 +149,9 @@ def chunk_rows(
             "ordinal": c.ordinal,
             "start": c.start,
             "end": c.end,
-            "span_start": extents[c.id][1],
-            "span_end": extents[c.id][2],
+            # a returned passage that could not be located in its document has none
+            "span_start": extents[c.id][1] if c.id in extents else None,
+            "span_end": extents[c.id][2] if c.id in extents else None,
             "tokens": c.n_tokens,
         }
         for c in chunks

@@ -32,12 +32,13 @@ from rageval.inputs.judgements import (
 )
 from rageval.inputs.split import SplitSpec, split_golden
 from rageval.ranking import break_ties
-from rageval.relevance import Resolution, resolve
+from rageval.relevance import Resolution, resolve, resolve_passages
 from rageval.report.costs import costs_block
 from rageval.report.eval_report import EvalReport, RunFacts, Scored, summarise
 from rageval.report.per_query import add_readable_ids
 from rageval.report.stages import StageScores, summarise_stages
 from rageval.retrieval.base import Encoder, Retriever
+from rageval.retrieval.passages import PassageStore, passage_chunks
 from rageval.retrieval.results import ACCEPTED, as_ranked, check_known
 from rageval.retrieval.trace import StageTrace, parts, tracing
 from rageval.scoring.budget import (
@@ -171,6 +172,9 @@ def evaluate(
     # The documents' text is not needed past this point: drop it before the index is built, so
     # the corpus text is not held twice (documents and chunks) while embeddings fill memory.
     n_docs, digest = len(docs), corpus_digest(docs)
+    # a deployed index returning passages with text is scored on them: their documents are
+    # needed to locate them (other runs drop the text before the index is built)
+    docs_by_id = by_id if getattr(retriever, "external", False) else None
     del docs, by_id
     clock.lap("resolve_s")
 
@@ -185,8 +189,13 @@ def evaluate(
 
     queries = [q.query for q in golden.queries]
     depth = search_depth(spec, res.level, [c.n_tokens for c in chunks])
+    store = PassageStore()
     with tracing(retriever, StageTrace()) as trace:
-        results = _search(retriever, queries, depth, spec.query_batch)
+        results = _search(retriever, queries, depth, spec.query_batch, store)
+    if len(store):  # passages with their own ids and text: the run's units are those
+        chunks, extents, res = _passage_units(
+            spec, golden, docs_by_id, store, res, results, tokenizer, judgements
+        )
     known = {c.id for c in chunks} | {c.doc_id for c in chunks}
     known |= {u for rel in res.qrels.values() for u in rel}
     unknown_note = check_known(results, known)  # none known: one line, not a run of zeros
@@ -250,7 +259,53 @@ def evaluate(
     report.split = split
     report.chunks = chunk_rows(chunks, extents)
     add_readable_ids(report, golden, chunks, res.spans)
+    if len(store):
+        report.counts["passages"] = len(store)
+        report.counts["passages_located"] = len(extents)
+        _passage_labels(report)
     return report
+
+
+def _passage_units(
+    spec: RunSpec,
+    golden: GoldenSet,
+    docs: dict[str, Document] | None,
+    store: PassageStore,
+    res: Resolution,
+    results: Sequence[RankedList],
+    tokenizer,
+    judgements: Judgements,
+) -> tuple[list[Chunk], dict, Resolution]:
+    """The returned passages as the run's units: chunks of their own (located in the corpus
+    where their text is found), qrels by rageval.relevance.resolve_passages, and the
+    judgements (labelled by id) laid over them."""
+    if docs is None:  # a plug-in class that returned passages: read the corpus again
+        docs = {d.id: d for d in _load(spec)[1]}
+    chunks, extents = passage_chunks(store, docs, tokenizer)
+    rankings = {q.id: r.ids for q, r in zip(golden.queries, results, strict=True)}
+    res = resolve_passages(golden, docs, chunks, extents, res, rankings)
+    res = with_judgements(res, judgements, spec.labels, chunks)
+    missing = len(chunks) - len(extents)
+    if missing:
+        log.warning(
+            "%d of %d returned passages could not be located in their documents (no document "
+            "id, a document outside the corpus, or text that differs from it): span and budget "
+            "metrics are not measured for the queries that retrieved them",
+            missing,
+            len(chunks),
+        )
+    return chunks, extents, res
+
+
+def _passage_labels(report: EvalReport) -> None:
+    """Passages are named by their own ids (a ``doc:ordinal`` label means rageval's chunking)."""
+    for row in report.per_query:
+        row["retrieved_labels"] = list(row.get("retrieved", []))
+        row["relevant_labels"] = sorted(
+            u for u, g in report.qrels.get(row["id"], {}).items() if g > 0
+        )
+    for r in report.chunks:
+        r["label"] = r["id"]
 
 
 def with_judgements(
@@ -386,7 +441,7 @@ def score_run(
     # The one tie rule (rageval.ranking), also for plug-in retrievers: the run file
     # written from these rankings then re-ranks the same under trec_eval.
     results = chunk_rankings = [break_ties(r) for r in results]
-    doc_of = {c.id: c.doc_id for c in chunks}
+    doc_of = {c.id: c.doc_id or c.id for c in chunks}  # a passage with no document is its own
     if res.level == "doc":
         results = [collapse_to_documents(r, doc_of) for r in results]
     qids = [q.id for q in golden.queries]
@@ -428,8 +483,15 @@ def chunk_token_stats(chunks: Sequence[Chunk]) -> dict[str, float]:
     return {"chunk_tokens_mean": float(n_tok.mean()), "chunk_tokens_max": int(n_tok.max())}
 
 
-def _search(retriever: Retriever, queries: list[str], depth: int, batch: int) -> list[RankedList]:
-    """All queries, ``batch`` per retriever call (one call for a golden set up to that size)."""
+def _search(
+    retriever: Retriever,
+    queries: list[str],
+    depth: int,
+    batch: int,
+    store: PassageStore | None = None,
+) -> list[RankedList]:
+    """All queries, ``batch`` per retriever call (one call for a golden set up to that size);
+    passages that come back with text go into ``store``."""
     from tqdm.auto import tqdm
 
     if batch <= 0:
@@ -449,7 +511,7 @@ def _search(retriever: Retriever, queries: list[str], depth: int, batch: int) ->
                 f"the retriever returned {len(got)} rankings for {len(part)} queries; "
                 "search() must return one RankedList per query, in order"
             )
-        got = [as_ranked(r, q) for q, r in zip(part, got, strict=True)]
+        got = [as_ranked(r, q, store) for q, r in zip(part, got, strict=True)]
         bad = [q for q, r in zip(part, got, strict=True) if not _finite(r.scores)]
         if bad:  # NaN or inf: no defined order, and no TREC file can hold it
             raise BackendError(
@@ -483,6 +545,11 @@ def _latency(
     and the milliseconds of each stage of a staged retriever in those calls; each query's
     fastest of up to ``LATENCY_REPEATS`` searches (one when a search takes ``REPEAT_BELOW_MS`` or
     more), after one untimed warm-up search."""
+    own = getattr(retriever, "latency_ms", None)
+    if callable(own) and own():  # a deployed service: its calls were timed during the run
+        from rageval.retrieval.adapters import latency_of
+
+        return latency_of(own()), {}
     sample = list(queries[: max(0, n)])
     ms = []
     searches = 0

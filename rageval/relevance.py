@@ -281,9 +281,10 @@ def resolve(
     return Resolution(qrels=qrels, spans=spans, level=level)
 
 
-def chunks_for_span(span: Span, doc_chunks: Sequence[Chunk]) -> list[str]:
+def chunks_for_span(span: Span, doc_chunks: Sequence[Chunk], fallback: bool = True) -> list[str]:
     """Ids of the chunks of ``span``'s document that a located passage labels: those holding most
-    of it or mostly made of it, else the one with the largest overlap (a passage always lands)."""
+    of it or mostly made of it, else (``fallback``) the one with the largest overlap (a passage
+    always lands on a chunking that tiles its document)."""
     qlen = span.end - span.start
     best, best_overlap, hits = None, 0, []
     for c in doc_chunks:
@@ -294,9 +295,77 @@ def chunks_for_span(span: Span, doc_chunks: Sequence[Chunk]) -> list[str]:
             hits.append(c.id)
         if overlap > best_overlap:
             best, best_overlap = c, overlap
-    if not hits and best is not None:
+    if not hits and best is not None and fallback:
         hits.append(best.id)
     return hits
+
+
+def text_overlap(quote: str, passage: str) -> bool:
+    """The majority rule on text alone, for a passage that could not be located in its
+    document: compared in normalised form (case, whitespace, typographic punctuation), the
+    longest stretch they share is most of the quote or most of the passage."""
+    q, p = _Normalised(quote).text.strip(), _Normalised(passage).text.strip()
+    if not q or not p:
+        return False
+    if q in p:
+        shared = len(q)
+    else:
+        matcher = difflib.SequenceMatcher(None, p, q, autojunk=False)
+        shared = matcher.find_longest_match(0, len(p), 0, len(q)).size
+    return shared >= MAJORITY * len(q) or shared >= MAJORITY * len(p)
+
+
+def resolve_passages(
+    golden: GoldenSet,
+    docs: Mapping[str, Document],
+    passages: Sequence[Chunk],
+    located: Mapping[str, object],
+    res: Resolution,
+    rankings: Mapping[str, Sequence[str]],
+) -> Resolution:
+    """Qrels over the passages a deployed retriever returned (rageval.retrieval.passages), by the
+    rules rageval's own chunks follow: a chunk label is a returned id; ``relevant_docs`` marks
+    every returned passage of the document; an evidence quote (located in ``res.spans``) marks the
+    passages holding most of it or mostly made of it, on offsets for passages ``located`` in their
+    document and on text (:func:`text_overlap`) for the others (one without a document id only
+    for the queries that retrieved it). The relevant set of a query is every returned passage,
+    of any query, that passes (the pool of a TREC track); no largest-overlap fallback, since the
+    passages need not tile their documents."""
+    level = res.level
+    by_id = {c.id: c for c in passages}
+    on_offsets: dict[str, list[Chunk]] = defaultdict(list)
+    on_text: dict[str, list[Chunk]] = defaultdict(list)
+    for c in passages:
+        (on_offsets if c.id in located else on_text)[c.doc_id].append(c)
+    qrels: dict[str, dict[str, int]] = {}
+    for q in golden.queries:
+        rel: dict[str, int] = {}
+
+        def add(unit: str, grade: int, rel=rel) -> None:
+            rel[unit] = max(grade, rel.get(unit, 0))
+
+        for label, grade in q.relevant.items():
+            if label in by_id:
+                add(by_id[label].doc_id if level == "doc" else label, grade)
+        for doc_id, grade in q.relevant_docs.items():
+            if level == "doc":
+                add(doc_id, grade)
+            else:
+                for c in (*on_offsets.get(doc_id, ()), *on_text.get(doc_id, ())):
+                    add(c.id, grade)
+        mine = [by_id[u] for u in rankings.get(q.id, ()) if u in by_id and not by_id[u].doc_id]
+        for span in res.spans.get(q.id, ()):
+            if level == "doc":
+                add(span.doc, span.grade)
+                continue
+            for cid in chunks_for_span(span, on_offsets.get(span.doc, ()), fallback=False):
+                add(cid, span.grade)
+            quote = docs[span.doc].text[span.start : span.end]
+            for c in (*on_text.get(span.doc, ()), *mine):
+                if text_overlap(quote, c.text):
+                    add(c.id, span.grade)
+        qrels[q.id] = rel
+    return Resolution(qrels=qrels, spans=res.spans, level=level)
 
 
 def _not_found(i: int, ev: Evidence, doc: Document, cache: dict) -> str:

@@ -83,6 +83,9 @@ class EvalReport:
         d = copy.deepcopy(
             {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip}
         )
+        # a metric the run could not measure is null (JSON has no NaN), never 0
+        d["metrics"] = {m: _or_none(v) for m, v in d["metrics"].items()}
+        d["ci"] = {m: [_or_none(x) for x in v] for m, v in d["ci"].items()}
         return {"schema": SCHEMA_VERSION, **d}
 
     def write_json(self, path: str | Path) -> Path:
@@ -121,9 +124,9 @@ class EvalReport:
             rows.append(
                 (
                     name,
-                    f"{self.metrics[name]:{fmt}}",
-                    f"[{lo:{fmt}}, {hi:{fmt}}]",
-                    "" if cond is None else f"{cond:.4f}",
+                    _shown(self.metrics[name], fmt),
+                    "" if _unmeasured(self.metrics[name]) else f"[{lo:{fmt}}, {hi:{fmt}}]",
+                    "" if _unmeasured(cond) else f"{cond:.4f}",
                 )
             )
         if not any(r[3] for r in rows[1:]):
@@ -144,9 +147,9 @@ class EvalReport:
         for name in self.summary_names():
             lo, hi = self.ci.get(name, [float("nan")] * 2)
             fmt = ".1f" if name.startswith("tokens@") else ".4f"
-            lines.append(
-                f"| {cell(name)} | {self.metrics[name]:{fmt}} | [{lo:{fmt}}, {hi:{fmt}}] |"
-            )
+            value = self.metrics[name]
+            ci = "" if _unmeasured(value) else f"[{lo:{fmt}}, {hi:{fmt}}]"
+            lines.append(f"| {cell(name)} | {_shown(value, fmt)} | {ci} |")
         lines += ["", cell(self.labels_line())]
         lines += [f"- warning: {cell(w)}" for w in self.warnings]
         return "\n".join(lines) + "\n"
@@ -173,6 +176,19 @@ class EvalReport:
             )
             counted += f"; {left} LLM judgement{'s' * (left != 1)} not counted: {why}"
         return f"labels: {self.label_set} ({counted})"
+
+
+def _unmeasured(x: Any) -> bool:
+    return x is None or (isinstance(x, float) and math.isnan(x))
+
+
+def _or_none(x: Any) -> Any:
+    return None if _unmeasured(x) else x
+
+
+def _shown(x: Any, fmt: str) -> str:
+    """A metric's mean as the console and markdown show it: ``n/a`` when not measured."""
+    return "n/a" if _unmeasured(x) else f"{x:{fmt}}"
 
 
 def _jsonable(o: Any) -> Any:

@@ -1,20 +1,26 @@
 """What a retriever's ``search`` may return for a query, read into a :class:`RankedList`.
 
-A plug-in retriever may return, per query: a ``RankedList``; a list of ids, best first (scored
-by rank); or a list of ``(id, score)`` pairs. Anything else stops the run with one line naming
-the type it got and the types it may return. A run whose results name nothing this run knows
-(no chunk, document or labelled id) stops too, instead of printing zeros.
+A retriever may return, per query: a ``RankedList``; a list of ids, best first (scored by rank);
+a list of ``(id, score)`` pairs; or a list of passages (rageval.retrieval.passages: dicts or
+objects with a text, an optional id and a document id), which a :class:`PassageStore` keeps so the
+run is scored on the text that came back. Anything else stops the run with one line naming the
+type it got and the types it may return.
+
+No silent zeros: a run whose results name nothing this run knows (no chunk, document or labelled
+id, and no passage text) stops; one where fewer than ``KNOWN_WARN_BELOW`` (half) of the returned
+ids are known warns (docs/your-retriever.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from rageval.errors import ConfigError
+from rageval.retrieval.passages import PASSAGE, Passage, PassageStore, has_text, read_passage
 from rageval.types import RankedList
 
-ACCEPTED = "a RankedList(ids, scores), a list of ids (best first) or a list of (id, score) pairs"
+ACCEPTED = f"a RankedList(ids, scores), a list of ids (best first), (id, score) pairs or {PASSAGE}"
 # the share of returned ids this run must know before it warns that its metrics understate it
 KNOWN_WARN_BELOW = 0.5
 
@@ -23,24 +29,47 @@ def _name(value: Any) -> str:
     return type(value).__name__
 
 
-def as_ranked(value: Any, query: str) -> RankedList:
-    """``value`` (one query's results) as a RankedList; ConfigError naming what came back."""
+def as_ranked(
+    value: Any,
+    query: str,
+    store: PassageStore | None = None,
+    reader: Callable[[Any], Passage] = read_passage,
+) -> RankedList:
+    """``value`` (one query's results) as a RankedList; passages go into ``store``; ConfigError
+    naming what came back."""
     if isinstance(value, RankedList):
         return value
-    if isinstance(value, list | tuple):
-        items = list(value)
-        if all(isinstance(x, str) for x in items):
-            return RankedList(tuple(items), tuple(float(len(items) - i) for i in range(len(items))))
-        if all(_pair(x) for x in items):
-            return RankedList(tuple(x[0] for x in items), tuple(float(x[1]) for x in items))
-        bad = next(x for x in items if not isinstance(x, str) and not _pair(x))
+    if not isinstance(value, list | tuple):
         raise ConfigError(
-            f"search() returned a {_name(value)} holding a {_name(bad)} ({bad!r:.60}) for query "
-            f"{query!r:.80}; return {ACCEPTED}"
+            f"search() returned a {_name(value)} for query {query!r:.80}; return {ACCEPTED}"
         )
-    raise ConfigError(
-        f"search() returned a {_name(value)} for query {query!r:.80}; return {ACCEPTED}"
-    )
+    ids: list[str] = []
+    scores: list[float | None] = []
+    for x in value:
+        if isinstance(x, str):
+            ids.append(x)
+            scores.append(None)
+        elif _pair(x):
+            ids.append(x[0])
+            scores.append(float(x[1]))
+        elif isinstance(x, Passage) or has_text(x):
+            p = x if isinstance(x, Passage) else reader(x)
+            if store is None:
+                raise ConfigError(
+                    f"search() returned passages for query {query!r:.80} where only ids can be "
+                    "scored; return ids or (id, score) pairs"
+                )
+            store.add(p)
+            ids.append(p.id)
+            scores.append(p.score)
+        else:
+            raise ConfigError(
+                f"search() returned a {_name(value)} holding a {_name(x)} ({x!r:.60}) for query "
+                f"{query!r:.80}; return {ACCEPTED}"
+            )
+    if any(s is None for s in scores):  # a score missing anywhere: the order is the ranking
+        scores = [float(len(ids) - i) for i in range(len(ids))]
+    return RankedList(tuple(ids), tuple(float(s) for s in scores))  # type: ignore[arg-type]
 
 
 def _pair(x: Any) -> bool:
@@ -63,20 +92,23 @@ def unknown_ids(results: Sequence[RankedList], known: Iterable[str]) -> tuple[in
 
 def check_known(results: Sequence[RankedList], known: Iterable[str]) -> str | None:
     """ConfigError when no returned id is one this run knows (its metrics would all be 0); a
-    warning's text when fewer than KNOWN_WARN_BELOW of them are; else None."""
+    warning's text when fewer than KNOWN_WARN_BELOW of them are; else None. ``known``: the run's
+    chunk and document ids, the labelled ids, and the ids of passages that came back with text."""
     matched, total = unknown_ids(results, known)
     if not total:
         return None
+    fix = (
+        "return passage text (with the document id) or map your index's ids to the chunk ids "
+        "rageval passed to index() or to the documents' ids (docs/your-retriever.md)"
+    )
     if matched == 0:
         raise ConfigError(
             f"0 of {total} returned ids match this run's chunks, documents or labels, so every "
-            "metric would be 0: return the chunk ids rageval passed to index() or the documents' "
-            "ids, or map your index's ids to them"
+            f"metric would be 0: {fix}"
         )
     if matched / total < KNOWN_WARN_BELOW:
         return (
             f"only {matched} of {total} returned ids match this run's chunks, documents or "
-            "labels; the others count as misses: return the chunk ids rageval passed to index() "
-            "or the documents' ids"
+            f"labels; the others count as misses: {fix}"
         )
     return None

@@ -29,13 +29,15 @@ Truncate = Callable[[Chunk, int], int]
 
 def budget_context(
     ranking: Sequence[str], budget: int, n_tokens: Mapping[str, int]
-) -> list[tuple[str, int | None]]:
-    """(chunk id, tokens kept or None when whole) for the chunks sent within ``budget`` tokens."""
+) -> list[tuple[str, int | None]] | None:
+    """(chunk id, tokens kept or None when whole) for the chunks sent within ``budget`` tokens;
+    None when a result before the budget fills has no known token count (a document id, or an
+    id this run has no text for): the budget cannot be measured."""
     used, out = 0, []
     for cid in ranking:
         n = n_tokens.get(cid)
         if n is None:
-            continue
+            return None
         if used + n <= budget:
             out.append((cid, None))
             used += n
@@ -113,7 +115,7 @@ def budget_metrics(
     n = len(query_ids)
     out: dict[str, np.ndarray] = {}
     for b in budgets:
-        out[f"recall@{b}t"] = np.zeros(n)
+        out[f"recall@{b}t"] = np.full(n, np.nan)
         for m in ("evidence_recall", "evidence_precision", "evidence_iou"):
             out[f"{m}@{b}t"] = np.full(n, np.nan)
     n_tokens = {cid: c.n_tokens for cid, c in chunks_by_id.items()}
@@ -121,14 +123,19 @@ def budget_metrics(
     contexts = [[budget_context(r, b, n_tokens) for b in budgets] for r in rankings]
     prepare = getattr(truncate, "prepare", None)
     if prepare is not None:  # tokenise every chunk that gets cut in one batch
-        prepare([chunks_by_id[c] for ctx in contexts for p in ctx for c, kept in p if kept])
+        prepare([chunks_by_id[c] for ctx in contexts for p in ctx if p for c, kept in p if kept])
     for qi, (qid, ev) in enumerate(zip(query_ids, evidence, strict=True)):
         relevant = {u for u, g in (qrels.get(qid) or {}).items() if g >= 1}
         for b, picked in zip(budgets, contexts[qi], strict=True):
+            if picked is None:  # not measured (see budget_context)
+                continue
             if ev is None:
+                out[f"recall@{b}t"][qi] = 0.0
                 if relevant:
                     units = {unit_of(cid) for cid, _ in picked}
                     out[f"recall@{b}t"][qi] = len(units & relevant) / len(relevant)
+                continue
+            if any(cid not in extents for cid, _ in picked):  # a passage not located
                 continue
             context = []
             for cid, kept in picked:
@@ -147,10 +154,15 @@ def budget_metrics(
 def token_counts(
     rankings: Sequence[Sequence[str]], n_tokens: Mapping[str, int], ks: Sequence[int]
 ) -> dict[str, np.ndarray]:
-    """``tokens@k``: tokens of the top k chunks of each ranking."""
+    """``tokens@k``: tokens of the top k chunks of each ranking; NaN (not measured) where one of
+    them has no known token count (a document id, an id without text)."""
     out = {}
     for k in ks:
         out[f"tokens@{k}"] = np.array(
-            [sum(n_tokens.get(c, 0) for c in r[:k]) for r in rankings], dtype=float
+            [
+                sum(n_tokens[c] for c in r[:k]) if all(c in n_tokens for c in r[:k]) else np.nan
+                for r in rankings
+            ],
+            dtype=float,
         )
     return out

@@ -192,7 +192,8 @@ def span_metrics(
 ) -> dict[str, np.ndarray]:
     """Per query, for every k: ``evidence_recall@k``, ``evidence_precision@k``,
     ``evidence_iou@k``, ``quote_recall@k``, ``quote_ndcg@k``; and ``evidence_precision_max``.
-    NaN where a query has no evidence."""
+    NaN where a query has no evidence, and where a result within k has no place in ``extents``
+    (not measured)."""
     names = ("evidence_recall", "evidence_precision", "evidence_iou", "quote_recall", "quote_ndcg")
     out = {f"{m}@{k}": np.full(len(query_ids), np.nan) for k in ks for m in names}
     out["evidence_precision_max"] = np.full(len(query_ids), np.nan)
@@ -202,14 +203,21 @@ def span_metrics(
     ):
         if ev is None:
             continue
-        context = [extents[c] for c in ranking[: max(ks)] if c in extents]
-        for k in ks:
+        top = ranking[: max(ks)]
+        # a result without a known place in its document (a document id, a passage that was
+        # not located) makes every cutoff that holds it unmeasurable: NaN, never a miss
+        first_unknown = next((i for i, c in enumerate(top) if c not in extents), len(top))
+        context = [extents[c] for c in top[:first_unknown]]
+        measured = [k for k in ks if first_unknown == len(top) or k <= first_unknown]
+        if not measured:  # not even the first result has a place: the ceiling says nothing
+            continue
+        for k in measured:
             o = overlap(ev, context[:k])
             out[f"evidence_recall@{k}"][qi] = o.recall
             out[f"evidence_precision@{k}"][qi] = o.precision
             out[f"evidence_iou@{k}"][qi] = o.iou
         found_at = _found_ranks(ev, context)
-        for k in ks:
+        for k in measured:
             out[f"quote_recall@{k}"][qi] = sum(1 for r in found_at if r <= k) / len(ev.quotes)
             out[f"quote_ndcg@{k}"][qi] = _quote_ndcg(ev, found_at, k)
         best = [x for d in ev.spans for x in touching(d, ev.spans[d])]

@@ -74,3 +74,20 @@ class WordOverlap:
             else:
                 out.append(RankedList(tuple(ids), tuple(scores)))
         return out
+
+
+def search_passages(query: str, k: int) -> list[dict]:
+    """A team's search function (``backend.function=fakes.plugin_retrievers:search_passages``):
+    paragraphs of the fixture corpus, its own chunking, ranked by the words they share with the
+    query, returned as passages with text and a document id."""
+    import os
+    from pathlib import Path
+
+    from rageval.inputs.corpus import load_corpus
+
+    root = Path(os.environ.get("RAGEVAL_TEST_CORPUS") or Path(__file__).parents[1] / "data/mini")
+    docs = load_corpus(str(root / "corpus") if (root / "corpus").is_dir() else str(root))
+    words = set(query.lower().split())
+    paragraphs = [(d.id, p) for d in docs for p in d.text.split("\n\n") if p.strip()]
+    paragraphs.sort(key=lambda dp: (-len(words & set(dp[1].lower().split())), dp[0], dp[1]))
+    return [{"text": p, "doc_id": d, "score": float(-i)} for i, (d, p) in enumerate(paragraphs[:k])]

@@ -36,6 +36,10 @@ def required(group: str, option: str, mini: Path, tmp_path: Path) -> list[str]:
         ("search", "semantic"): azure,
         # any local folder: the CrossEncoder is loaded on the first search, not when built
         ("rerank", "cross_encoder"): [f"rerank.model={tmp_path}"],
+        # a team's deployed retriever: a function, a LangChain or LlamaIndex factory
+        ("backend", "function"): ["backend.function=fakes.plugin_retrievers:search_passages"],
+        ("backend", "langchain"): ["backend.factory=fakes.frameworks:langchain_retriever"],
+        ("backend", "llamaindex"): ["backend.factory=fakes.frameworks:llamaindex_retriever"],
     }.get((group, option), [])
 
 

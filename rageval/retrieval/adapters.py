@@ -1,0 +1,415 @@
+"""The retriever a team deployed, evaluated as it is: no subclassing, no re-indexing.
+
+- ``backend=function backend.function=myapp.search:search``: a plain function
+  ``search(query: str, k: int)`` (or ``async def``; ``k`` optional) returning ids, ``(id, score)``
+  pairs or passages (dicts or objects with a text, an id and a document id);
+- ``backend=langchain backend.factory=myapp.rag:build_retriever``: a factory returning a LangChain
+  retriever (``invoke(query) -> list[Document]``);
+- ``backend=llamaindex backend.factory=myapp.rag:build_retriever``: a factory returning a
+  LlamaIndex retriever (``retrieve(query) -> list[NodeWithScore]``).
+
+A factory that takes ``k`` (or LlamaIndex's ``similarity_top_k``) is called with the run's search
+depth; ``backend.kwargs`` are passed too. The document id is read from the metadata key
+``backend.doc_id_key`` (default ``doc_id``); the passage id from ``backend.id_key`` when set, else
+derived from the passage's document and text (rageval.retrieval.passages), so rankings compare
+across runs even when a store assigns random ids.
+
+Queries run ``parallelism`` at a time (threads; an ``async`` function on one event loop), each
+call with a ``timeout`` in seconds and ``retries`` (waiting ``backoff * 2**attempt``); queries that
+still fail stop the run with a BackendError naming them, and nothing partial is kept. Each call's
+latency is recorded: the report's latency is that of the run's own calls, so a deployed service
+is not searched again to time it. A progress bar shows the queries done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+from rageval.errors import BackendError, ConfigError
+from rageval.retrieval.passages import Passage, has_text, read_passage
+from rageval.types import Chunk
+
+MAX_NAMED = 10
+
+
+def load_object(path: str, key: str) -> Any:
+    """``package.module:name`` (or ``package.module.name``) imported; ConfigError naming ``key``,
+    what failed and how to write it."""
+    if not isinstance(path, str) or not path.strip() or path == "???":
+        raise ConfigError(
+            f"{key} is not set: name your function as package.module:name, e.g. "
+            f"{key}=myapp.search:search"
+        )
+    module_name, sep, attr = path.partition(":")
+    if not sep:
+        module_name, _, attr = path.rpartition(".")
+    if not module_name or not attr:
+        raise ConfigError(f"{key}={path!r}: write package.module:name, e.g. myapp.search:search")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as err:
+        raise ConfigError(
+            f"{key}={path!r}: cannot import {module_name!r} ({err}); run from your project's "
+            "root, list its folder in rageval.yaml's python_path, or pip install it"
+        ) from None
+    obj: Any = module
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            names = [n for n in dir(module) if not n.startswith("_")]
+            import difflib
+
+            close = difflib.get_close_matches(part, names, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ConfigError(f"{key}={path!r}: {module_name!r} has no {part!r}{hint}")
+        obj = getattr(obj, part)
+    return obj
+
+
+def _accepts(fn: Callable, name: str) -> bool:
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
+def _positional(fn: Callable) -> int:
+    """How many positional arguments ``fn`` takes (2 for ``*args``)."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return 2
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return 2
+    return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
+
+
+class FunctionRetriever:
+    """A search function of the team's app as a rageval retriever (see the module docstring)."""
+
+    embeds = False  # searches an index of its own: nothing is embedded by rageval
+    external = True
+
+    def __init__(
+        self,
+        function: str | Callable[..., Any],
+        *,
+        parallelism: int = 4,
+        timeout: float | None = 30.0,
+        retries: int = 2,
+        backoff: float = 0.5,
+        doc_id_key: str = "doc_id",
+        id_key: str | None = None,
+        progress: bool = True,
+        what: str = "backend.function",
+    ):
+        if isinstance(parallelism, bool) or not isinstance(parallelism, int) or parallelism < 1:
+            raise ConfigError(
+                f"backend.parallelism must be a whole number >= 1, got {parallelism!r}"
+            )
+        if timeout is not None and not (isinstance(timeout, int | float) and timeout > 0):
+            raise ConfigError(f"backend.timeout must be seconds > 0 (or null), got {timeout!r}")
+        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+            raise ConfigError(f"backend.retries must be a whole number >= 0, got {retries!r}")
+        self.function = load_object(function, what) if isinstance(function, str) else function
+        if not callable(self.function):
+            raise ConfigError(
+                f"{what}={function!r} is a {type(self.function).__name__}, not a function"
+            )
+        self.what = what
+        self.parallelism, self.timeout = parallelism, timeout
+        self.retries, self.backoff = retries, float(backoff)
+        self.doc_id_key, self.id_key, self.progress = doc_id_key, id_key, progress
+        self.calls = 0
+        self._latency_ms: list[float] = []
+        self._takes_k = _positional(self.function) >= 2
+
+    def __repr__(self) -> str:
+        name = getattr(self.function, "__qualname__", type(self.function).__name__)
+        return f"{type(self).__name__}({name}, parallelism={self.parallelism})"
+
+    # -- the Retriever protocol ------------------------------------------------------------
+    def index(self, chunks: Sequence[Chunk], encoder) -> None:
+        """Nothing to build: the deployed index is searched as it is."""
+
+    def search(self, queries: Sequence[str], depth: int) -> list[list[Any]]:
+        """Each query's results (ids, pairs or :class:`Passage`), in query order."""
+        queries = list(queries)
+        call = self._caller(depth)
+        if _is_async(self.function):
+            outcomes = asyncio.run(self._run_async(queries, call))
+        else:
+            outcomes = self._run_threads(queries, call)
+        failed = [(i, e) for i, (ok, e) in enumerate(outcomes) if not ok]
+        if failed:
+            listed = "; ".join(
+                f"#{i} {queries[i]!r:.80}: {_describe(e)}" for i, e in failed[:MAX_NAMED]
+            )
+            more = f" (and {len(failed) - MAX_NAMED} more)" if len(failed) > MAX_NAMED else ""
+            raise BackendError(
+                f"{self!r} failed {len(failed)} of {len(queries)} queries after {self.retries} "
+                f"retries: {listed}{more}. No results were kept; fix the service, or raise "
+                "backend.timeout, retries or retry_backoff",
+                failed_queries=[queries[i] for i, _ in failed],
+            )
+        return [self._read(value) for _, value in outcomes]
+
+    def latency_ms(self) -> list[float]:
+        """Milliseconds of every successful call of this run (the report's latency)."""
+        return list(self._latency_ms)
+
+    def request_counts(self) -> dict[str, int]:
+        """Calls made (with retries), as remote backends count their requests."""
+        return {"search": self.calls}
+
+    # -- internals -----------------------------------------------------------------------------
+    def _caller(self, depth: int) -> Callable[[str], Any]:
+        fn = self.function
+        return (lambda q: fn(q, depth)) if self._takes_k else (lambda q: fn(q))
+
+    def _read(self, value: Any) -> Any:
+        if not isinstance(value, list | tuple):
+            return value  # as_ranked names the type
+        return [self._passage(x) if has_text(x) else x for x in value]
+
+    def _passage(self, item: Any) -> Passage:
+        return read_passage(item, doc_id_key=self.doc_id_key, id_key=self.id_key)
+
+    def _bar(self, n: int):
+        from tqdm.auto import tqdm
+
+        return tqdm(
+            total=n,
+            desc=f"searching ({self.what.split('.')[-1]})",
+            unit="query",
+            disable=not self.progress or n < 2,
+            file=sys.stderr,
+        )
+
+    def _run_threads(self, queries: list[str], call) -> list[tuple[bool, Any]]:
+        outcomes: list[tuple[bool, Any]] = [(False, None)] * len(queries)
+        pool = ThreadPoolExecutor(self.parallelism, thread_name_prefix="rageval-search")
+        try:
+            with self._bar(len(queries)) as bar:
+                pending = list(range(len(queries)))
+                for attempt in range(self.retries + 1):
+                    if attempt:
+                        time.sleep(self.backoff * 2 ** (attempt - 1))
+                    futures = {i: pool.submit(_timed, call, queries[i]) for i in pending}
+                    again = []
+                    for i, fut in futures.items():
+                        self.calls += 1
+                        try:
+                            value, ms = fut.result(timeout=self.timeout)
+                        except TimeoutError:
+                            fut.cancel()
+                            outcomes[i] = (False, TimeoutError(f"no answer in {self.timeout:g} s"))
+                            again.append(i)
+                            continue
+                        except Exception as exc:  # the service's own error: retried
+                            outcomes[i] = (False, exc)
+                            again.append(i)
+                            continue
+                        self._latency_ms.append(ms)
+                        outcomes[i] = (True, value)
+                        bar.update(1)
+                    pending = again
+                    if not pending:
+                        break
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+        return outcomes
+
+    async def _run_async(self, queries: list[str], call) -> list[tuple[bool, Any]]:
+        gate = asyncio.Semaphore(self.parallelism)
+        bar = self._bar(len(queries))
+
+        async def one(q: str) -> tuple[bool, Any]:
+            error: Exception | None = None
+            for attempt in range(self.retries + 1):
+                if attempt:
+                    await asyncio.sleep(self.backoff * 2 ** (attempt - 1))
+                async with gate:
+                    self.calls += 1
+                    t = time.perf_counter()
+                    try:
+                        value = await asyncio.wait_for(call(q), self.timeout)
+                    except TimeoutError:
+                        error = TimeoutError(f"no answer in {self.timeout:g} s")
+                        continue
+                    except Exception as exc:
+                        error = exc
+                        continue
+                    self._latency_ms.append((time.perf_counter() - t) * 1000)
+                    bar.update(1)
+                    return True, value
+            return False, error
+
+        try:
+            return list(await asyncio.gather(*(one(q) for q in queries)))
+        finally:
+            bar.close()
+
+
+def _is_async(fn: Callable) -> bool:
+    """An ``async def`` function (or an object whose ``__call__`` is one)."""
+    call = type(fn).__dict__.get("__call__")
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(call)
+
+
+def _timed(call, q: str) -> tuple[Any, float]:
+    t = time.perf_counter()
+    value = call(q)
+    return value, (time.perf_counter() - t) * 1000
+
+
+def _describe(e: Any) -> str:
+    return f"{type(e).__name__}: {str(e).strip()[:200]}"
+
+
+def _build(factory: str | Callable, what: str, depth: int, kwargs: Mapping[str, Any], k_names):
+    """Call the factory once, with the search depth when it takes one of ``k_names``."""
+    make = load_object(factory, what) if isinstance(factory, str) else factory
+    if not callable(make):
+        raise ConfigError(f"{what}={factory!r} is a {type(make).__name__}, not a function")
+    args = dict(kwargs)
+    for name in k_names:
+        if name not in args and _accepts(make, name) and not _var_kw_only(make, name):
+            args[name] = depth
+            break
+    try:
+        return make(**args)
+    except TypeError as err:
+        raise ConfigError(
+            f"{what}={factory!r} could not be called with {sorted(args) or 'no arguments'}: {err}"
+        ) from None
+
+
+def _var_kw_only(fn: Callable, name: str) -> bool:
+    """True when ``fn`` takes ``name`` only through ``**kwargs`` (then it is not passed)."""
+    try:
+        return name not in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return True
+
+
+class LangChainRetriever(FunctionRetriever):
+    """A LangChain retriever built by ``factory`` (``invoke(query) -> list[Document]``)."""
+
+    def __init__(
+        self,
+        factory: str | Callable[..., Any],
+        *,
+        kwargs: Mapping[str, Any] | None = None,
+        **options: Any,
+    ):
+        self.factory, self.kwargs = factory, dict(kwargs or {})
+        self._retriever: Any = None
+        self._depth: int | None = None
+        super().__init__(self._invoke, what="backend.factory", **options)
+        self._takes_k = False
+
+    def _invoke(self, query: str) -> Any:
+        return self._retriever.invoke(query)
+
+    def _caller(self, depth: int) -> Callable[[str], Any]:
+        if self._retriever is None or depth != self._depth:
+            self._retriever = _build(self.factory, "backend.factory", depth, self.kwargs, ("k",))
+            self._depth = depth
+            if not callable(getattr(self._retriever, "invoke", None)):
+                raise ConfigError(
+                    f"backend.factory={self.factory!r} returned a "
+                    f"{type(self._retriever).__name__}, which has no invoke(query); return a "
+                    "LangChain retriever (e.g. vectorstore.as_retriever())"
+                )
+        return self._retriever.invoke
+
+    def _passage(self, item: Any) -> Passage:
+        meta = getattr(item, "metadata", None) or {}
+        score = meta.get("score", meta.get("relevance_score"))
+        own = {"id": getattr(item, "id", None)} if self.id_key == "id" else {}
+        return read_passage(
+            {"text": getattr(item, "page_content", None), "metadata": meta, **own},
+            doc_id_key=self.doc_id_key,
+            id_key=self.id_key,
+            score=float(score) if isinstance(score, int | float) else None,
+        )
+
+
+class LlamaIndexRetriever(FunctionRetriever):
+    """A LlamaIndex retriever built by ``factory`` (``retrieve(query) -> list[NodeWithScore]``)."""
+
+    def __init__(
+        self,
+        factory: str | Callable[..., Any],
+        *,
+        kwargs: Mapping[str, Any] | None = None,
+        **options: Any,
+    ):
+        self.factory, self.kwargs = factory, dict(kwargs or {})
+        self._retriever: Any = None
+        self._depth: int | None = None
+        super().__init__(self._retrieve, what="backend.factory", **options)
+        self._takes_k = False
+
+    def _retrieve(self, query: str) -> Any:
+        return self._retriever.retrieve(query)
+
+    def _caller(self, depth: int) -> Callable[[str], Any]:
+        if self._retriever is None or depth != self._depth:
+            self._retriever = _build(
+                self.factory, "backend.factory", depth, self.kwargs, ("similarity_top_k", "k")
+            )
+            self._depth = depth
+            if not callable(getattr(self._retriever, "retrieve", None)):
+                raise ConfigError(
+                    f"backend.factory={self.factory!r} returned a "
+                    f"{type(self._retriever).__name__}, which has no retrieve(query); return a "
+                    "LlamaIndex retriever (e.g. index.as_retriever())"
+                )
+        return self._retriever.retrieve
+
+    def _read(self, value: Any) -> Any:
+        if not isinstance(value, list | tuple):
+            return value
+        return [self._node(x) for x in value]
+
+    def _node(self, item: Any) -> Any:
+        node = getattr(item, "node", item)
+        get_content = getattr(node, "get_content", None)
+        if not callable(get_content):
+            return item  # as_ranked names the type
+        meta = dict(getattr(node, "metadata", None) or {})
+        score = getattr(item, "score", None)
+        doc = meta.get(self.doc_id_key)
+        if doc is None:
+            doc = getattr(node, "ref_doc_id", None)
+        own = {"id": getattr(node, "node_id", None)} if self.id_key == "id" else {}
+        return read_passage(
+            {"text": get_content(), "metadata": {**meta, self.doc_id_key: doc}, **own},
+            doc_id_key=self.doc_id_key,
+            id_key=self.id_key,
+            score=float(score) if isinstance(score, int | float) else None,
+        )
+
+
+def latency_of(ms: Sequence[float]) -> dict[str, Any]:
+    """The latency block of calls timed during the run itself."""
+    if not ms:
+        return {}
+    return {
+        "p50_ms": float(np.percentile(ms, 50)),
+        "p95_ms": float(np.percentile(ms, 95)),
+        "queries_sampled": len(ms),
+        "searches": 0,  # no extra search was made to time these
+        "timed": "the run's own calls",
+    }
