@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from rageval.errors import BackendError, ConfigError
+from rageval.errors import BackendError, ConfigError, RagevalError
 from rageval.retrieval.passages import Passage, has_text, read_passage
 from rageval.types import Chunk
 
@@ -287,11 +287,23 @@ def _build(factory: str | Callable, what: str, depth: int, kwargs: Mapping[str, 
             args[name] = depth
             break
     try:
-        return make(**args)
+        inspect.signature(make).bind(**args)
     except TypeError as err:
         raise ConfigError(
-            f"{what}={factory!r} could not be called with {sorted(args) or 'no arguments'}: {err}"
+            f"{what}={factory!r} cannot be called with {sorted(args) or 'no arguments'}: {err}; "
+            "fix backend.kwargs"
         ) from None
+    except ValueError:  # no signature to check (a builtin): call it and see
+        pass
+    try:
+        return make(**args)
+    except RagevalError:
+        raise
+    except Exception as err:  # the team's code failed: say where, in one line
+        raise ConfigError(
+            f"{what}={factory!r} failed while building the retriever: "
+            f"{type(err).__name__}: {str(err).strip()[:300]}"
+        ) from err
 
 
 def _var_kw_only(fn: Callable, name: str) -> bool:

@@ -14,6 +14,7 @@ import subprocess
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from itertools import islice
 from typing import Any
 
@@ -27,6 +28,7 @@ from rageval.retrieval.azure.client import (
     throwaway_index_name,
 )
 from rageval.retrieval.base import Encoder
+from rageval.retrieval.passages import Passage
 from rageval.types import Chunk, RankedList
 
 log = logging.getLogger(__name__)
@@ -63,6 +65,7 @@ class AzureSearchRetriever:
         retry_backoff: float = 0.5,
         run_key: str = "",
         timeout: float = 60.0,
+        doc_id_field: str | None = None,
     ) -> None:
         problems = [
             (
@@ -85,6 +88,15 @@ class AzureSearchRetriever:
             ),
         ]
         names = {"id_field": id_field, "text_field": text_field, "vector_field": vector_field}
+        if doc_id_field is not None:
+            names["doc_id_field"] = doc_id_field
+            problems.append(
+                (
+                    not existing,
+                    "doc_id_field is for an existing index (existing=true): a throwaway index "
+                    "holds rageval's own chunks",
+                )
+            )
         for name, value in names.items():
             problems.append((not _FIELD_NAME.match(value or ""), f"{name} {value!r} is not legal"))
         counts = {
@@ -102,6 +114,10 @@ class AzureSearchRetriever:
         self.api_key_env, self.mode = api_key_env, mode
         self.existing, self.keep_index = existing, keep_index
         self.id_field, self.text_field, self.vector_field = id_field, text_field, vector_field
+        # an existing index's passages are scored on their text when it names their document
+        # (rageval.retrieval.passages): its own ids and chunking need no mapping
+        self.doc_id_field = doc_id_field
+        self.external = doc_id_field is not None
         self.semantic_configuration = semantic_configuration
         self.upload_batch_size, self.parallelism = upload_batch_size, parallelism
         self.max_retries, self.retry_backoff = max_retries, retry_backoff
@@ -225,10 +241,15 @@ class AzureSearchRetriever:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _search_one(self, client: Any, text: str, vector: Any, depth: int) -> RankedList:
+    def _search_one(
+        self, client: Any, text: str, vector: Any, depth: int
+    ) -> RankedList | list[Passage]:
         from azure.search.documents.models import VectorizedQuery
 
-        kwargs: dict[str, Any] = {"top": depth, "select": [self.id_field]}
+        select = [self.id_field]
+        if self.doc_id_field:
+            select += [self.text_field, self.doc_id_field]
+        kwargs: dict[str, Any] = {"top": depth, "select": select}
         if self.mode in _TEXT_MODES:
             kwargs["search_text"] = text
         if vector is not None:
@@ -240,8 +261,13 @@ class AzureSearchRetriever:
             kwargs["semantic_error_mode"] = "fail"  # never score unreranked results as reranked
         ids: list[str] = []
         scores: list[float] = []
+        passages: list[Passage] = []
         for hit in islice(client.search(**kwargs), depth):
             ids.append(str(hit[self.id_field]))
+            if self.doc_id_field:
+                doc = hit.get(self.doc_id_field)
+                text = hit.get(self.text_field)
+                passages.append(Passage(ids[-1], "" if doc is None else str(doc), str(text or "")))
             reranker = hit.get("@search.reranker_score")
             if self.mode != "semantic":
                 scores.append(float(hit["@search.score"]))
@@ -249,6 +275,8 @@ class AzureSearchRetriever:
                 scores.append(float(reranker))
             else:  # past the reranked window: keep Azure's order, below every reranker score (>= 0)
                 scores.append(-float(len(ids)))
+        if self.doc_id_field:
+            return [replace(p, score=s) for p, s in zip(passages, scores, strict=True)]
         return RankedList(ids=tuple(ids), scores=tuple(scores))
 
     def _create_index(self, dim: int | None) -> None:
@@ -313,11 +341,17 @@ class AzureSearchRetriever:
         need = [(self.id_field, "key")]
         need += [(self.text_field, "searchable")] if self.mode in _TEXT_MODES else []
         need += [(self.vector_field, "vector_search_dimensions")] * (self.mode in _VECTOR_MODES)
+        if self.doc_id_field:  # passages come back with their text and document
+            need += [(self.text_field, "retrievable"), (self.doc_id_field, "retrievable")]
         for field, prop in need:
-            if field not in fields or not getattr(fields[field], prop, None):
+            if (
+                field not in fields
+                or getattr(fields[field], prop, None) is False
+                or (prop != "retrievable" and not getattr(fields[field], prop, None))
+            ):
                 raise ConfigError(
                     f"index {name!r} has no {prop} field {field!r} (its fields: {sorted(fields)}); "
-                    "set id_field / text_field / vector_field to the index's names"
+                    "set id_field / text_field / vector_field / doc_id_field to the index's names"
                 )
         dim = (
             fields[self.vector_field].vector_search_dimensions if self.vector_field in fields else 0

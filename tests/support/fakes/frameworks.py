@@ -2,7 +2,7 @@
 real langchain-core and llama-index-core classes, in-memory stores), offline: a deterministic
 hashed bag-of-words embedding stands in for a model, so vector search finds shared words.
 
-``backend.factory=fakes.frameworks:langchain_retriever`` / ``fakes.frameworks:llamaindex_retriever``.
+``backend.factory=fakes.frameworks:langchain_retriever`` (or ``:llamaindex_retriever``).
 Each chunks the corpus its own way (paragraphs; LlamaIndex: sentences grouped in threes), so the
 passages they return are not rageval's chunks."""
 

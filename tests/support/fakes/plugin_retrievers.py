@@ -91,3 +91,16 @@ def search_passages(query: str, k: int) -> list[dict]:
     paragraphs = [(d.id, p) for d in docs for p in d.text.split("\n\n") if p.strip()]
     paragraphs.sort(key=lambda dp: (-len(words & set(dp[1].lower().split())), dp[0], dp[1]))
     return [{"text": p, "doc_id": d, "score": float(-i)} for i, (d, p) in enumerate(paragraphs[:k])]
+
+
+def search_documents(query: str, k: int) -> list[tuple[str, float]]:
+    """Document ids with scores (an index of whole documents)."""
+    by_doc: dict[str, float] = {}
+    for p in search_passages(query, 10 * k):
+        by_doc.setdefault(p["doc_id"], p["score"])
+    return sorted(by_doc.items(), key=lambda kv: -kv[1])[:k]
+
+
+def search_own_ids(query: str, k: int) -> list[str]:
+    """An index's own passage ids, no text: nothing rageval can score."""
+    return [f"kb-{i:04d}" for i in range(k)]

@@ -386,3 +386,51 @@ def test_without_a_key_it_signs_in_with_default_azure_credential(monkeypatch):
     monkeypatch.setattr(azure.identity, "DefaultAzureCredential", Stub)
     retriever = AzureSearchRetriever("https://x.search.windows.net", api_key_env=ENV)
     assert isinstance(retriever._credential(), Stub)
+
+
+def test_an_existing_index_with_its_own_ids_is_scored_on_its_passages(fake, mini, model_dir):
+    """A team's index built by its own ingestion (ids kb-0000..., paragraphs, a document
+    field): with doc_id_field the passages come back with text and are scored on it."""
+    from rageval.chunking import ChunkingSpec
+    from rageval.inputs.corpus import load_corpus
+    from rageval.pipeline import RunSpec, evaluate
+    from rageval.retrieval.azure.client import index_definition
+    from rageval.retrieval.passages import Passage
+
+    paragraphs = [
+        (d.id, p.strip())
+        for d in load_corpus(str(mini / "corpus"))
+        for p in d.text.split("\n\n")
+        if p.strip()
+    ]
+    seed = make(fake, mode="bm25", index_name="team-kb", keep_index=True)
+    definition = index_definition("team-kb", "id", "text", "vector", dim=None)
+    definition["fields"].append({"name": "source_doc", "type": "Edm.String"})
+    seed._index_client().create_or_update_index(definition)
+    seed.index_name = "team-kb"
+    docs = [
+        {"id": f"kb-{i:04d}", "text": p, "source_doc": d} for i, (d, p) in enumerate(paragraphs)
+    ]
+    seed._search_client().upload_documents(documents=docs)
+    seed.close()
+
+    team = dict(existing=True, index_name="team-kb", doc_id_field="source_doc")
+    with make(fake, mode="bm25", **team) as retriever:
+        retriever.index([], None)
+        (hits,) = retriever.search(["parental leave for contractors"], 3)
+        assert all(isinstance(h, Passage) and h.id.startswith("kb-") for h in hits)
+        assert hits[0].doc_id == "policies/leave" and "ontractors" in hits[0].text
+        assert fake.seen("search")[-1].body["select"] == "id,text,source_doc"
+        spec = RunSpec(
+            corpus=str(mini / "corpus"),
+            golden=str(mini / "golden.jsonl"),
+            tokenizer_dir=model_dir,
+            chunking=ChunkingSpec(64),
+            latency_sample=0,
+        )
+        report = evaluate(spec, retriever, None)
+    assert report.metrics["quote_recall@5"] > 0.5 and report.metrics["ndcg@5"] > 0.3
+    assert report.counts["passages_located"] == report.counts["passages"]
+    assert report.per_query[0]["retrieved"][0].startswith("kb-")
+    with pytest.raises(ConfigError, match="doc_id_field is for an existing index"):
+        make(fake, mode="bm25", doc_id_field="source_doc")
