@@ -192,8 +192,9 @@ def evaluate(
     store = PassageStore()
     with tracing(retriever, StageTrace()) as trace:
         results = _search(retriever, queries, depth, spec.query_batch, store)
+    cover = None  # the characters evidence may lie in: rageval's chunks tile their documents
     if len(store):  # passages with their own ids and text: the run's units are those
-        chunks, extents, res = _passage_units(
+        chunks, extents, res, cover = _passage_units(
             spec, golden, docs_by_id, store, res, results, tokenizer, judgements
         )
     known = {c.id for c in chunks} | {c.doc_id for c in chunks}
@@ -206,7 +207,7 @@ def evaluate(
     latency, stage_ms = _latency(retriever, queries, depth, spec.latency_sample)
 
     clock.restart()
-    scored = score_run(spec, golden, chunks, extents, res, results, tokenizer)
+    scored = score_run(spec, golden, chunks, extents, res, results, tokenizer, cover)
     stages = _stages(spec, golden, chunks, extents, res, tokenizer, trace, scored, depth, stage_ms)
     clock.lap("score_s")
     clock.total()
@@ -275,10 +276,11 @@ def _passage_units(
     results: Sequence[RankedList],
     tokenizer,
     judgements: Judgements,
-) -> tuple[list[Chunk], dict, Resolution]:
+) -> tuple[list[Chunk], dict, Resolution, dict[str, list[tuple[int, int]]]]:
     """The returned passages as the run's units: chunks of their own (located in the corpus
-    where their text is found), qrels by rageval.relevance.resolve_passages, and the
-    judgements (labelled by id) laid over them."""
+    where their text is found), qrels by rageval.relevance.resolve_passages with the
+    judgements (labelled by id) laid over them, and the evidence cover: whole documents, since
+    the passages cover only what came back and evidence none of them holds is missed."""
     if docs is None:  # a plug-in class that returned passages: read the corpus again
         docs = {d.id: d for d in _load(spec)[1]}
     chunks, extents = passage_chunks(store, docs, tokenizer)
@@ -294,7 +296,8 @@ def _passage_units(
             missing,
             len(chunks),
         )
-    return chunks, extents, res
+    cover = {d.id: [(0, len(d.text))] for d in docs.values()}
+    return chunks, extents, res, cover
 
 
 def _passage_labels(report: EvalReport) -> None:
@@ -435,6 +438,7 @@ def score_run(
     res: Resolution,
     results: list[RankedList],
     tokenizer=None,
+    cover: dict[str, list[tuple[int, int]]] | None = None,
 ) -> Scored:
     """Every metric per query: ranking metrics (chunk or document level, as trec_eval), span and
     quote metrics for evidence labels, token-budget metrics and tokens@k."""
@@ -450,7 +454,7 @@ def score_run(
     values.update(judged_metrics(qids, [r.ids for r in results], res.qrels, spec.ks))
     ranked = [r.ids for r in chunk_rankings]
     if any(res.spans.values()):
-        values.update(span_metrics(qids, ranked, res.spans, extents, spec.ks))
+        values.update(span_metrics(qids, ranked, res.spans, extents, spec.ks, cover))
     by_id = {c.id: c for c in chunks}
     values.update(token_counts(ranked, {c.id: c.n_tokens for c in chunks}, spec.ks))
     if spec.budgets:
@@ -465,6 +469,7 @@ def score_run(
                 unit_of=(doc_of.__getitem__ if res.level == "doc" else str),
                 budgets=spec.budgets,
                 truncate=tokenizer_truncate(tokenizer) if tokenizer else proportional_truncate,
+                cover=cover,
             )
         )
     return Scored(

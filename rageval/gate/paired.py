@@ -3,8 +3,9 @@
 
 :func:`measure` pairs the baseline's and the run's per-query values (queries where either is
 missing left out), runs the paired randomization test and counts wins, ties and losses;
-:func:`finish` adds the paired t interval on the change and the drop the queries detect with 80%
-power; :func:`verdict` decides from the interval and the Holm-adjusted p-value (docs/gate.md).
+:func:`finish` adds the interval on the change (the paired t interval, widened by a skewness
+correction: rageval.scoring.power.bounds) and the drop the queries detect with 80% power;
+:func:`verdict` decides from the interval and the Holm-adjusted p-value (docs/gate.md).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ class Change:
     # (rageval.scoring.power); nan and None with fewer than 2 queries
     detects: float = float("nan")
     needed: int | None = None
-    # the (1 - alpha) paired t interval on the change (current - baseline)
+    # the (1 - alpha) interval on the change (current - baseline): rageval.scoring.power.bounds
     low: float = float("nan")
     high: float = float("nan")
 
@@ -82,11 +83,11 @@ def measure(a: np.ndarray, b: np.ndarray, resamples: int) -> Pairs:
 def finish(c: Change, pairs: Pairs, alpha: float) -> None:
     """Fill ``c``'s interval (centred on its ``delta``, the means over every query) and its
     detectable drop from the paired differences."""
-    from rageval.scoring.power import mde, one_run_sd, queries_needed, t_half_width
+    from rageval.scoring.power import interval, mde, one_run_sd, queries_needed
 
     c.wins, c.ties, c.losses = pairs.counts()
-    half = t_half_width(pairs.d, alpha)
-    c.low, c.high = c.delta - half, c.delta + half
+    below, above = interval(pairs.d, alpha)
+    c.low, c.high = c.delta + below, c.delta + above
     d = pairs.d
     if d.size < 2:
         c.detects, c.needed = float("nan"), None

@@ -108,6 +108,7 @@ def budget_metrics(
     unit_of: Callable[[str], str],
     budgets: Sequence[int],
     truncate: Truncate = proportional_truncate,
+    cover: Mapping[str, list[tuple[int, int]]] | None = None,
 ) -> dict[str, np.ndarray]:
     """Per query and budget B: ``recall@Bt`` and, for queries with evidence, the span metrics
     ``evidence_{recall,precision,iou}@Bt`` (NaN without evidence). ``unit_of`` maps a chunk id to
@@ -119,7 +120,7 @@ def budget_metrics(
         for m in ("evidence_recall", "evidence_precision", "evidence_iou"):
             out[f"{m}@{b}t"] = np.full(n, np.nan)
     n_tokens = {cid: c.n_tokens for cid, c in chunks_by_id.items()}
-    evidence = evidence_by_query(query_ids, spans, extents)
+    evidence = evidence_by_query(query_ids, spans, extents, cover)
     contexts = [[budget_context(r, b, n_tokens) for b in budgets] for r in rankings]
     prepare = getattr(truncate, "prepare", None)
     if prepare is not None:  # tokenise every chunk that gets cut in one batch

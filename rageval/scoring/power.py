@@ -4,7 +4,8 @@ smallest drop the golden set detects, and how many queries a set needs.
 Two runs scored on the same queries give per-query differences ``d = current - baseline``. With
 ``n`` queries and ``s`` the standard deviation of ``d``:
 
-- the **interval**: ``mean(d) +- t(1 - alpha/2, n - 1) * s / sqrt(n)`` (the paired t interval);
+- the **interval**: the paired t interval ``mean(d) +- t(1 - alpha/2, n - 1) * s / sqrt(n)``,
+  widened on the side where Hall's skewness correction reaches further (:func:`bounds`);
 - the **paired t-test** p-value of ``mean(d) = 0`` (two-sided), as ``scipy.stats.ttest_rel``;
 - the **minimum detectable effect** (MDE) at power ``P``: the smallest true drop ``delta`` the
   two-sided paired t-test at ``alpha`` rejects with probability ``P``, from the noncentral t
@@ -32,7 +33,10 @@ import numpy as np
 from rageval.errors import ConfigError, InputError
 
 PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
-METHOD = "paired t interval; power of the two-sided paired t-test (noncentral t)"
+METHOD = (
+    "paired t interval (widened by Hall's skewness correction); power of the two-sided paired "
+    "t-test (noncentral t)"
+)
 
 
 def _check(alpha: float, power: float) -> None:
@@ -142,15 +146,53 @@ def one_run_sd(scores: np.ndarray) -> float:
     return float(np.asarray(scores, dtype=float).std(ddof=1)) * math.sqrt(2)
 
 
-def t_half_width(d: np.ndarray, alpha: float = 0.05) -> float:
-    """Half the width of the (1 - alpha) paired t interval of the differences ``d`` (nan below 2
-    of them; 0 when they never vary)."""
+def bounds(mean, sd, skew, n: int, alpha: float = 0.05):
+    """The (1 - alpha) interval on the mean from ``n`` differences with sample ``mean``, ``sd``
+    (ddof 1) and ``skew`` (the moment estimate g1): the paired t interval, widened where Hall's
+    (1992) skewness-corrected interval reaches further (never narrowed). Works elementwise on
+    arrays (the simulation tests call it on 20,000 sets at once).
+
+    Why: per-query differences of retrieval metrics are often skewed (many ties, a tail of large
+    drops), and the t interval's bound on the long-tail side then misses more often than alpha/2:
+    at n = 25 with a skewness of -1.7 its lower bound lies above the true mean 7% of the time,
+    which would let a gate declare non-inferiority too readily. Hall's transformation
+    ``g(x) = x + s x^2 / 3 + s^2 x^3 / 27 + s / (6 n)`` of the standardised mean removes the
+    first-order skewness term; taking the union with the t interval keeps the t interval's
+    coverage where the skewness estimate is noisy (discrete hit@k differences)."""
     from scipy import stats
 
+    mean, sd, skew = (np.asarray(x, dtype=float) for x in (mean, sd, skew))
+    crit = float(stats.t.ppf(1 - alpha / 2, n - 1))
+    half = crit * sd / math.sqrt(n)
+    g = np.where(np.isfinite(skew), skew, 0.0)
+
+    def inverse(y: float) -> np.ndarray:
+        """g^-1(y) in closed form; y itself (the t bound) when g is 0, and where the cube root's
+        argument is not positive: so skewed a sample (one query of 20 changed) lies outside
+        what the expansion describes, and the t bound is kept."""
+        arg = 1 + g * (y - g / (6 * n))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            v = (3 / np.where(g == 0, 1, g)) * (np.cbrt(arg) - 1)
+        return np.where((np.abs(g) < 1e-12) | (arg <= 0), y, v)
+
+    low = mean - sd * inverse(crit / math.sqrt(n))
+    high = mean - sd * inverse(-crit / math.sqrt(n))
+    return np.minimum(mean - half, low), np.maximum(mean + half, high)
+
+
+def interval(d: np.ndarray, alpha: float = 0.05) -> tuple[float, float]:
+    """The (1 - alpha) interval on the mean of the differences ``d`` as offsets from their mean
+    (:func:`bounds`; nan below 2 differences, (0, 0) when they never vary)."""
+    d = np.asarray(d, dtype=float)
     if d.size < 2:
-        return float("nan")
-    sd = float(d.std(ddof=1))
-    return float(stats.t.ppf(1 - alpha / 2, d.size - 1)) * sd / math.sqrt(d.size) if sd else 0.0
+        return float("nan"), float("nan")
+    mean, sd = float(d.mean()), float(d.std(ddof=1))
+    if sd == 0:
+        return 0.0, 0.0
+    c = d - mean
+    skew = float((c**3).mean() / (c**2).mean() ** 1.5)
+    low, high = bounds(mean, sd, skew, int(d.size), alpha)
+    return float(low) - mean, float(high) - mean
 
 
 def describe(
@@ -207,8 +249,8 @@ def paired(
     n = int(d.size)
     mean = float(d.mean())
     sd = float(d.std(ddof=1))
-    half = t_half_width(d, alpha)
-    low, high = mean - half, mean + half
+    below, above = interval(d, alpha)
+    low, high = mean + below, mean + above
     p_t = (1.0 if mean == 0 else 0.0) if sd == 0 else float(stats.ttest_rel(b, a).pvalue)
     p_r = paired_randomization_test(a, b, n_resamples=resamples, seed=0)
     return Paired(

@@ -176,10 +176,16 @@ def doc_cover(extents: Extents) -> dict[str, list[Interval]]:
 
 
 def evidence_by_query(
-    query_ids: Sequence[str], spans: Mapping[str, list[Span]], extents: Extents
+    query_ids: Sequence[str],
+    spans: Mapping[str, list[Span]],
+    extents: Extents,
+    cover: Mapping[str, list[Interval]] | None = None,
 ) -> list[Evidence | None]:
-    """Each query's :class:`Evidence` under these chunk extents; None where it has none."""
-    cover = doc_cover(extents)
+    """Each query's :class:`Evidence` under these chunk extents; None where it has none.
+    ``cover``: the characters evidence may lie in, per document (default: what the chunks stand
+    for, the whole document for a chunking that tiles it; returned passages, which cover only
+    what came back, pass their documents whole so evidence no passage holds counts as missed)."""
+    cover = doc_cover(extents) if cover is None else cover
     return [Evidence.of(spans.get(q) or [], cover) for q in query_ids]
 
 
@@ -189,6 +195,7 @@ def span_metrics(
     spans: Mapping[str, list[Span]],
     extents: Extents,
     ks: Sequence[int],
+    cover: Mapping[str, list[Interval]] | None = None,
 ) -> dict[str, np.ndarray]:
     """Per query, for every k: ``evidence_recall@k``, ``evidence_precision@k``,
     ``evidence_iou@k``, ``quote_recall@k``, ``quote_ndcg@k``; and ``evidence_precision_max``.
@@ -199,7 +206,7 @@ def span_metrics(
     out["evidence_precision_max"] = np.full(len(query_ids), np.nan)
     touching = _touching_index(extents)
     for qi, (ev, ranking) in enumerate(
-        zip(evidence_by_query(query_ids, spans, extents), rankings, strict=True)
+        zip(evidence_by_query(query_ids, spans, extents, cover), rankings, strict=True)
     ):
         if ev is None:
             continue

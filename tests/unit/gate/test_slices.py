@@ -43,13 +43,13 @@ def report(adversarial_recall: float, n_ticket=90, n_adv=10, golden="g1"):
 
 BASE = report(1.0)
 CUR = report(0.5)  # 5 of 10 adversarial queries lost: the mean drops 0.05, the slice 0.5
-# (the means are gated at 0.1: their 95% interval, [-0.094, -0.006], is shown within it)
+# (the means are gated at 0.15: their 95% interval, [-0.124, -0.007], is shown within it)
 
 
 def test_a_slice_only_regression_fails_the_gate_while_the_mean_passes():
-    plain = compare(BASE, CUR, METRICS, tolerance=0.1)
+    plain = compare(BASE, CUR, METRICS, tolerance=0.15)
     assert plain.status == PASS  # the mean hides it
-    cmp = compare(BASE, CUR, METRICS, tolerance=0.1, slices={"source=adversarial": 0.05})
+    cmp = compare(BASE, CUR, METRICS, tolerance=0.15, slices={"source=adversarial": 0.05})
     assert all(r.verdict == "ok" for r in cmp.rows)
     assert cmp.status == REGRESSED and cmp.exit_code == 1
     rows = {(r.slice, r.metric): r for r in cmp.slices}
@@ -82,8 +82,8 @@ def test_slice_p_values_are_holm_adjusted_over_the_slice_family_only():
 
 def test_a_slice_within_tolerance_passes_and_an_unconfirmed_drop_is_inconclusive():
     # 5 of 10 queries lost: the slice's 95% interval, [-0.877, -0.123], lies within 0.9, not 0.6
-    assert compare(BASE, CUR, METRICS, 0.1, slices={"source=adversarial": 0.9}).status == PASS
-    assert compare(BASE, CUR, METRICS, 0.1, slices={"source=adversarial": 0.6}).status == (
+    assert compare(BASE, CUR, METRICS, 0.15, slices={"source=adversarial": 0.9}).status == PASS
+    assert compare(BASE, CUR, METRICS, 0.15, slices={"source=adversarial": 0.6}).status == (
         INCONCLUSIVE
     )
     small = report(0.9, n_adv=10)  # one query lost: beyond 0.05, but no test can confirm it
@@ -185,7 +185,7 @@ def test_a_named_slice_overrides_its_fields_tolerance_and_is_tested_once():
         BASE,
         CUR,
         ["recall@5"],
-        tolerance=0.1,
+        tolerance=0.15,
         slices={"source=adversarial": 0.9, "source": 0.05},
         min_slice_size=5,
     )
@@ -201,7 +201,7 @@ def test_the_gate_page_shows_the_gated_slices_above_the_queries():
 
     from rageval.report.html import render_diff
 
-    cmp = compare(BASE, CUR, METRICS, 0.1, slices={"source=adversarial": {"recall@5": 0.05}})
+    cmp = compare(BASE, CUR, METRICS, 0.15, slices={"source=adversarial": {"recall@5": 0.05}})
     page = render_diff(BASE, {}, CUR, {}, slice_rows=[asdict(r) for r in cmp.slices])
     table = page.split("<h2>Slices</h2>")[1].split("<h2>Queries</h2>")[0]
     assert "Holm-adjusted over the 1 slice tests" in table
@@ -280,7 +280,7 @@ def test_every_documented_spelling_fails_the_slice_only_regression():
         for override, gated in spellings:
             cfg = compose("config", overrides=prepare_overrides([override], CONF_DIR, GROUPS))
             spec = OmegaConf.to_container(cfg.gate.slices)
-            cmp = compare(BASE, CUR, METRICS, tolerance=0.1, slices=spec)
+            cmp = compare(BASE, CUR, METRICS, tolerance=0.15, slices=spec)
             assert all(r.verdict == "ok" for r in cmp.rows) and cmp.exit_code == 1, override
             failed = {(r.slice, r.metric) for r in cmp.slices if r.verdict == "regressed"}
             assert (gated, "recall@5") in failed, override

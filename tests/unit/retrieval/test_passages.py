@@ -226,3 +226,19 @@ def test_a_function_named_by_path_is_imported_with_clear_errors():
 def test_ranked_list_results_pass_through():
     r = FunctionRetriever(lambda q: RankedList(("a",), (1.0,)), progress=False)
     assert r.search(["q"], 3) == [RankedList(("a",), (1.0,))]
+
+
+def test_evidence_no_passage_holds_is_missed_not_unmeasured(mini, model_dir):
+    """The passages cover only what came back: evidence none of them holds counts in the
+    denominator (recall 0), it is not set aside."""
+    docs = load_corpus(str(mini / "corpus"))
+    faq = next(d for d in docs if d.id == "faq")
+    para = next(p for p in faq.text.split("\n\n") if "Helm" not in p and p.strip())
+
+    def search(query: str, k: int):  # one passage, holding no query's evidence
+        return [{"text": para, "doc_id": "faq"}]
+
+    r = evaluate(spec(mini, model_dir), FunctionRetriever(search, progress=False), None)
+    with_evidence = [row for row in r.per_query if row["evidence"]]
+    assert with_evidence and all(row["evidence_recall@3"] == 0.0 for row in with_evidence)
+    assert r.metrics["quote_recall@5"] == 0.0 and r.metrics["evidence_recall@128t"] == 0.0
