@@ -208,6 +208,11 @@ def evaluate(
 
     clock.restart()
     scored = score_run(spec, golden, chunks, extents, res, results, tokenizer, cover)
+    # a deployed index's passages have no vectors of rageval's: only its own exact scan counts
+    own_only = bool(len(store))
+    scored.values.update(
+        ann_recall(retriever, chunks, queries, results, encoder, spec.ks, own_only)
+    )
     stages = _stages(spec, golden, chunks, extents, res, tokenizer, trace, scored, depth, stage_ms)
     clock.lap("score_s")
     clock.total()
@@ -298,6 +303,55 @@ def _passage_units(
         )
     cover = {d.id: [(0, len(d.text))] for d in docs.values()}
     return chunks, extents, res, cover
+
+
+def ann_recall(
+    retriever: Retriever,
+    chunks: Sequence[Chunk],
+    queries: Sequence[str],
+    results: Sequence[RankedList],
+    encoder: Encoder | None,
+    ks: Sequence[int],
+    own_only: bool = False,
+) -> dict[str, np.ndarray]:
+    """``ann_recall@k`` of a vector-mode run on a backend that says whether its index is
+    approximate (``approximate()``): per query, the share of the exact top k (a flat FAISS pass
+    over the same, cached, vectors; a team's table: the backend's own ``exact_search``) that the
+    index returned; 1.0 without the pass for an exact index. Nothing for other modes, backends
+    that do not say, or returned passages without an exact search of their own
+    (``own_only``)."""
+    part = retriever  # through pass-through wrappers only (retries): not fusion, not reranking
+    while part is not None and not callable(type(part).__dict__.get("approximate")):
+        part = part.__dict__.get("inner") if hasattr(part, "__dict__") else None
+    if part is None or getattr(part, "mode", None) != "vector" or encoder is None:
+        return {}
+    n = len(results)
+    if not part.approximate():
+        return {f"ann_recall@{k}": np.ones(n) for k in ks}
+    own = getattr(part, "exact_search", None)  # a team's table: its own exact scan
+    reference = own(list(queries), max(ks)) if callable(own) else None
+    if reference is not None:
+        exact_ids = [list(r.ids) for r in reference]
+    elif own_only:
+        return {}
+    else:
+        import faiss
+
+        docs = encoder.encode_documents([c.text for c in chunks])
+        vectors = np.ascontiguousarray(docs, np.float32)
+        qv = np.ascontiguousarray(encoder.encode_queries(list(queries)), np.float32)
+        flat = faiss.IndexFlatIP(vectors.shape[1])
+        flat.add(vectors)
+        _, rows = flat.search(qv, min(max(ks), len(chunks)))
+        ids = [c.id for c in chunks]
+        exact_ids = [[ids[j] for j in row if j >= 0] for row in rows]
+    out = {f"ann_recall@{k}": np.full(n, np.nan) for k in ks}
+    for qi, r in enumerate(results):
+        exact = exact_ids[qi]
+        for k in ks:
+            if exact[:k]:
+                out[f"ann_recall@{k}"][qi] = len(set(r.ids[:k]) & set(exact[:k])) / len(exact[:k])
+    return out
 
 
 def _passage_labels(report: EvalReport) -> None:

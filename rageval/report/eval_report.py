@@ -109,6 +109,7 @@ class EvalReport:
             )
         names.append(f"tokens@{k}")
         names.append(f"judged@{k}")
+        names.append(f"ann_recall@{k}")
         return [n for n in names if n in self.metrics]
 
     def table(self) -> str:

@@ -434,6 +434,10 @@ def columns_for(metric: str, jobs: Sequence[Job]) -> list[str]:
     k = ok[0].report.get("k", 5) if ok else 5
     names = {m for j in ok for m in j.metrics}
     wanted = [metric, f"ndcg@{k}", f"recall@{k}", f"quote_recall@{k}"]
+    # index fidelity beside the quality it costs, when some job's index is approximate
+    ann = f"ann_recall@{k}"
+    if any(j.metrics.get(ann) is not None and j.metrics[ann] < 1.0 for j in ok):
+        wanted.insert(2, ann)
     wanted += [f"evidence_{m}@{k}" for m in ("recall", "precision", "iou")]
     wanted += ["evidence_precision_max", f"tokens@{k}"]
     # how much of each job's top k is judged, and nDCG with unjudged results set aside

@@ -129,7 +129,8 @@ class FunctionRetriever:
         self.parallelism, self.timeout = parallelism, timeout
         self.retries, self.backoff = retries, float(backoff)
         self.doc_id_key, self.id_key, self.progress = doc_id_key, id_key, progress
-        self.calls = 0
+        # calls made, retries included (the costs block's requests, as remote backends count)
+        self.requests = {"index": 0, "search": 0}
         self._latency_ms: list[float] = []
         self._takes_k = _positional(self.function) >= 2
 
@@ -167,9 +168,10 @@ class FunctionRetriever:
         """Milliseconds of every successful call of this run (the report's latency)."""
         return list(self._latency_ms)
 
-    def request_counts(self) -> dict[str, int]:
-        """Calls made (with retries), as remote backends count their requests."""
-        return {"search": self.calls}
+    @property
+    def calls(self) -> int:
+        """Calls made so far, retries included."""
+        return self.requests["search"]
 
     # -- internals -----------------------------------------------------------------------------
     def _caller(self, depth: int) -> Callable[[str], Any]:
@@ -207,7 +209,7 @@ class FunctionRetriever:
                     futures = {i: pool.submit(_timed, call, queries[i]) for i in pending}
                     again = []
                     for i, fut in futures.items():
-                        self.calls += 1
+                        self.requests["search"] += 1
                         try:
                             value, ms = fut.result(timeout=self.timeout)
                         except TimeoutError:
@@ -239,7 +241,7 @@ class FunctionRetriever:
                 if attempt:
                     await asyncio.sleep(self.backoff * 2 ** (attempt - 1))
                 async with gate:
-                    self.calls += 1
+                    self.requests["search"] += 1
                     t = time.perf_counter()
                     try:
                         value = await asyncio.wait_for(call(q), self.timeout)

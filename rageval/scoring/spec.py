@@ -29,6 +29,9 @@ FAMILIES: dict[str, tuple[str, str]] = {
     "evidence_precision": ("span", "covered / retrieved characters, duplicates included"),
     "evidence_iou": ("span", "covered / (evidence + retrieved - covered) characters"),
     "tokens": ("cost", "tokens of the top k chunks (the embedding model's tokenizer)"),
+    # index fidelity of an approximate vector index (HNSW, IVF): its top k against an exact
+    # (flat) search over the same vectors; 1.0 for an exact index
+    "ann_recall": ("index", "share of the exact top k (flat search, same vectors) returned"),
     # judged-ness (docs/metrics.md "Judgements"): how much of the top k carries any label, and the
     # headline metrics on the condensed list (unjudged results removed before the cut at k, as
     # trec_eval -J): ``ndcg_cond@5`` is nDCG@5 of the condensed list (MLflow: ``ndcg_cond_at_5``)

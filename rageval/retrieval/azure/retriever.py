@@ -128,6 +128,7 @@ class AzureSearchRetriever:
         self._encoder: Encoder | None = None
         self._created = False
         self._clients: dict[str, Any] = {}
+        self._exhaustive = False
         # calls rageval made to the service (the SDK's own retries of a call not counted)
         self.requests = {"index": 0, "search": 0}
 
@@ -220,6 +221,27 @@ class AzureSearchRetriever:
         self.requests["search"] += len(queries)  # one search call per query
         return [f.result() for f in futures]
 
+    def approximate(self) -> bool:
+        """An existing index's HNSW is approximate; the throwaway index searches exhaustively."""
+        return self.existing
+
+    def exact_search(self, queries: Sequence[str], depth: int) -> list[Any] | None:
+        """The same vector queries with ``exhaustive: true`` (Azure compares every vector): the
+        exact reference of ann_recall@k for an existing index."""
+        if not self.existing or self.mode != "vector":
+            return None
+        self._exhaustive = True
+        try:
+            got = self.search(queries, depth)
+        finally:
+            self._exhaustive = False
+        return [
+            r
+            if isinstance(r, RankedList)
+            else RankedList(tuple(p.id for p in r), tuple(float(p.score or 0) for p in r))
+            for r in got
+        ]
+
     def close(self) -> None:
         """Delete the throwaway index unless ``keep_index``; close the HTTP sessions."""
         if self._created and not self.keep_index:
@@ -255,6 +277,8 @@ class AzureSearchRetriever:
         if vector is not None:
             k = depth if self.mode == "vector" else max(depth, SEMANTIC_WINDOW)
             query = VectorizedQuery(vector=vector, k_nearest_neighbors=k, fields=self.vector_field)
+            if self._exhaustive:  # the exact reference of ann_recall: every vector compared
+                query.exhaustive = True
             kwargs["vector_queries"] = [query]
         if self.mode == "semantic":
             kwargs.update(query_type="semantic", semantic_configuration_name=self._semantic_name())

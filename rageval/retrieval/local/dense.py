@@ -105,6 +105,13 @@ class FaissRetriever:
 
         self._build(list(ids), rows, fingerprint)
 
+    mode = "vector"
+
+    def approximate(self) -> bool:
+        """Whether the built index is approximate (HNSW, IVF): ann_recall@k is then measured
+        against a flat pass over the same vectors."""
+        return getattr(self, "built_type", self.index_type) not in ("flat",)
+
     def kind_for(self, n: int) -> str:
         """The index type used for ``n`` vectors."""
         if self.index_type != "auto":

