@@ -291,3 +291,8 @@ def test_exact_pgvector_equals_faiss_on_the_demo(shared_cache, tmp_path, no_dsn)
     assert pg["metrics"]["ndcg@5"] == pytest.approx(faiss["metrics"]["ndcg@5"], abs=1e-9)
     hnsw = demo("hnsw", "search=vector", "backend=pgvector", "backend.pgvector.index_type=hnsw")
     assert 0.9 <= hnsw["metrics"]["ann_recall@5"] <= 1.0
+    # full-text search and hybrid RRF in SQL on the demo
+    text = demo("bm25", "search=bm25", "backend=pgvector")
+    both = demo("hybrid", "search=hybrid", "backend=pgvector")
+    assert text["metrics"]["hit_rate@5"] > 0.3 and "ann_recall@5" not in text["metrics"]
+    assert both["metrics"]["ndcg@5"] > min(text["metrics"]["ndcg@5"], pg["metrics"]["ndcg@5"])
