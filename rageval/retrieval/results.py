@@ -7,8 +7,9 @@ run is scored on the text that came back. Anything else stops the run with one l
 type it got and the types it may return.
 
 No silent zeros: a run whose results name nothing this run knows (no chunk, document or labelled
-id, and no passage text) stops; one where fewer than ``KNOWN_WARN_BELOW`` (half) of the returned
-ids are known warns (docs/your-retriever.md).
+id, and no passage text), or that got no result for any query, stops; one where fewer than
+``KNOWN_WARN_BELOW`` (half) of the returned ids are known, or some queries got nothing, warns
+(docs/your-retriever.md).
 """
 
 from __future__ import annotations
@@ -95,6 +96,13 @@ def check_known(results: Sequence[RankedList], known: Iterable[str]) -> str | No
     warning's text when fewer than KNOWN_WARN_BELOW of them are; else None. ``known``: the run's
     chunk and document ids, the labelled ids, and the ids of passages that came back with text."""
     matched, total = unknown_ids(results, known)
+    empty = sum(1 for r in results if not r.ids)
+    if results and empty == len(results):
+        raise ConfigError(
+            f"the retriever returned no results for any of the {len(results)} queries, so every "
+            "metric would be 0: check that it can reach its index (and reads the data you meant) "
+            "before evaluating it"
+        )
     if not total:
         return None
     fix = (
@@ -106,9 +114,15 @@ def check_known(results: Sequence[RankedList], known: Iterable[str]) -> str | No
             f"0 of {total} returned ids match this run's chunks, documents or labels, so every "
             f"metric would be 0: {fix}"
         )
+    notes = []
     if matched / total < KNOWN_WARN_BELOW:
-        return (
+        notes.append(
             f"only {matched} of {total} returned ids match this run's chunks, documents or "
             f"labels; the others count as misses: {fix}"
         )
-    return None
+    if empty:
+        notes.append(
+            f"the retriever returned no results for {empty} of {len(results)} queries; they "
+            "count as misses"
+        )
+    return "; ".join(notes) or None

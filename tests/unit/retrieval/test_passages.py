@@ -242,3 +242,17 @@ def test_evidence_no_passage_holds_is_missed_not_unmeasured(mini, model_dir):
     with_evidence = [row for row in r.per_query if row["evidence"]]
     assert with_evidence and all(row["evidence_recall@3"] == 0.0 for row in with_evidence)
     assert r.metrics["quote_recall@5"] == 0.0 and r.metrics["evidence_recall@128t"] == 0.0
+
+
+def test_no_results_at_all_stop_the_run_and_some_empty_queries_warn(mini, model_dir):
+    with pytest.raises(ConfigError, match="returned no results for any of the 8 queries"):
+        evaluate(spec(mini, model_dir), FunctionRetriever(lambda q, k: [], progress=False), None)
+
+    def some(query: str, k: int):
+        return [] if "password" in query else search_passages(query, k)
+
+    from fakes.plugin_retrievers import search_passages
+
+    with pytest.warns(UserWarning, match=r"no results for 2 of 8 queries"):
+        r = evaluate(spec(mini, model_dir), FunctionRetriever(some, progress=False), None)
+    assert any("no results for 2 of 8 queries" in w for w in r.warnings)
