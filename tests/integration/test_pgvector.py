@@ -117,7 +117,7 @@ HOLD = (
 )
 
 
-def killed_run(cache: Path, kill_watchdog: bool) -> tuple[Path, int]:
+def killed_run(cache: Path, kill_watchdog: bool, sig: int = signal.SIGKILL) -> tuple[Path, int]:
     """A run that started its server and was then killed with SIGKILL (and its watchdog too,
     when ``kill_watchdog``): the server's folder and postmaster pid."""
     proc = subprocess.Popen(
@@ -133,8 +133,8 @@ def killed_run(cache: Path, kill_watchdog: bool) -> tuple[Path, int]:
     assert pid and alive(pid)
     if kill_watchdog:
         os.kill(int(watchdog), signal.SIGKILL)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    proc.send_signal(sig)
+    proc.wait(timeout=60)
     return pgdata, pid
 
 
@@ -149,6 +149,14 @@ def test_a_killed_run_leaves_no_server_behind(tmp_path, no_dsn):
     folder."""
     pgdata, pid = killed_run(tmp_path / "cache", kill_watchdog=False)
     wait_gone(pid, pgdata)
+    assert not alive(pid) and not pgdata.exists()
+
+
+def test_ctrl_c_stops_the_server_with_the_run(tmp_path, no_dsn):
+    """Ctrl-C (SIGINT) ends the run through Python's exit path, which stops the server and
+    deletes its folder, without the watchdog's help."""
+    pgdata, pid = killed_run(tmp_path / "cache", kill_watchdog=True, sig=signal.SIGINT)
+    wait_gone(pid, pgdata, 20)
     assert not alive(pid) and not pgdata.exists()
 
 
