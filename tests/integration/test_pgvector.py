@@ -280,27 +280,3 @@ def test_a_teams_existing_table_is_scored_on_its_passages_with_its_own_ann_recal
             bad.index([], enc)
     finally:
         server.stop()
-
-
-def test_exact_pgvector_equals_faiss_on_the_demo(shared_cache, tmp_path, no_dsn):
-    common = [
-        f"cache_dir={shared_cache}",
-        "mlflow.enabled=false",
-        "latency_sample=0",
-    ]
-
-    def demo(name, *extra):
-        assert run_app([*common, f"hydra.run.dir={tmp_path / name}", *extra]) == 0
-        return json.loads((tmp_path / name / "report.json").read_text())
-
-    faiss = demo("faiss", "search=vector")
-    pg = demo("pg", "search=vector", "backend=pgvector")
-    assert [r["retrieved"] for r in pg["per_query"]] == [r["retrieved"] for r in faiss["per_query"]]
-    assert pg["metrics"]["ndcg@5"] == pytest.approx(faiss["metrics"]["ndcg@5"], abs=1e-9)
-    hnsw = demo("hnsw", "search=vector", "backend=pgvector", "backend.pgvector.index_type=hnsw")
-    assert 0.9 <= hnsw["metrics"]["ann_recall@5"] <= 1.0
-    # full-text search and hybrid RRF in SQL on the demo
-    text = demo("bm25", "search=bm25", "backend=pgvector")
-    both = demo("hybrid", "search=hybrid", "backend=pgvector")
-    assert text["metrics"]["hit_rate@5"] > 0.3 and "ann_recall@5" not in text["metrics"]
-    assert both["metrics"]["ndcg@5"] > min(text["metrics"]["ndcg@5"], pg["metrics"]["ndcg@5"])
