@@ -29,7 +29,6 @@ import inspect
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -199,36 +198,25 @@ class FunctionRetriever:
 
     def _run_threads(self, queries: list[str], call) -> list[tuple[bool, Any]]:
         outcomes: list[tuple[bool, Any]] = [(False, None)] * len(queries)
-        pool = ThreadPoolExecutor(self.parallelism, thread_name_prefix="rageval-search")
-        try:
-            with self._bar(len(queries)) as bar:
-                pending = list(range(len(queries)))
-                for attempt in range(self.retries + 1):
-                    if attempt:
-                        time.sleep(self.backoff * 2 ** (attempt - 1))
-                    futures = {i: pool.submit(_timed, call, queries[i]) for i in pending}
-                    again = []
-                    for i, fut in futures.items():
-                        self.requests["search"] += 1
-                        try:
-                            value, ms = fut.result(timeout=self.timeout)
-                        except TimeoutError:
-                            fut.cancel()
-                            outcomes[i] = (False, TimeoutError(f"no answer in {self.timeout:g} s"))
-                            again.append(i)
-                            continue
-                        except Exception as exc:  # the service's own error: retried
-                            outcomes[i] = (False, exc)
-                            again.append(i)
-                            continue
+        with self._bar(len(queries)) as bar:
+            pending = list(range(len(queries)))
+            for attempt in range(self.retries + 1):
+                if attempt:
+                    time.sleep(self.backoff * 2 ** (attempt - 1))
+                self.requests["search"] += len(pending)
+                again = []
+                for i, ok, value, ms in _DaemonPool(call, self.parallelism, self.timeout).run(
+                    [(i, queries[i]) for i in pending]
+                ):
+                    outcomes[i] = (ok, value)
+                    if ok:
                         self._latency_ms.append(ms)
-                        outcomes[i] = (True, value)
                         bar.update(1)
-                    pending = again
-                    if not pending:
-                        break
-        finally:
-            pool.shutdown(wait=False, cancel_futures=True)
+                    else:
+                        again.append(i)
+                pending = sorted(again)
+                if not pending:
+                    break
         return outcomes
 
     async def _run_async(self, queries: list[str], call) -> list[tuple[bool, Any]]:
@@ -262,16 +250,75 @@ class FunctionRetriever:
             bar.close()
 
 
+class _DaemonPool:
+    """``parallelism`` daemon threads calling ``call`` on queued queries, each call allowed
+    ``timeout`` seconds from its own start. A call past its time counts as failed and its thread
+    is left behind (a Python thread cannot be stopped) with a new one started in its place:
+    daemon threads, so a hung call never keeps the process from exiting."""
+
+    def __init__(self, call: Callable[[str], Any], parallelism: int, timeout: float | None):
+        self.call, self.parallelism, self.timeout = call, parallelism, timeout
+
+    def run(self, items: list[tuple[int, str]]):
+        """Yield ``(index, ok, value or error, milliseconds)`` as calls finish or time out."""
+        import queue
+        import threading
+
+        todo: queue.Queue = queue.Queue()
+        for item in items:
+            todo.put(item)
+        done: queue.Queue = queue.Queue()
+        started: dict[int, float] = {}
+        lock = threading.Lock()
+
+        def work() -> None:
+            while True:
+                try:
+                    i, q = todo.get_nowait()
+                except queue.Empty:
+                    return
+                with lock:
+                    started[i] = time.monotonic()
+                t = time.perf_counter()
+                try:
+                    value = self.call(q)
+                except Exception as exc:  # the service's own error: retried by the caller
+                    done.put((i, False, exc, 0.0))
+                else:
+                    done.put((i, True, value, (time.perf_counter() - t) * 1000))
+
+        def start() -> None:
+            threading.Thread(target=work, daemon=True, name="rageval-search").start()
+
+        for _ in range(min(self.parallelism, len(items))):
+            start()
+        finished: set[int] = set()
+        while len(finished) < len(items):
+            try:
+                i, ok, value, ms = done.get(timeout=0.05)
+            except queue.Empty:
+                pass
+            else:
+                if i not in finished:
+                    finished.add(i)
+                    yield i, ok, value, ms
+            if self.timeout is None:
+                continue
+            now = time.monotonic()
+            with lock:
+                late = [
+                    i for i, t0 in started.items() if i not in finished and now - t0 > self.timeout
+                ]
+            for i in late:
+                finished.add(i)
+                start()  # the stuck thread's place
+                yield i, False, TimeoutError(f"no answer in {self.timeout:g} s"), 0.0
+
+
 def _is_async(fn: Callable) -> bool:
     """An ``async def`` function (or an object whose ``__call__`` is one)."""
     call = type(fn).__dict__.get("__call__")
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(call)
-
-
-def _timed(call, q: str) -> tuple[Any, float]:
-    t = time.perf_counter()
-    value = call(q)
-    return value, (time.perf_counter() - t) * 1000
 
 
 def _describe(e: Any) -> str:

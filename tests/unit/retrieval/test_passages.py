@@ -256,3 +256,29 @@ def test_no_results_at_all_stop_the_run_and_some_empty_queries_warn(mini, model_
     with pytest.warns(UserWarning, match=r"no results for 2 of 8 queries"):
         r = evaluate(spec(mini, model_dir), FunctionRetriever(some, progress=False), None)
     assert any("no results for 2 of 8 queries" in w for w in r.warnings)
+
+
+def test_a_hung_call_fails_on_time_and_never_keeps_the_process_alive(tmp_path):
+    """A call that never returns times out, the run stops naming it, and the process still
+    exits at once: the stuck thread is a daemon."""
+    import subprocess
+    import sys
+    import time
+
+    script = (
+        "import time\n"
+        "from rageval.errors import BackendError\n"
+        "from rageval.retrieval.adapters import FunctionRetriever\n"
+        "def hang(q, k):\n"
+        "    time.sleep(600)\n"
+        "try:\n"
+        "    FunctionRetriever(hang, timeout=0.3, retries=1, backoff=0, progress=False)"
+        ".search(['a', 'b'], 3)\n"
+        "except BackendError as e:\n"
+        "    print(e)\n"
+    )
+    t = time.monotonic()
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert time.monotonic() - t < 30
+    assert "failed 2 of 2 queries after 1 retries" in out.stdout
+    assert "TimeoutError: no answer in 0.3 s" in out.stdout
