@@ -363,8 +363,13 @@ def _var_kw_only(fn: Callable, name: str) -> bool:
         return True
 
 
-class LangChainRetriever(FunctionRetriever):
-    """A LangChain retriever built by ``factory`` (``invoke(query) -> list[Document]``)."""
+class _FactoryRetriever(FunctionRetriever):
+    """A framework's retriever built once per search depth by the team's ``factory`` and
+    called through its method ``METHOD``; subclasses read what it returns."""
+
+    METHOD = ""
+    K_NAMES: tuple[str, ...] = ()
+    EXAMPLE = ""
 
     def __init__(
         self,
@@ -376,23 +381,30 @@ class LangChainRetriever(FunctionRetriever):
         self.factory, self.kwargs = factory, dict(kwargs or {})
         self._retriever: Any = None
         self._depth: int | None = None
-        super().__init__(self._invoke, what="backend.factory", **options)
+        super().__init__(lambda q: q, what="backend.factory", **options)
         self._takes_k = False
 
-    def _invoke(self, query: str) -> Any:
-        return self._retriever.invoke(query)
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.factory!r}, parallelism={self.parallelism})"
 
     def _caller(self, depth: int) -> Callable[[str], Any]:
         if self._retriever is None or depth != self._depth:
-            self._retriever = _build(self.factory, "backend.factory", depth, self.kwargs, ("k",))
+            self._retriever = _build(self.factory, self.what, depth, self.kwargs, self.K_NAMES)
             self._depth = depth
-            if not callable(getattr(self._retriever, "invoke", None)):
-                raise ConfigError(
-                    f"backend.factory={self.factory!r} returned a "
-                    f"{type(self._retriever).__name__}, which has no invoke(query); return a "
-                    "LangChain retriever (e.g. vectorstore.as_retriever())"
-                )
-        return self._retriever.invoke
+        method = getattr(self._retriever, self.METHOD, None)
+        if not callable(method):
+            raise ConfigError(
+                f"backend.factory={self.factory!r} returned a {type(self._retriever).__name__}, "
+                f"which has no {self.METHOD}(query); return {self.EXAMPLE}"
+            )
+        return method
+
+
+class LangChainRetriever(_FactoryRetriever):
+    """A LangChain retriever built by ``factory`` (``invoke(query) -> list[Document]``)."""
+
+    METHOD, K_NAMES = "invoke", ("k",)
+    EXAMPLE = "a LangChain retriever (e.g. vectorstore.as_retriever())"
 
     def _passage(self, item: Any) -> Passage:
         meta = getattr(item, "metadata", None) or {}
@@ -406,38 +418,11 @@ class LangChainRetriever(FunctionRetriever):
         )
 
 
-class LlamaIndexRetriever(FunctionRetriever):
+class LlamaIndexRetriever(_FactoryRetriever):
     """A LlamaIndex retriever built by ``factory`` (``retrieve(query) -> list[NodeWithScore]``)."""
 
-    def __init__(
-        self,
-        factory: str | Callable[..., Any],
-        *,
-        kwargs: Mapping[str, Any] | None = None,
-        **options: Any,
-    ):
-        self.factory, self.kwargs = factory, dict(kwargs or {})
-        self._retriever: Any = None
-        self._depth: int | None = None
-        super().__init__(self._retrieve, what="backend.factory", **options)
-        self._takes_k = False
-
-    def _retrieve(self, query: str) -> Any:
-        return self._retriever.retrieve(query)
-
-    def _caller(self, depth: int) -> Callable[[str], Any]:
-        if self._retriever is None or depth != self._depth:
-            self._retriever = _build(
-                self.factory, "backend.factory", depth, self.kwargs, ("similarity_top_k", "k")
-            )
-            self._depth = depth
-            if not callable(getattr(self._retriever, "retrieve", None)):
-                raise ConfigError(
-                    f"backend.factory={self.factory!r} returned a "
-                    f"{type(self._retriever).__name__}, which has no retrieve(query); return a "
-                    "LlamaIndex retriever (e.g. index.as_retriever())"
-                )
-        return self._retriever.retrieve
+    METHOD, K_NAMES = "retrieve", ("similarity_top_k", "k")
+    EXAMPLE = "a LlamaIndex retriever (e.g. index.as_retriever())"
 
     def _read(self, value: Any) -> Any:
         if not isinstance(value, list | tuple):

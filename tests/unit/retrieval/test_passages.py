@@ -282,3 +282,20 @@ def test_a_hung_call_fails_on_time_and_never_keeps_the_process_alive(tmp_path):
     assert time.monotonic() - t < 30
     assert "failed 2 of 2 queries after 1 retries" in out.stdout
     assert "TimeoutError: no answer in 0.3 s" in out.stdout
+
+
+def test_a_factory_that_builds_no_retriever_is_one_line():
+    from rageval.retrieval.adapters import LangChainRetriever, LlamaIndexRetriever
+
+    with pytest.raises(ConfigError, match=r"returned a dict, which has no invoke\(query\)"):
+        LangChainRetriever(lambda: {}, progress=False).search(["q"], 3)
+    with pytest.raises(ConfigError, match=r"has no retrieve\(query\); return a LlamaIndex"):
+        LlamaIndexRetriever(lambda similarity_top_k: [], progress=False).search(["q"], 3)
+
+    def broken(k):
+        raise FileNotFoundError("no such index: prod")
+
+    with pytest.raises(ConfigError, match="failed while building the retriever: FileNotFound"):
+        LangChainRetriever(broken, progress=False).search(["q"], 3)
+    with pytest.raises(ConfigError, match=r"cannot be called with \['index'\]"):
+        LangChainRetriever(broken, kwargs={"index": "x"}, progress=False).search(["q"], 3)
