@@ -297,5 +297,5 @@ def test_a_factory_that_builds_no_retriever_is_one_line():
 
     with pytest.raises(ConfigError, match="failed while building the retriever: FileNotFound"):
         LangChainRetriever(broken, progress=False).search(["q"], 3)
-    with pytest.raises(ConfigError, match=r"cannot be called with \['index'\]"):
+    with pytest.raises(ConfigError, match=r"cannot be called with \['index', 'k'\]: .*fix backend"):
         LangChainRetriever(broken, kwargs={"index": "x"}, progress=False).search(["q"], 3)
