@@ -110,7 +110,7 @@ class FaissRetriever:
     def approximate(self) -> bool:
         """Whether the built index is approximate (HNSW, IVF): ann_recall@k is then measured
         against a flat pass over the same vectors."""
-        return getattr(self, "built_type", self.index_type) not in ("flat",)
+        return (self.built_type or self.index_type) != "flat"
 
     def kind_for(self, n: int) -> str:
         """The index type used for ``n`` vectors."""
