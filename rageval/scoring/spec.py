@@ -28,7 +28,8 @@ FAMILIES: dict[str, tuple[str, str]] = {
     "evidence_recall": ("span", "evidence characters covered by the retrieved context"),
     "evidence_precision": ("span", "covered / retrieved characters, duplicates included"),
     "evidence_iou": ("span", "covered / (evidence + retrieved - covered) characters"),
-    "tokens": ("cost", "tokens of the top k chunks (the embedding model's tokenizer)"),
+    # in MLflow's costs/ section, beside the costs block (costs/latency_p95_ms, costs/embed_s)
+    "tokens": ("costs", "tokens of the top k chunks (the embedding model's tokenizer)"),
     # index fidelity of an approximate vector index (HNSW, IVF): its top k against an exact
     # (flat) search over the same vectors; 1.0 for an exact index
     "ann_recall": ("index", "share of the exact top k (flat search, same vectors) returned"),
@@ -113,7 +114,7 @@ class MetricSpec:
     def higher_is_better(self) -> bool:
         """False for cost metrics (``tokens@5``): a gate or a leaderboard must not call more
         tokens an improvement."""
-        return self.group != "cost"
+        return self.group != "costs"
 
     @property
     def group(self) -> str:

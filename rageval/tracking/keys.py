@@ -5,7 +5,9 @@ MLflow's run page and compare view group metric charts by the prefix before ``/`
 logs ``headline/ndcg_at_5`` (the ranking metrics at the run's k, with ``_ci_low``/``_ci_high``
 beside each), ``span/evidence_recall_at_5`` (span and token-budget metrics), ``cutoffs/ndcg_at_10``
 (the other cutoffs of the metric@k curve: plain values, not a chart over steps),
-``costs/latency_p95_ms`` and ``costs/index_s`` (rageval.report.costs), ``stages/<stage>/...`` for
+``costs/latency_p95_ms`` and ``costs/index_s`` (rageval.report.costs; ``costs/tokens_at_5`` too:
+one cost section), ``index/ann_recall_at_5`` (an approximate index's fidelity),
+``stages/<stage>/...`` for
 a hybrid or reranked run, and ``slice/source.ticket.recall_at_5`` (each slice's means,
 :func:`slice_entries`). :func:`metric_key` gives the key of a metric name and
 :func:`find_metric` reads one back from a run's metrics whatever its section.
