@@ -36,6 +36,7 @@ NOT_REPLAYED = (
     # how the report breaks the queries down, not what is measured: this machine's conf/ decides
     "slices",
     "min_slice_size",
+    "sweep",  # how a sweep decides and prints
 )
 
 

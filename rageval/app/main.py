@@ -116,10 +116,12 @@ def run_job(
     atomic_write_text(out / "config.yaml", yaml.safe_dump(redact(config), sort_keys=False))
     save_run_folder(report, out)  # report.json last, as rageval.evaluate(...).save(dir) does
     rundir.finish(out)
-    if not quiet:  # the results first: logging can take a while, or fail
+    # a sweep prints one line per finished job (the leaderboard follows); sweep.verbose=true
+    # prints each job's tables as a single run does
+    compact = bool(sweep_dir) and not bool((cfg.get("sweep") or {}).get("verbose", False))
+    if not quiet and not compact:  # the results first: logging can take a while, or fail
         if sweep_dir:  # parallel jobs (joblib) print in any order: say whose table this is
-            shown = [o for o in report.overrides if not o.startswith(("hydra.", "hydra/"))]
-            print(f"job {out.name} ({' '.join(shown)}):")
+            print(f"job {out.name} ({' '.join(_shown_overrides(report))}):")
         split = report.split or {}
         if split.get("name", "all") != "all":  # the numbers are one side's: say so first
             print(
@@ -164,7 +166,7 @@ def run_job(
                 stacklevel=1,
             )
         else:
-            if not quiet:
+            if not quiet and not compact:
                 secrets = secret_values(config)
                 print(
                     f"MLflow run {report.mlflow_run_id} in experiment "
@@ -172,9 +174,46 @@ def run_job(
                 )
             # report.json is complete already; it now also names its MLflow run
             report.write_json(out / "report.json")
-    if not quiet:
+    if not quiet and compact:  # after logging, so the line names the job's MLflow run
+        print(job_line(out.name, report))
+    elif not quiet:
         print(f"report: {out / 'report.json'}")
     return report
+
+
+def _shown_overrides(report) -> list[str]:
+    return [o for o in report.overrides if not o.startswith(("hydra.", "hydra/"))]
+
+
+def job_line(name: str, report) -> str:
+    """A finished sweep job in one line: ``job 3 (chunk=64 search=bm25): ndcg@5 0.5421,
+    quote_recall@5 0.6071, evidence_recall@1024t 0.6142, tokens@5 1268.2; 2.1 s; MLflow run ...``
+    (n/a for what the run could not measure; the split side, the warnings' count and the MLflow
+    run when there are any)."""
+    k = report.k
+    parts = []
+    for m in (f"ndcg@{k}", f"quote_recall@{k}", "evidence_recall@1024t", f"tokens@{k}"):
+        if m in report.metrics:
+            v = report.metrics[m]
+            shown = (
+                "n/a"
+                if v is None or v != v
+                else f"{v:.1f}"
+                if m.startswith("tokens")
+                else f"{v:.4f}"
+            )
+            parts.append(f"{m} {shown}")
+    split = report.split or {}
+    side = ""
+    if split.get("name", "all") != "all":  # the numbers are one side's: say so
+        side = f" [split={split['name']}: {split['queries']} of {split['of']} golden queries]"
+    total = (report.timings or {}).get("total_s")
+    line = f"job {name} ({' '.join(_shown_overrides(report))}){side}: {', '.join(parts)}"
+    line += f"; {total:.1f} s" if total is not None else ""
+    n = len(report.warnings or [])
+    line += f"; {n} warning{'s' * (n > 1)} in report.json" if n else ""
+    run = getattr(report, "mlflow_run_id", None)
+    return line + (f"; MLflow run {run}" if run else "")
 
 
 def _print_costs_and_stages(report) -> None:
@@ -266,9 +305,31 @@ def guarded_job(cfg, job: JobContext) -> int:
             os.chdir(cwd)
 
 
+def show_warnings_plainly() -> None:
+    """rageval's own warnings print as ``warning: <message>`` on stderr, as its console speaks,
+    not as Python's ``path:line: UserWarning: ...`` with a source line; others as before. The
+    format is replaced, not ``showwarning``: code that records warnings (pytest.warns,
+    ``catch_warnings(record=True)``) still gets every one."""
+    import warnings
+
+    formatted = warnings.formatwarning
+    if getattr(formatted, "rageval", False):
+        return
+    package = str(Path(__file__).resolve().parents[1])
+
+    def plain(message, category, filename, lineno, line=None):
+        if str(filename).startswith(package):
+            return f"warning: {message}\n"
+        return formatted(message, category, filename, lineno, line)
+
+    plain.rageval = True  # type: ignore[attr-defined]
+    warnings.formatwarning = plain
+
+
 def hydra_task(cfg) -> None:
     """The function ``@hydra.main`` wraps: one job; a single run exits with its error's code."""
     register_resolvers()  # a Ray or joblib worker process has not run run_app
+    show_warnings_plainly()
     job = job_context()
     code = guarded_job(cfg, job)
     if code and not job.sweep_dir:

@@ -41,6 +41,8 @@ class SweepConfig:
     # costs (rageval.report.costs): the cost the Pareto front weighs against the deciding metric
     # (latency_p95_ms, tokens_per_query, index_disk_bytes, embed_s, ...; docs/costs.md)
     pareto_cost: str = "latency_p95_ms"
+    # what a sweep prints per job: one line (false) or the tables a single run prints (true)
+    verbose: bool = False
 
 
 @dataclass

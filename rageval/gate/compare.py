@@ -54,6 +54,7 @@ WHERE_KEYS = (
     "judged_warn_below",  # when a run warns, not what it measures
     "slices",
     "min_slice_size",
+    "sweep",  # how a sweep decides and prints
 )
 
 

@@ -136,7 +136,15 @@ def _metric_names(report: Mapping[str, Any]) -> list[str]:
 
 # overrides that say where a run ran, not what it measured: left out of a run's title and of a
 # config's summary (rageval.gate.baseline.config_summary)
-PLUMBING = ("hydra.", "mlflow.", "cache_dir", "latency_sample", "dataset.corpus", "dataset.golden")
+PLUMBING = (
+    "hydra.",
+    "mlflow.",
+    "sweep.",
+    "cache_dir",
+    "latency_sample",
+    "dataset.corpus",
+    "dataset.golden",
+)
 
 
 def _title(report: Mapping[str, Any]) -> str:

@@ -14,6 +14,14 @@ from rageval.errors import ConfigError
 STEMMER_HINT = "search.bm25.stemmer needs PyStemmer: pip install PyStemmer"
 
 
+def quiet_bm25s() -> None:
+    """bm25s sets its logger to DEBUG when imported, so every index build printed a debug line
+    into a run's console: rageval shows its warnings only."""
+    import logging
+
+    logging.getLogger("bm25s").setLevel(logging.WARNING)
+
+
 class BM25Tokenizer:
     """Tokenises texts the way bm25s does, with these stopwords, stemmer and lower-casing.
 
@@ -33,6 +41,8 @@ class BM25Tokenizer:
         """bm25s's ``Tokenized`` (ids and vocab) for ``texts``, or with ``return_ids=False``
         each text's list of token strings."""
         import bm25s
+
+        quiet_bm25s()
 
         return bm25s.tokenize(
             list(texts),

@@ -15,7 +15,7 @@ import numpy as np
 from rageval.embedding.base import Encoder
 from rageval.errors import ConfigError
 from rageval.ranking import break_ties
-from rageval.retrieval.tokenize import BM25Tokenizer
+from rageval.retrieval.tokenize import BM25Tokenizer, quiet_bm25s
 from rageval.types import Chunk, RankedList
 
 # BM25's parameters: k1 (term-frequency saturation) from 0 up, b (length normalisation) in [0, 1]
@@ -75,6 +75,8 @@ class BM25Retriever:
     def index(self, chunks: Sequence[Chunk], encoder: Encoder | None = None) -> None:
         """Build the BM25 index over the chunk texts, or load it from ``cache_dir`` when cached."""
         import bm25s
+
+        quiet_bm25s()
 
         start = time.perf_counter()
         self.ids = [c.id for c in chunks]

@@ -62,6 +62,7 @@ def test_the_outcome_file_carries_the_exit_code_of_the_sweep(tmp_path, capsys):
         "alpha": 0.05,
         "resamples": 10000,
         "pareto_cost": "latency_p95_ms",
+        "verbose": False,
     }
     job(tmp_path / "sweep", 0, overrides=("chunk=32",))
     job(tmp_path / "sweep", 1, ok=False, overrides=("chunk=64",))
