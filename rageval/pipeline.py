@@ -147,7 +147,7 @@ def evaluate(
 ) -> EvalReport:
     """Run one evaluation and return its report (metrics, per-query rows, timings, digests)."""
     clock = _Clock()
-    golden, docs = _load(spec)
+    golden, docs = load_inputs(spec)
     slice_rows = [{"source": q.source, "tags": q.tags, "meta": q.meta} for q in golden.queries]
     check_fields(spec.slices, slice_rows, golden.path)  # a typo fails before the index is built
     by_id = {d.id: d for d in docs}
@@ -182,6 +182,9 @@ def evaluate(
         encoder = check_query_model(encoder, query_encoder, spec.allow_model_mismatch)
     timed = TimedEncoder(encoder) if encoder is not None else None
     embedded_before = _texts_encoded(encoder)  # an encoder reused across runs keeps counting
+    if timed is not None and getattr(encoder, "executor", "local") != "local" and embeds(retriever):
+        # a cluster embeds what the cache lacks in one pass; the index then reads the cache
+        timed.prefill([c.text for c in chunks], [q.query for q in golden.queries])
     retriever.index(chunks, timed)
     embed_docs = timed.seconds if timed else 0.0
     requests_before = request_counts(retriever)
@@ -287,7 +290,7 @@ def _passage_units(
     judgements (labelled by id) laid over them, and the evidence cover: whole documents, since
     the passages cover only what came back and evidence none of them holds is missed."""
     if docs is None:  # a plug-in class that returned passages: read the corpus again
-        docs = {d.id: d for d in _load(spec)[1]}
+        docs = {d.id: d for d in load_inputs(spec)[1]}
     chunks, extents = passage_chunks(store, docs, tokenizer)
     rankings = {q.id: r.ids for q, r in zip(golden.queries, results, strict=True)}
     res = resolve_passages(golden, docs, chunks, extents, res, rankings)
@@ -433,7 +436,8 @@ class _Clock:
         self.timings["total_s"] = time.perf_counter() - self.t0
 
 
-def _load(spec: RunSpec) -> tuple[GoldenSet, list[Document]]:
+def load_inputs(spec: RunSpec) -> tuple[GoldenSet, list[Document]]:
+    """The golden set and the corpus of ``spec`` (loaded, or as given)."""
     golden = spec.golden if isinstance(spec.golden, GoldenSet) else load_golden(spec.golden)
     docs = (
         load_corpus(spec.corpus, spec.max_document_mb)
@@ -664,6 +668,14 @@ class TimedEncoder:
         finally:
             self.__dict__["seconds"] += time.perf_counter() - t
             self.__dict__["texts"] += len(texts)
+
+    def prefill(self, documents, queries):
+        """The wrapped encoder's ``prefill`` (timed as embedding, no texts counted as asked)."""
+        t = time.perf_counter()
+        try:
+            return self.wrapped.prefill(documents, queries)
+        finally:
+            self.__dict__["seconds"] += time.perf_counter() - t
 
     def encode_documents(self, texts):
         """The wrapped encoder's document vectors, timed."""

@@ -40,6 +40,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "rageval.cli.plan",
         "how many queries a golden set needs to detect a drop, from a sweep or runs",
     ),
+    "embed": (
+        "rageval.cli.embed",
+        "fill the embedding cache for a run or sweep (on a Ray cluster: embedding.executor=ray)",
+    ),
     "golden": ("rageval.cli.golden", "golden-set tools: validate, stats, generate, add, migrate"),
     "import": ("rageval.cli.import_beir", "turn a BEIR dataset into a golden JSONL and a corpus"),
     "log": ("rageval.cli.log", "log a finished run folder to MLflow (when the server was down)"),

@@ -455,8 +455,9 @@ def _openvino_config(quantize: str) -> dict:
     return {"INFERENCE_PRECISION_HINT": precision} if precision else {}
 
 
-def load(export: Export, backend: str):
-    """The model behind an export, ready to encode."""
+def load(export: Export, backend: str, threads: int | None = None):
+    """The model behind an export, ready to encode; ``threads``: the runtime's intra-op threads
+    (None: its default, every core)."""
     if backend == "static":
         from model2vec import StaticModel
 
@@ -471,6 +472,8 @@ def load(export: Export, backend: str):
         # other jobs of a sweep (or the other users of a shared machine)
         options = onnxruntime.SessionOptions()
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        if threads:
+            options.intra_op_num_threads = int(threads)
         if export.file_name and runner.runs_direct(export.path):
             # tokenizer.json + ONNX Runtime + numpy: no torch or sentence-transformers import
             return runner.DirectEncoderModel(export.path, export.file_name, "onnx", options)
@@ -479,6 +482,8 @@ def load(export: Export, backend: str):
         from rageval.embedding import runner
 
         config = _openvino_config(str(export.info.get("quantize", "none")))
+        if threads:
+            config["INFERENCE_NUM_THREADS"] = int(threads)
         if runner.runs_direct(export.path):
             return runner.DirectEncoderModel(export.path, export.file_name, "openvino", config)
         model_kwargs["ov_config"] = config

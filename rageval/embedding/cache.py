@@ -7,6 +7,10 @@ Layout: ``<root>/embeddings/<fingerprint>/seg-*.npy`` with a ``seg-*.keys`` file
 once without locks, a killed process leaves at most a stray temp file, and nothing is ever
 unpickled (``np.load(allow_pickle=False)``). Segments are memory-mapped.
 
+A segment is named by the digest of its keys, in order: the same texts embedded in the same
+groups give the same files whichever process (or Ray worker, rageval.embedding.distributed) wrote
+them, and a group written before is not written again (a retried worker, two jobs of a sweep).
+
 A segment's checksum is verified the first time a process reads rows from it. A segment that
 fails (a flipped bit, vectors overwritten, a truncated file) is deleted with a warning and its
 texts count as missing, so they are embedded again. Segments written before checksums existed
@@ -19,8 +23,6 @@ import contextlib
 import hashlib
 import io
 import mmap
-import os
-import uuid
 import warnings
 import zlib
 from collections.abc import Sequence
@@ -121,13 +123,25 @@ class EmbeddingCache:
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         if vectors.shape[0] != len(keys):
             raise ValueError("one vector per key")
+        name = segment_name(keys)
+        if (self.dir / f"{name}.keys").is_file():
+            return  # this group is stored already, by this or another process
         self.dir.mkdir(parents=True, exist_ok=True)
-        name = f"seg-{os.getpid()}-{uuid.uuid4().hex[:12]}"
         buf = io.BytesIO()
         np.save(buf, vectors, allow_pickle=False)
         atomic_write_bytes(self.dir / f"{name}.npy", buf.getvalue())
         joined = b"".join(keys)
         atomic_write_bytes(self.dir / f"{name}.keys", joined + _digest(joined, vectors) + MAGIC)
+
+    def missing(self, keys: Sequence[bytes]) -> list[int]:
+        """Positions of ``keys`` not in the cache (no vectors read; a corrupt segment is found
+        when its rows are read)."""
+        self.refresh()
+        return [i for i, k in enumerate(keys) if k not in self._index]
+
+    def holds_segment(self, keys: Sequence[bytes]) -> bool:
+        """Whether the segment ``put(keys, ...)`` would write is complete on disk."""
+        return (self.dir / f"{segment_name(keys)}.keys").is_file()
 
     def _verify(self, segs: set[int]) -> None:
         """Check each segment in ``segs`` once; drop those that fail and forget their keys."""
@@ -155,6 +169,7 @@ class EmbeddingCache:
                         self._index.setdefault(key, seg << 32 | row)
 
     def _drop_files(self, name: str, problem: str) -> None:
+        self._seen.discard(name)  # a group written again under its name is read again
         warnings.warn(
             f"embedding cache: segment {self.dir / name} is {problem}; deleted it, and its texts "
             "will be embedded again",
@@ -194,6 +209,11 @@ def check_vectors(vectors: np.ndarray, texts: Sequence[str], what: str = "texts"
             "(a broken download or a GPU fault gives such vectors), then run again"
         )
     return vectors
+
+
+def segment_name(keys: Sequence[bytes]) -> str:
+    """``seg-`` and 32 hex digits of sha256 over the keys in order."""
+    return "seg-" + hashlib.sha256(b"".join(keys)).hexdigest()[:32]
 
 
 def _short(text: str, n: int = 50) -> str:

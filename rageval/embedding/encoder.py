@@ -13,17 +13,18 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-from rageval.embedding import backends
+from rageval.embedding import backends, distributed
 from rageval.embedding.batching import encode_stable, warn_if_mkl_unpinned
-from rageval.embedding.cache import EmbeddingCache, check_vectors, text_key
+from rageval.embedding.cache import EmbeddingCache, EmbeddingError, check_vectors, text_key
 from rageval.errors import ConfigError
 from rageval.formats.atomic import atomic_write_text
 
+EXECUTORS = ("local", "ray")
 PACKAGED = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2", "packaged"}
 SKIP_FILES = {"README.md", ".gitattributes"}
 
@@ -96,12 +97,24 @@ class SentenceTransformerEncoder:
         query_prompt: str = "",
         document_prompt: str = "",
         device: str = "cpu",
-        write_every: int = 2048,
+        write_every: int = 1024,
         progress: bool = True,
         backend: str = "torch",
         quantize: str = "none",
+        executor: str = "local",
+        ray_address: str | None = None,
+        ray_workers: int | None = None,
+        ray_cpus_per_worker: float = 1.0,
+        threads: int | None = None,
     ):
         backends.check_choice(backend, quantize)
+        if executor not in EXECUTORS:
+            raise ConfigError(
+                f"embedding.executor={executor!r} is not one of {', '.join(EXECUTORS)} (local: "
+                "this process; ray: actors on a Ray cluster, docs/scale-out.md)"
+            )
+        if threads is not None and int(threads) < 1:
+            raise ConfigError(f"embedding.threads must be >= 1 (or null), got {threads}")
         if backend != "torch" and device != "cpu":
             raise ConfigError(
                 f"embedding.backend={backend} runs on the CPU; set embedding.device=cpu "
@@ -119,6 +132,13 @@ class SentenceTransformerEncoder:
         self.device = device
         self.write_every = write_every
         self.progress = progress
+        self.executor = executor
+        self.ray = {
+            "address": ray_address,
+            "workers": ray_workers,
+            "cpus_per_worker": float(ray_cpus_per_worker),
+        }
+        self.threads = None if threads is None else int(threads)
         settings = {
             "query_prompt": query_prompt,
             "document_prompt": document_prompt,
@@ -144,6 +164,7 @@ class SentenceTransformerEncoder:
         self.texts_encoded = 0  # texts that went through the model (cache misses)
         self.texts_requested = 0
         self.encode_seconds = 0.0
+        self.last_fill: distributed.FillStats | None = None  # the last Ray fill's figures
 
     @property
     def fingerprint(self) -> str:
@@ -209,10 +230,34 @@ class SentenceTransformerEncoder:
             # importing sentence-transformers alone takes seconds: inside the spinner
             with status(f"loading the embedding model {self.description}"):
                 if export is None:
-                    self._model = _torch_model(self.model_path, self.device)
+                    self._model = _torch_model(self.model_path, self.device, self.threads)
                 else:
-                    self._model = backends.load(export, self.backend)
+                    self._model = backends.load(export, self.backend, self.threads)
         return self._model
+
+    def load_model(self):
+        """The model, loaded once (a Ray worker calls it before its first group)."""
+        return self._load()
+
+    def prepare_export(self) -> None:
+        """Build the backend's export now (once per cache), not in every worker at once."""
+        if self.backend != "torch":
+            self._prepare()
+
+    def spec(self) -> dict:
+        """The constructor arguments that give this encoder in another process (a Ray worker):
+        paths absolute, so a worker started elsewhere finds the same model and cache."""
+        return {
+            "model": str(self.model_path),
+            "cache_dir": str(self.cache_dir.resolve()),
+            "batch_size": self.batch_size,
+            "query_prompt": self.query_prompt,
+            "document_prompt": self.document_prompt,
+            "device": self.device,
+            "write_every": self.write_every,
+            "backend": self.backend,
+            "quantize": self.quantize,
+        }
 
     def _prepare(self) -> backends.Export:
         """The exported model for this backend, built once into the cache (see backends)."""
@@ -239,6 +284,10 @@ class SentenceTransformerEncoder:
         cos = np.einsum("ij,ij->i", ref.astype(np.float64), vec.astype(np.float64))
         return float(max(0.0, 1.0 - cos.min()))
 
+    def vectors(self, model, texts: list[str], progress=None) -> np.ndarray:
+        """Vectors of ``texts`` (prompts included) from the loaded ``model``, no cache."""
+        return self._vectors(model, texts, progress)
+
     def _vectors(self, model, texts: list[str], progress=None) -> np.ndarray:
         if self.backend == "static":
             vec = backends.encode_static(model, texts)
@@ -259,50 +308,122 @@ class SentenceTransformerEncoder:
         """Unit-length float32 vectors of ``texts`` with the query prompt, cached ones read."""
         return self._encode(texts, self.query_prompt, "embedding queries")
 
+    def prefill(self, documents: Sequence[str] = (), queries: Sequence[str] = ()) -> int:
+        """Put the vectors of ``documents`` and ``queries`` into the cache without returning
+        them (on the Ray cluster with ``executor=ray``: one pass, one pool of workers); the
+        number of texts embedded. A run calls it before it builds the index, so the index reads
+        every vector from the cache."""
+        plans = [
+            self._plan(documents, self.document_prompt),
+            self._plan(queries, self.query_prompt),
+        ]
+        groups = [g for plan in plans for g in plan]
+        if not groups:
+            return 0
+        if self.executor == "ray":
+            return self._fill_on_ray(groups, "embedding")
+        before = self.texts_encoded
+        model = self._load()
+        from tqdm.auto import tqdm
+
+        total = sum(len(g.keys) for g in groups)
+        with tqdm(total=total, desc="embedding", unit="text", disable=not self.progress) as bar:
+            for g in groups:
+                self._store(model, g, bar.update)
+        return self.texts_encoded - before
+
+    def _plan(self, texts: Sequence[str], prompt: str) -> list[distributed.Group]:
+        """The groups the missing ``texts`` are embedded in: each distinct text once, longest
+        first (batches pad little), ``write_every`` to a group, one cache segment each. The same
+        texts missing give the same groups, whichever executor embeds them."""
+        if not len(texts):
+            return []
+        keys = [text_key(t, prompt) for t in texts]
+        first: dict[bytes, int] = {}
+        for i in self.cache.missing(keys):
+            first.setdefault(keys[i], i)
+        todo = sorted(first.values(), key=lambda i: -len(texts[i]))
+        return [
+            distributed.Group(
+                [prompt + texts[i] for i in todo[lo : lo + self.write_every]],
+                [keys[i] for i in todo[lo : lo + self.write_every]],
+            )
+            for lo in range(0, len(todo), self.write_every)
+        ]
+
+    def _store(self, model, group: distributed.Group, progress=None) -> np.ndarray:
+        """Embed one group in this process and write its segment; its vectors."""
+        start = time.perf_counter()
+        vec = self._vectors(model, group.texts, progress)
+        check_vectors(vec, group.texts)
+        self.cache.put(group.keys, vec)
+        self.texts_encoded += len(group.keys)
+        self.encode_seconds += time.perf_counter() - start
+        return vec
+
+    def _fill_on_ray(self, groups: list[distributed.Group], desc: str) -> int:
+        """Embed ``groups`` on the Ray cluster; the texts embedded. Every key must then be in
+        the cache as this process sees it."""
+        self.prepare_export()
+        stats = distributed.fill(
+            self.spec(),
+            self.fingerprint,
+            groups,
+            address=self.ray["address"],
+            workers=self.ray["workers"],
+            cpus_per_worker=self.ray["cpus_per_worker"],
+            desc=f"{desc} on Ray",
+            progress=self.progress,
+        )
+        self.texts_encoded += stats.texts
+        self.encode_seconds += stats.seconds
+        self.last_fill = stats
+        lost = self.cache.missing([k for g in groups for k in g.keys])
+        if lost:
+            raise EmbeddingError(
+                f"{len(lost)} texts the Ray workers embedded are not in {self.cache.dir} as this "
+                "process sees it: cache_dir must be storage every node mounts at the same path "
+                "(docs/scale-out.md)"
+            )
+        return stats.texts
+
     def _encode(self, texts: Sequence[str], prompt: str, desc: str) -> np.ndarray:
         self.texts_requested += len(texts)
         keys = [text_key(t, prompt) for t in texts]
         out, missing = self.cache.lookup(keys)
         if not missing:
             return out
+        groups = self._plan(texts, prompt)
+        if self.executor == "ray":
+            self._fill_on_ray(groups, desc)
+            out, missing = self.cache.lookup(keys)
+            if not missing:
+                return out
+            groups = self._plan(texts, prompt)  # a segment found corrupt on reading: again here
         where: dict[bytes, list[int]] = {}
         for i in missing:
             where.setdefault(keys[i], []).append(i)
-        # Each distinct missing text once, longest first so batches pad little; every group goes
-        # to the cache and straight into its rows of ``out`` (no second copy of all vectors).
-        todo = sorted((pos[0] for pos in where.values()), key=lambda i: -len(texts[i]))
-        for group, vec in self._run_model(texts, keys, todo, prompt, desc):
-            if out.shape[1] != vec.shape[1]:  # nothing was cached yet: no rows to keep
-                out = np.zeros((len(texts), vec.shape[1]), dtype=np.float32)
-            dst, src = [], []
-            for r, i in enumerate(group):
-                dst += where[keys[i]]
-                src += [r] * len(where[keys[i]])
-            out[dst] = vec[src]
-        return out
-
-    def _run_model(
-        self, texts: Sequence[str], keys: Sequence[bytes], todo: list[int], prompt: str, desc: str
-    ) -> Iterator[tuple[list[int], np.ndarray]]:
-        """Encode ``texts[i] for i in todo`` ``write_every`` at a time; yield each group's positions
-        and vectors once they are in the cache."""
+        # every group goes to the cache and straight into its rows of ``out`` (no second copy
+        # of all vectors)
         from tqdm.auto import tqdm
 
         model = self._load()
-        with tqdm(total=len(todo), desc=desc, unit="text", disable=not self.progress) as bar:
-            for lo in range(0, len(todo), self.write_every):
-                start = time.perf_counter()
-                group = todo[lo : lo + self.write_every]
+        total = sum(len(g.keys) for g in groups)
+        with tqdm(total=total, desc=desc, unit="text", disable=not self.progress) as bar:
+            for group in groups:
                 # the bar moves per batch: a long job does not sit at 0% for write_every texts
-                vec = self._vectors(model, [prompt + texts[i] for i in group], bar.update)
-                check_vectors(vec, [texts[i] for i in group])
-                self.cache.put([keys[i] for i in group], vec)
-                self.texts_encoded += len(group)
-                self.encode_seconds += time.perf_counter() - start
-                yield group, vec
+                vec = self._store(model, group, bar.update)
+                if out.shape[1] != vec.shape[1]:  # nothing was cached yet: no rows to keep
+                    out = np.zeros((len(texts), vec.shape[1]), dtype=np.float32)
+                dst, src = [], []
+                for r, k in enumerate(group.keys):
+                    dst += where[k]
+                    src += [r] * len(where[k])
+                out[dst] = vec[src]
+        return out
 
 
-def _torch_model(path: Path, device: str):
+def _torch_model(path: Path, device: str, threads: int | None = None):
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     warn_if_mkl_unpinned()
@@ -310,4 +431,8 @@ def _torch_model(path: Path, device: str):
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
+    if threads:
+        import torch
+
+        torch.set_num_threads(int(threads))
     return SentenceTransformer(str(path), device=device)

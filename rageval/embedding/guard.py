@@ -58,6 +58,19 @@ class PairedEncoder:
             if callable(close):
                 close()
 
+    def prefill(self, documents=(), queries=()) -> int:
+        """Each encoder fills the cache with its own texts (an encoder without ``prefill``
+        embeds them when asked)."""
+        done = 0
+        for encoder, kwargs in (
+            (self.documents, {"documents": documents}),
+            (self.queries, {"queries": queries}),
+        ):
+            fill = getattr(encoder, "prefill", None)
+            if callable(fill):
+                done += int(fill(**kwargs) or 0)
+        return done
+
     def encode_documents(self, texts):
         """Vectors of ``texts`` from the document encoder."""
         return self.documents.encode_documents(texts)

@@ -73,8 +73,8 @@ def test_a_truncated_segment_is_dropped(tmp_path):
 
 def test_a_key_held_by_a_good_and_a_bad_segment_is_served_by_the_good_one(tmp_path):
     c = EmbeddingCache(tmp_path, "fp")
-    c.put(KEYS, VECS)  # two processes stored the same texts
-    c.put(KEYS, VECS)
+    c.put(KEYS, VECS)  # two processes stored the same texts, in two groupings
+    c.put(KEYS[::-1], VECS[::-1])
     first = sorted(c.dir.glob("seg-*.npy"))[0]  # segments are indexed in name order, first wins
     _overwrite_rows(first, np.zeros((3, 8)))
     out, missing, warned = _lookup_warning(tmp_path, KEYS)

@@ -1,0 +1,131 @@
+"""Filling the cache ahead of the index, in this process and through the Ray worker's code.
+
+The model is replaced by a digest of each text (deterministic, batch-independent), so these tests
+check the grouping, the segment files and the worker's bookkeeping in a second; the real model on
+a real Ray cluster is tests/integration/test_distributed_embedding.py.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pytest
+
+from rageval.embedding import distributed
+from rageval.embedding import encoder as enc_mod
+from rageval.embedding.cache import EmbeddingCache, segment_name, text_key
+from rageval.errors import ConfigError
+
+DIM = 8
+TEXTS = [f"text number {i} " + "word " * (i % 7) for i in range(23)] + ["text number 0 "]
+
+
+def fake_vectors(texts) -> np.ndarray:
+    rows = []
+    for t in texts:
+        raw = np.frombuffer(hashlib.sha256(t.encode()).digest()[: DIM * 4], np.uint32)
+        v = (raw % 1000).astype(np.float32) + 1
+        rows.append(v / np.linalg.norm(v))
+    return np.stack(rows)
+
+
+@pytest.fixture
+def fake_model(monkeypatch):
+    calls = []
+
+    def load(self):
+        self._model = "fake"
+        return self._model
+
+    def vectors(self, model, texts, progress=None):
+        calls.append(list(texts))
+        if progress is not None:
+            progress(len(texts))
+        return fake_vectors(texts)
+
+    monkeypatch.setattr(enc_mod.SentenceTransformerEncoder, "_load", load)
+    monkeypatch.setattr(enc_mod.SentenceTransformerEncoder, "_vectors", vectors)
+    return calls
+
+
+def encoder(root, **kw) -> enc_mod.SentenceTransformerEncoder:
+    return enc_mod.SentenceTransformerEncoder(
+        cache_dir=str(root), progress=False, write_every=5, **kw
+    )
+
+
+def files(enc) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(enc.cache.dir.glob("seg-*"))}
+
+
+def test_prefill_writes_the_segments_encoding_writes(tmp_path, fake_model):
+    a, b = encoder(tmp_path / "a"), encoder(tmp_path / "b")
+    out = a.encode_documents(TEXTS)
+    assert b.prefill(TEXTS) == len(set(TEXTS)) == b.texts_encoded
+    assert files(a) == files(b) and len(files(a)) == 2 * 5  # 24 texts, 23 distinct: 5 groups
+    assert np.array_equal(out, fake_vectors(TEXTS))
+    assert np.array_equal(b.encode_documents(TEXTS), out) and b.texts_encoded == 23  # read back
+    assert b.prefill(TEXTS, ["a query"]) == 1  # only the query was missing
+
+
+def test_a_segment_is_named_by_its_keys_and_never_written_twice(tmp_path):
+    cache = EmbeddingCache(tmp_path, "fp")
+    keys = [text_key(t) for t in ("a", "b")]
+    cache.put(keys, np.ones((2, 3), np.float32))
+    path = cache.dir / f"{segment_name(keys)}.keys"
+    before = path.stat().st_mtime_ns
+    assert cache.holds_segment(keys) and not cache.holds_segment(keys[::-1])
+    cache.put(keys, np.full((2, 3), 2, np.float32))  # a retried worker: the first write stands
+    assert path.stat().st_mtime_ns == before and len(list(cache.dir.glob("seg-*.npy"))) == 1
+    assert cache.missing([*keys, text_key("c")]) == [2]
+
+
+def test_groups_are_distinct_longest_first_write_every_each(tmp_path, fake_model):
+    enc = encoder(tmp_path)
+    groups = enc._plan(TEXTS, "query: ")
+    flat = [t for g in groups for t in g.texts]
+    assert [len(g.keys) for g in groups] == [5, 5, 5, 5, 3]
+    assert len(flat) == len(set(flat)) == 23 and all(t.startswith("query: ") for t in flat)
+    assert [len(t) for t in flat] == sorted((len(t) for t in flat), reverse=True)
+    assert groups[0].keys[0] == text_key(flat[0][len("query: ") :], "query: ")
+
+
+def test_the_ray_worker_writes_each_group_once_and_skips_what_is_there(tmp_path, fake_model):
+    import pyarrow as pa
+
+    single, ray_side = encoder(tmp_path / "single"), encoder(tmp_path / "ray")
+    single.prefill(TEXTS)
+    del fake_model[:]
+    groups = ray_side._plan(TEXTS, "")
+    worker = distributed.EmbedWorker(ray_side.spec(), ray_side.fingerprint)
+
+    def run(gs):
+        batch = pa.table({"texts": [g.texts for g in gs], "keys": [b"".join(g.keys) for g in gs]})
+        return worker(batch)
+
+    first = run(groups[:3])
+    assert first["skipped"] == [False] * 3 and first["texts"] == [5, 5, 5]
+    again = run(groups)  # a retried or resumed run: the written groups are skipped
+    assert again["skipped"] == [True, True, True, False, False]
+    assert files(single) == files(ray_side)
+    assert len(fake_model) == 5  # each group through the model once
+
+
+def test_a_worker_with_other_model_files_refuses(tmp_path, fake_model):
+    enc = encoder(tmp_path)
+    with pytest.raises(distributed.EmbeddingError, match="other model files"):
+        distributed.EmbedWorker(enc.spec(), "0" * 64)
+
+
+def test_ray_settings_are_checked(tmp_path, monkeypatch):
+    with pytest.raises(ConfigError, match="executor='spark'"):
+        encoder(tmp_path, executor="spark")
+    with pytest.raises(ConfigError, match="ray_workers must be >= 1"):
+        distributed.workers_for(0, 1.0, 3)
+    assert distributed.workers_for(8, 1.0, 3) == 3  # never more actors than groups
+    monkeypatch.setenv("RAY_ADDRESS", "10.0.0.5:6379")
+    assert distributed.resolve_address(None) == "10.0.0.5:6379"
+    assert distributed.resolve_address("local") == "local"
+    monkeypatch.delenv("RAY_ADDRESS")
+    assert distributed.resolve_address("") == "local"
