@@ -15,11 +15,25 @@ skipped above ``--hnsw-max`` chunks: on 2 cores its build alone would take most 
 
     .venv/bin/python scripts/bench_scale.py [--sizes 10000,100000,1000000] [--queries 10000]
         [--kinds flat,hnsw,ivf] [--dim 384] [--work /tmp/rageval-bench]
+
+``--embed`` measures the other half at scale: embedding a real-text corpus (scripts/scale_corpus.py:
+texts drawn from the demo's word pairs, 48 words ~ 64 word pieces each, no download) through
+``embedding.executor=ray`` on a local Ray cluster of 1 and 2 workers (one CPU each), and in this
+process (``0`` workers, the model's default threads) for reference. Each cell runs in a fresh
+process inside ``unshare --net`` (Ray then binds loopback only) with an empty embedding folder
+(the backend's export is built once, outside the timing). Per cell: texts per second across the
+cluster (wall time from the first dispatch, actors' model loads included), per worker (its texts
+over its busy seconds), the scaling efficiency (the cluster's rate over the workers' count times
+the 1-worker rate), and the peak RSS of each worker (sampled) and of the launching process.
+
+    .venv/bin/python scripts/bench_scale.py --embed [--sizes 100000,1000000]
+        [--backends static,openvino-int8] [--workers 0,1,2] [--max openvino-int8=100000]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -133,6 +147,132 @@ def measure(n: int, n_queries: int, kind: str, work: Path, query_batch: int) -> 
     return out
 
 
+class WorkerPeaks(threading.Thread):
+    """Samples the RSS of every Ray Data embedding actor every 50 ms; the peak per process."""
+
+    TAG = "MapWorker(MapBatches(EmbedWorker))"
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.peaks: dict[int, int] = {}
+        self.stop = False
+
+    def run(self) -> None:
+        import psutil
+
+        while not self.stop:
+            for p in psutil.process_iter(["pid", "cmdline"]):
+                try:
+                    if self.TAG in " ".join(p.info["cmdline"] or []):
+                        rss = p.memory_info().rss
+                        self.peaks[p.pid] = max(self.peaks.get(p.pid, 0), rss)
+                except (psutil.Error, OSError):
+                    continue
+            time.sleep(0.05)
+
+
+def embed_cell(n: int, backend: str, workers: int, work: Path) -> dict:
+    """Embed ``n`` generated texts with ``backend`` on ``workers`` Ray workers (0: this process)
+    into an empty embedding folder; the figures of one cell."""
+    import subprocess as sp
+
+    sp.run(["ip", "link", "set", "lo", "up"], check=False)
+    sys.path.insert(0, str(Path(__file__).parent))
+    import scale_corpus
+
+    from rageval.embedding import SentenceTransformerEncoder
+    from rageval.embedding.distributed import cluster
+
+    name, _, quant = backend.partition("-")
+    texts = scale_corpus.texts(n)
+    enc = SentenceTransformerEncoder(
+        cache_dir=str(work),
+        progress=False,
+        backend=name,
+        quantize=quant or "none",
+        executor="ray" if workers else "local",
+        ray_workers=workers or None,
+        ray_cpus_per_worker=1,
+    )
+    enc.prepare_export()  # once per cache, outside the timing (a distillation, a quantization)
+    shutil.rmtree(enc.cache.dir, ignore_errors=True)
+    meter = Peak()
+    meter.start()
+    peaks = WorkerPeaks()
+    out: dict = {"texts": len(set(texts))}
+    with cluster("local", cpus=os.cpu_count()) if workers else contextlib.nullcontext():
+        peaks.start()
+        t = time.perf_counter()
+        embedded = enc.prefill(texts)
+        out["wall_s"] = time.perf_counter() - t
+        peaks.stop = True
+    assert embedded == out["texts"], (embedded, out["texts"])
+    out["rate"] = embedded / out["wall_s"]
+    if workers:
+        stats = enc.last_fill
+        out["per_worker"] = {
+            str(pid): {"texts": v[0], "busy_s": v[1], "rate": v[0] / v[1] if v[1] else 0.0}
+            for pid, v in stats.workers.items()
+        }
+        out["worker_peak_rss"] = {str(p): r for p, r in peaks.peaks.items()}
+    meter.stop = True
+    with open("/proc/self/status") as fh:
+        out["driver_hwm"] = int(fh.read().split("VmHWM:")[1].split()[0]) * 1024
+    out["segments"] = len(list(enc.cache.dir.glob("seg-*.keys")))
+    return out
+
+
+def embed_main(a) -> None:
+    """The ``--embed`` table: each (size, backend, workers) cell in its own process."""
+    import psutil
+
+    print(
+        f"python {platform.python_version()}, {os.cpu_count()} cores "
+        f"({psutil.cpu_count(logical=False)} physical), {platform.machine()}; "
+        "texts of 48 words (scripts/scale_corpus.py)\n"
+    )
+    caps = dict(kv.split("=") for kv in a.max.split(",") if kv)
+    print(
+        "| chunks | backend | workers | wall s | chunks/s | chunks/s per worker (busy) "
+        "| efficiency | peak RSS per worker MiB | launcher peak MiB |"
+    )
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+    one: dict = {}
+    for n in (int(x) for x in a.sizes.split(",")):
+        for backend in a.backends.split(","):
+            if n > int(caps.get(backend, n)):
+                continue
+            for w in (int(x) for x in a.workers.split(",")):
+                args = ["--child", "embed", str(n), backend, str(w), "--work", a.work]
+                cmd = ["unshare", "--net", "--"] if w else []
+                r = json.loads(
+                    subprocess.run(
+                        [*cmd, sys.executable, __file__, *args],
+                        check=True,
+                        capture_output=True,
+                        text=True,
+                        env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"},
+                    )
+                    .stdout.strip()
+                    .splitlines()[-1]
+                )
+                per = [v["rate"] for v in r.get("per_worker", {}).values()]
+                if w == 1:
+                    one[(n, backend)] = r["rate"]
+                eff = (
+                    f"{r['rate'] / (w * one[(n, backend)]):.2f}"
+                    if w > 1 and (n, backend) in one
+                    else ("1.00" if w == 1 else "")
+                )
+                peaks = sorted(r.get("worker_peak_rss", {}).values())
+                print(
+                    f"| {n:,} | {backend} | {w or 'in-process'} | {r['wall_s']:.1f} | "
+                    f"{r['rate']:,.0f} | {', '.join(f'{x:,.0f}' for x in per) or ''} | {eff} | "
+                    f"{', '.join(mib(x) for x in peaks)} | {mib(r['driver_hwm'])} |",
+                    flush=True,
+                )
+
+
 def run_child(args: list[str]) -> tuple[dict, int]:
     """Run this script as a child; its JSON result and its own peak RSS in bytes."""
     proc = subprocess.Popen([sys.executable, __file__, *args], stdout=subprocess.PIPE, text=True)
@@ -157,9 +297,22 @@ def main() -> None:
     p.add_argument("--query-batch", type=int, default=10_000)
     p.add_argument("--hnsw-max", type=int, default=100_000)
     p.add_argument("--work", default="/tmp/rageval-bench")
+    p.add_argument("--embed", action="store_true", help="the embedding benchmark (see above)")
+    p.add_argument("--backends", default="static,openvino-int8")
+    p.add_argument("--workers", default="0,1,2")
+    p.add_argument("--max", default="openvino-int8=100000", help="largest size per backend")
     p.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     a = p.parse_args()
     work = Path(a.work)
+    if a.child and a.child[0] == "embed":
+        n, backend, w = int(a.child[1]), a.child[2], int(a.child[3])
+        print(json.dumps(embed_cell(n, backend, w, work)))
+        return
+    if a.embed:
+        if a.sizes == "10000,100000,1000000":
+            a.sizes = "100000,1000000"
+        embed_main(a)
+        return
     if a.child:
         step, n = a.child[0], int(a.child[1])
         if step == "generate":

@@ -1,0 +1,136 @@
+"""Embed one corpus three ways on a local Ray cluster, inside a loopback-only network namespace.
+
+Started by tests/integration/test_distributed_embedding.py under ``unshare --net``: brings ``lo``
+up, embeds the texts of TEXTS.json with the packaged model in this process (cache ``single``), on
+a Ray cluster of two workers (cache ``ray``), on the cluster again while one worker is killed
+mid-run (cache ``killed``), and once more interrupted by SIGINT and then resumed (cache
+``resumed``). Prints one JSON document with what each run reported.
+
+    unshare --net python tests/support/ray_embed.py WORKDIR TEXTS.json
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import rageval  # noqa: F401  (first: MKL's reproducible mode, before torch, here and in workers)
+
+WRITE_EVERY = 24
+WORKER_TAG = "MapWorker(MapBatches(EmbedWorker))"
+
+
+def encoder(root: Path, executor: str):
+    from rageval.embedding import SentenceTransformerEncoder
+
+    return SentenceTransformerEncoder(
+        cache_dir=str(root),
+        progress=False,
+        write_every=WRITE_EVERY,
+        executor=executor,
+        ray_workers=2,
+        batch_size=16,
+    )
+
+
+def segments(enc) -> list[str]:
+    return sorted(p.name for p in enc.cache.dir.glob("seg-*.keys"))
+
+
+def worker_pids() -> list[int]:
+    import psutil
+
+    found = []
+    for p in psutil.process_iter(["pid", "cmdline"]):
+        cmd = " ".join(p.info["cmdline"] or [])
+        if WORKER_TAG in cmd:
+            found.append(p.info["pid"])
+    return found
+
+
+def when_segments(enc, n: int, action, done: dict) -> threading.Thread:
+    """Run ``action()`` once ``n`` segments are complete in ``enc``'s cache."""
+
+    def watch() -> None:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline:
+            if enc.cache.dir.is_dir() and len(segments(enc)) >= n:
+                done["at_segments"] = len(segments(enc))
+                done["result"] = action()
+                return
+            time.sleep(0.02)
+
+    t = threading.Thread(target=watch, daemon=True)
+    t.start()
+    return t
+
+
+def kill_a_worker():
+    pids = worker_pids()
+    if not pids:
+        return None
+    os.kill(pids[0], signal.SIGKILL)
+    return pids[0]
+
+
+def fill_report(enc, n: int) -> dict:
+    s = enc.last_fill
+    return {
+        "embedded": n,
+        "texts": s.texts,
+        "skipped_groups": s.skipped_groups,
+        "groups": s.groups,
+        "workers": sorted(s.workers),
+        "segments": segments(enc),
+    }
+
+
+def main() -> None:
+    work, texts_file = Path(sys.argv[1]), Path(sys.argv[2])
+    subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+    texts = json.loads(texts_file.read_text())
+    out: dict = {}
+
+    single = encoder(work / "single", "local")
+    out["single"] = {"embedded": single.prefill(texts), "segments": segments(single)}
+
+    from rageval.embedding.distributed import cluster
+
+    with cluster("local", cpus=2):
+        ray_enc = encoder(work / "ray", "ray")
+        out["ray"] = fill_report(ray_enc, ray_enc.prefill(texts))
+
+        killed = encoder(work / "killed", "ray")
+        seen: dict = {}
+        watcher = when_segments(killed, 2, kill_a_worker, seen)
+        n = killed.prefill(texts)
+        watcher.join(timeout=5)
+        out["killed"] = {**fill_report(killed, n), "killed_pid": seen.get("result")}
+        out["killed"]["at_segments"] = seen.get("at_segments")
+
+        resumed = encoder(work / "resumed", "ray")
+        main_thread = threading.main_thread().ident
+        stop: dict = {}
+        watcher = when_segments(
+            resumed, 2, lambda: signal.pthread_kill(main_thread, signal.SIGINT), stop
+        )
+        try:
+            resumed.prefill(texts)
+            out["interrupted"] = False
+        except KeyboardInterrupt:
+            out["interrupted"] = True
+        watcher.join(timeout=5)
+        out["kept_after_interrupt"] = segments(resumed)
+        again = encoder(work / "resumed", "ray")
+        out["resumed"] = fill_report(again, again.prefill(texts))
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
