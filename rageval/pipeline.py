@@ -31,6 +31,7 @@ from rageval.inputs.judgements import (
     merge_qrels,
 )
 from rageval.inputs.split import SplitSpec, split_golden
+from rageval.memory import StagePeak
 from rageval.ranking import break_ties
 from rageval.relevance import Resolution, resolve, resolve_passages
 from rageval.report.costs import costs_block
@@ -182,10 +183,11 @@ def evaluate(
         encoder = check_query_model(encoder, query_encoder, spec.allow_model_mismatch)
     timed = TimedEncoder(encoder) if encoder is not None else None
     embedded_before = _texts_encoded(encoder)  # an encoder reused across runs keeps counting
-    if timed is not None and getattr(encoder, "executor", "local") != "local" and embeds(retriever):
-        # a cluster embeds what the cache lacks in one pass; the index then reads the cache
-        timed.prefill([c.text for c in chunks], [q.query for q in golden.queries])
-    retriever.index(chunks, timed)
+    with StagePeak() as index_peak:
+        ahead = getattr(encoder, "executor", "local") != "local"  # a cluster fills the cache
+        if timed is not None and ahead and embeds(retriever):  # in one pass, before the index
+            timed.prefill([c.text for c in chunks], [q.query for q in golden.queries])
+        retriever.index(chunks, timed)
     embed_docs = timed.seconds if timed else 0.0
     requests_before = request_counts(retriever)
     clock.lap("index_s")
@@ -253,7 +255,7 @@ def evaluate(
         embed_seconds=(embed_docs, embed_queries),
         rerank_seconds=trace.seconds.get("rerank", 0.0),
         texts=(asked, facts.counts["texts_embedded"]) if timed else None,
-        index_bytes=sizes() if callable(sizes) else None,
+        index_bytes={**(sizes() if callable(sizes) else {}), "peak_rss": index_peak.bytes},
         tokens_per_query=report.metrics.get(f"tokens@{spec.k}"),
         requests=requests,
     )

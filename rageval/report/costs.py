@@ -58,6 +58,12 @@ _SPECS = (
     CostSpec("texts_cached", "cached", "count", "texts asked of the encoder and not embedded"),
     CostSpec("index_disk_bytes", "index disk", "bytes", "the index's files (see docs)"),
     CostSpec("index_memory_bytes", "index mem", "bytes", "the index's arrays in memory"),
+    CostSpec(
+        "index_peak_rss_bytes",
+        "index peak",
+        "bytes",
+        "the process's peak resident memory while the index was built (embedding included)",
+    ),
     CostSpec("tokens_per_query", "tokens/q", "tokens", "mean tokens of the top k, as tokens@k"),
     CostSpec("requests_index", "req index", "count", "backend calls to build the index"),
     CostSpec("requests_search", "req search", "count", "backend calls to search all queries"),
@@ -108,8 +114,8 @@ def costs_block(
     ``timings``: the stage laps (``index_s`` and ``search_s`` still holding their embedding and
     reranking); ``embed_seconds``: encoder time during indexing and during the search;
     ``texts``: (texts asked of the encoder, texts it embedded), None without an encoder;
-    ``index_bytes``: ``disk`` and ``memory`` (None: unknown); ``requests``: backend calls by
-    ``index`` and ``search`` (None: a backend that does not count them)."""
+    ``index_bytes``: ``disk``, ``memory`` and ``peak_rss`` (None: unknown); ``requests``:
+    backend calls by ``index`` and ``search`` (None: a backend that does not count them)."""
     embed_docs, embed_queries = embed_seconds
     out: dict[str, float] = {}
     for name in ("load_s", "chunk_s", "resolve_s"):
@@ -131,7 +137,7 @@ def costs_block(
         asked, embedded = texts
         out["texts_embedded"] = int(embedded)
         out["texts_cached"] = max(0, int(asked) - int(embedded))
-    for key in ("disk", "memory"):
+    for key in ("disk", "memory", "peak_rss"):
         value = (index_bytes or {}).get(key)
         if value is not None:
             out[f"index_{key}_bytes"] = int(value)
@@ -167,6 +173,8 @@ def costs_summary(costs: Mapping[str, Any], width: int = 120) -> str:
             for k, where in (("disk", "on disk"), ("memory", "in memory"))
             if f"index_{k}_bytes" in costs
         ]
+        if "index_peak_rss_bytes" in costs:
+            size.append(f"built at a peak of {fmt('index_peak_rss_bytes')} RSS")
         rest.append("index " + ", ".join(size))
     if "tokens_per_query" in costs:
         rest.append(f"{fmt('tokens_per_query')} tokens per query")

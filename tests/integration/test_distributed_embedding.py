@@ -17,10 +17,32 @@ from rageval.embedding.cache import EmbeddingCache, split_trailer, text_key
 pytestmark = [pytest.mark.integration, pytest.mark.long_module]
 SUPPORT = Path(__file__).resolve().parents[1] / "support"
 RAY_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
-WORDS = (
-    "index chunk query vector recall cluster worker segment cache model token passage ranking "
-    "evidence golden baseline sweep latency budget corpus document retrieval gate metric"
-).split()
+WORDS = [
+    "index",
+    "chunk",
+    "query",
+    "vector",
+    "recall",
+    "cluster",
+    "worker",
+    "segment",
+    "cache",
+    "model",
+    "token",
+    "passage",
+    "ranking",
+    "evidence",
+    "golden",
+    "baseline",
+    "sweep",
+    "latency",
+    "budget",
+    "corpus",
+    "document",
+    "retrieval",
+    "gate",
+    "metric",
+]
 
 
 def corpus(n: int = 480) -> list[str]:

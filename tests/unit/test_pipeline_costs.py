@@ -9,6 +9,7 @@ import hashlib
 import numpy as np
 import pytest
 
+from rageval import memory
 from rageval.pipeline import RunSpec, evaluate
 from rageval.report.costs import costs_summary
 from rageval.report.stages import stages_table
@@ -180,3 +181,23 @@ def test_a_fast_search_is_timed_three_times_a_slow_one_once(mini, model_dir, mon
     slow_report = evaluate(_spec(mini, model_dir, latency_sample=4), slow, None)
     assert slow_report.latency["searches"] == 4 and slow.requests["search"] == 2 + 4
     assert slow_report.latency["p50_ms"] >= 25
+
+
+class HungryBackend(BM25Retriever):
+    """Holds 300 MB for a moment while it indexes, then lets go."""
+
+    def index(self, chunks, encoder=None):
+        block = np.ones(300 * 2**20 // 8)
+        del block
+        super().index(chunks, encoder)
+
+
+@pytest.mark.skipif(not memory.reset_peak(), reason="needs Linux's resettable VmHWM")
+def test_the_index_stage_reports_its_own_peak_memory(mini, model_dir):
+    big = np.ones(400 * 2**20 // 8)  # held before the run: the high-water mark is reset
+    del big
+    lean = evaluate(_spec(mini, model_dir), BM25Retriever(), None).costs
+    hungry = evaluate(_spec(mini, model_dir), HungryBackend(), None).costs
+    assert lean["index_peak_rss_bytes"] < memory.peak_rss() + 2**20
+    assert hungry["index_peak_rss_bytes"] - lean["index_peak_rss_bytes"] > 250 * 2**20
+    assert "built at a peak of" in costs_summary(hungry)
