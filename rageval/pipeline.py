@@ -12,12 +12,14 @@ import math
 import os
 import time
 import warnings
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any
 
 import numpy as np
 
 from rageval.chunking import ChunkingSpec, chunk_documents, chunk_rows, load_tokenizer
+from rageval.config_schema import defaults as config_defaults
 from rageval.embedding.guard import check_query_model
 from rageval.errors import BackendError, ConfigError
 from rageval.inputs.corpus import corpus_digest, load_corpus
@@ -43,7 +45,6 @@ from rageval.retrieval.passages import PassageStore, passage_chunks
 from rageval.retrieval.results import ACCEPTED, as_ranked, check_known
 from rageval.retrieval.trace import StageTrace, parts, tracing
 from rageval.scoring.budget import (
-    DEFAULT_BUDGETS,
     budget_metrics,
     depth_for,
     proportional_truncate,
@@ -52,7 +53,7 @@ from rageval.scoring.budget import (
 )
 from rageval.scoring.judged import judged_metrics
 from rageval.scoring.metrics import score_rankings
-from rageval.scoring.slices import DEFAULT_FIELDS, DEFAULT_MIN_SIZE, check_fields
+from rageval.scoring.slices import check_fields
 from rageval.scoring.spans import chunk_extents, span_metrics
 from rageval.types import Chunk, Document, GoldenSet, RankedList
 
@@ -64,37 +65,76 @@ class LowJudgedWarning(UserWarning):
     ``EvalReport.warnings`` (report.json, the console table)."""
 
 
+_D = config_defaults()  # rageval.config_schema: the one definition of every key's default
+
+
 @dataclass(frozen=True)
 class RunSpec:
-    """What to evaluate: data, chunking, cutoffs and evaluation level."""
+    """What to evaluate: data, chunking, cutoffs and evaluation level. Its fields are the
+    config's keys of the same name (rageval.config_schema has their meaning and defaults);
+    :meth:`from_config` builds it from a run's config."""
 
     corpus: str | tuple[Document, ...]  # a path, or documents already read (BEIR)
     golden: str | GoldenSet
     tokenizer_dir: str
-    chunking: ChunkingSpec = field(default_factory=ChunkingSpec)
-    k: int = 5
-    ks: tuple[int, ...] = (1, 3, 5, 10)
-    level: str = "auto"
-    depth: int | None = None
-    latency_sample: int = 100
-    allow_model_mismatch: bool = False
-    # queries searched per retriever call: a golden set of 100,000 queries runs in batches
-    query_batch: int = 10_000
-    # a larger document is refused (a 200 MB single line is almost always an export gone wrong)
-    max_document_mb: float = 50
-    # token budgets (of the embedding model's tokenizer) for the ``...@Bt`` metrics
-    budgets: tuple[int, ...] = DEFAULT_BUDGETS
-    # fields the report slices by (source, tags, meta keys) and the smallest slice of its own
-    slices: tuple[str, ...] = DEFAULT_FIELDS
-    min_slice_size: int = DEFAULT_MIN_SIZE
-    # judgements beyond the golden set (rageval.inputs.judgements): a JSONL file, or None for
-    # judgements.jsonl next to the golden set (a missing file holds none); which of them count
-    # (gold: human ones; all: also LLM ones); the judged@k below which a run warns
-    judgements: str | None = None
-    labels: str = "gold"
-    judged_warn_below: float = 0.5
-    # which part of the golden set is scored: all, or the tune or holdout side of the split
-    split: SplitSpec = field(default_factory=SplitSpec)
+    chunking: ChunkingSpec = field(
+        default_factory=lambda: ChunkingSpec(_D["chunk"], _D["chunk_overlap"])
+    )
+    k: int = _D["k"]
+    ks: tuple[int, ...] = tuple(_D["ks"])
+    level: str = _D["level"]
+    depth: int | None = _D["depth"]
+    latency_sample: int = _D["latency_sample"]
+    allow_model_mismatch: bool = _D["allow_model_mismatch"]
+    query_batch: int = _D["query_batch"]
+    max_document_mb: float = _D["max_document_mb"]
+    budgets: tuple[int, ...] = tuple(_D["budgets"])
+    slices: tuple[str, ...] = tuple(_D["slices"])
+    min_slice_size: int = _D["min_slice_size"]
+    # a path, or None for judgements.jsonl next to the golden set (a missing file holds none)
+    judgements: str | None = _D["judgements"]
+    labels: str = _D["labels"]
+    judged_warn_below: float = _D["judged_warn_below"]
+    split: SplitSpec = field(
+        default_factory=lambda: SplitSpec(_D["split"], _D["holdout_fraction"], _D["split_seed"])
+    )
+
+    @classmethod
+    def from_config(
+        cls,
+        config: Mapping[str, Any],
+        *,
+        corpus: str | tuple[Document, ...],
+        golden: str | GoldenSet,
+        tokenizer_dir: str,
+    ) -> RunSpec:
+        """The spec of a run whose resolved config is ``config``: each field from the key of
+        its name (its schema default when absent), the chunking from ``chunk`` and
+        ``chunk_overlap``, the split from ``split``, ``holdout_fraction`` and ``split_seed``."""
+        given = {**_D, **{k: v for k, v in config.items() if k in _D}}
+        plain = {f.name for f in fields(cls)} - {
+            "corpus",
+            "golden",
+            "tokenizer_dir",
+            "chunking",
+            "split",
+        }
+        kw: dict[str, Any] = {n: given[n] for n in plain}
+        for n in ("ks", "budgets", "slices"):
+            kw[n] = tuple(kw[n])
+        kw["slices"] = tuple(str(f) for f in kw["slices"])
+        kw["max_document_mb"] = float(kw["max_document_mb"])
+        kw["judged_warn_below"] = float(kw["judged_warn_below"])
+        return cls(
+            corpus=corpus,
+            golden=golden,
+            tokenizer_dir=tokenizer_dir,
+            chunking=ChunkingSpec(given["chunk"], given["chunk_overlap"]),
+            split=SplitSpec(
+                given["split"], float(given["holdout_fraction"]), int(given["split_seed"])
+            ),
+            **kw,
+        )
 
     def __post_init__(self) -> None:
         if self.k <= 0 or any(int(x) <= 0 for x in self.ks):

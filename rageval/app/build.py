@@ -51,8 +51,6 @@ def build(cfg) -> Components:
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
-    from rageval.chunking import ChunkingSpec
-    from rageval.inputs.split import SplitSpec
     from rageval.retrieval.retry import RetryingRetriever
 
     try:
@@ -80,26 +78,10 @@ def build(cfg) -> Components:
 
     tokenizer_dir = tokenizer_dir_of(encoder)
     dataset = instantiate(cfg.dataset, "dataset")
-    spec = RunSpec(
-        corpus=dataset.corpus,
-        golden=dataset.golden,
-        tokenizer_dir=str(tokenizer_dir),
-        chunking=ChunkingSpec(cfg.chunk, cfg.chunk_overlap),
-        k=cfg.k,
-        ks=tuple(cfg.ks),
-        level=cfg.level,
-        depth=cfg.depth,
-        latency_sample=cfg.latency_sample,
-        query_batch=cfg.query_batch,
-        allow_model_mismatch=cfg.allow_model_mismatch,
-        max_document_mb=float(cfg.max_document_mb),
-        budgets=tuple(cfg.budgets),
-        slices=tuple(str(f) for f in cfg.slices),
-        min_slice_size=cfg.min_slice_size,
-        judgements=_judgements_path(cfg.get("judgements")),
-        labels=str(cfg.get("labels", "gold")),
-        judged_warn_below=float(cfg.get("judged_warn_below", 0.5)),
-        split=SplitSpec(cfg.split, float(cfg.holdout_fraction), int(cfg.split_seed)),
+    plain = OmegaConf.to_container(cfg, resolve=True)
+    plain["judgements"] = _judgements_path(plain.get("judgements"))
+    spec = RunSpec.from_config(
+        plain, corpus=dataset.corpus, golden=dataset.golden, tokenizer_dir=str(tokenizer_dir)
     )
     return Components(spec, encoder, query_encoder, retriever)
 

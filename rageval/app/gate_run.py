@@ -23,21 +23,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from rageval.config_schema import measures
 from rageval.errors import ConfigError
 
 # top-level keys that are not replayed from the baseline
-NOT_REPLAYED = (
-    "hydra",
-    "mlflow",
-    "gate",
-    "cache_dir",
-    "latency_sample",
-    "query_batch",
-    # how the report breaks the queries down, not what is measured: this machine's conf/ decides
-    "slices",
-    "min_slice_size",
-    "sweep",  # how a sweep decides and prints
-)
 
 
 def _groups() -> tuple[str, ...]:
@@ -95,7 +84,7 @@ def compose_from_baseline(
             f"not compose with conf/: {str(err).splitlines()[0]}; re-promote a baseline"
         ) from None
     with open_dict(cfg):
-        replay_values(cfg, baseline.get("config") or {}, skip=set(NOT_REPLAYED) | changed)
+        replay_values(cfg, baseline.get("config") or {}, skip=changed)
         try:
             ConfigLoaderImpl._apply_overrides_to_config(rest, cfg)
         except (HydraException, OmegaConfBaseException) as err:
@@ -126,7 +115,7 @@ def data_only(value: Any) -> Any:
 
 
 def replay_values(
-    cfg, values: Mapping[str, Any], skip: set[str] = frozenset(), top: bool = True
+    cfg, values: Mapping[str, Any], skip: set[str] = frozenset(), prefix: str = ""
 ) -> list[str]:
     """Lay the baseline's resolved ``values`` over ``cfg`` (see the module docstring); returns
     the dotted keys left out because no config defines them.
@@ -134,15 +123,18 @@ def replay_values(
     A baseline is data, never code: only keys the packaged and project configs define are
     replayed (new keys only inside a mapping the configs leave open, such as a tolerance table),
     and no instantiation key (INSTANTIATION_KEYS) is taken at any depth, so a baseline arriving in
-    a pull request cannot name a function for Hydra to call."""
+    a pull request cannot name a function for Hydra to call. Keys that do not change what is
+    measured (rageval.config_schema.measures: the cache, MLflow, where the embedding runs...)
+    keep this machine's values, and so do the top-level keys in ``skip``."""
     from omegaconf import DictConfig
 
     from rageval.redact import MASK
 
     left: list[str] = []
-    open_mapping = isinstance(cfg, DictConfig) and len(cfg) == 0 and not top
+    open_mapping = isinstance(cfg, DictConfig) and len(cfg) == 0 and bool(prefix)
     for key, value in values.items():
-        if key in INSTANTIATION_KEYS or (top and key in skip) or key == "cache_dir":
+        path = f"{prefix}{key}"
+        if key in INSTANTIATION_KEYS or (not prefix and key in skip) or not measures(path):
             continue
         # `key in cfg` is False for a mandatory value (???) not yet set: ask the keys
         defined = key in list(cfg.keys())
@@ -153,7 +145,7 @@ def replay_values(
         if node is not None and node._is_interpolation():
             continue  # machine-local or derived: resolved here, not replayed
         if isinstance(value, Mapping) and isinstance(node, DictConfig):
-            left += [f"{key}.{k}" for k in replay_values(node, value, top=False)]
+            left += [f"{key}.{k}" for k in replay_values(node, value, prefix=f"{path}.")]
         elif isinstance(value, Mapping) and not open_mapping:
             left.append(str(key))  # a mapping where the configs hold a plain value
         elif isinstance(value, str) and MASK in value:
@@ -290,7 +282,7 @@ def _over(base: Sequence[str], top: Sequence[str]) -> list[str]:
     baseline's lines of keys a check does not replay (slices, min_slice_size, ...) are left out:
     the re-run used this machine's values, not those."""
     lines: dict[str, str] = {}
-    kept = [o for o in base if o.lstrip("+~").split("=", 1)[0].split(".")[0] not in NOT_REPLAYED]
+    kept = [o for o in base if measures(o)]
     for o in [*kept, *top]:
         key = o.lstrip("+~").split("=", 1)[0]
         lines.pop(key, None)

@@ -673,7 +673,7 @@ def _final_run(
     from omegaconf import OmegaConf, open_dict
 
     from rageval.app.config import GROUPS
-    from rageval.app.gate_run import NOT_REPLAYED, replay_values
+    from rageval.app.gate_run import replay_values
     from rageval.app.main import run_job
 
     lines = [o for o in overrides if o.split("=", 1)[0].lstrip("+~") not in ("split",)]
@@ -685,7 +685,7 @@ def _final_run(
     with open_dict(cfg):
         del cfg["hydra"]
         if replay:
-            replay_values(cfg, replay, skip={*NOT_REPLAYED, *SPLIT_KEYS})
+            replay_values(cfg, replay, skip=set(SPLIT_KEYS))
         cfg.mlflow.run_name = name
     out = Path(sweep_dir) / FINAL_DIRS[role]
     print(f"scoring the {name} configuration on every golden query: {out}", file=sys.stderr)
@@ -721,7 +721,7 @@ def _baseline_config(
     them, and where it came from. ``hydra.sweeper.baseline`` when that file was measured on the
     study's golden set (its group choices and values, as ``rageval check`` re-runs it), else the
     study's starting point (conf/ with the fixed overrides)."""
-    from rageval.app.gate_run import NOT_REPLAYED
+    from rageval.config_schema import measures
     from rageval.gate.baseline import config_summary, load_report
 
     path = Path(str(s.baseline)) if s.baseline else None
@@ -733,7 +733,7 @@ def _baseline_config(
             lines = [f"{g}={c}" for g, c in (baseline.get("choices") or {}).items() if c]
             lines = [ln for ln in lines if not ln.endswith("=none")]  # rerank: null
             # where the run happens (cache, MLflow) stays this study's
-            keep = [o for o in fixed if o.split("=", 1)[0].split(".", 1)[0] in NOT_REPLAYED]
+            keep = [o for o in fixed if not measures(o)]
             source = f"{path} ({config_summary(baseline)})"
             return [*lines, *keep], dict(baseline.get("config") or {}), source
         why = f"{path} was measured on another golden set"

@@ -26,7 +26,7 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -137,7 +137,7 @@ def workers_for(requested: int | None, cpus_per_worker: float, groups: int) -> i
 
 
 def fill(
-    spec: Mapping[str, Any],
+    make_encoder: Callable[..., Any],
     fingerprint: str,
     groups: Sequence[Group],
     *,
@@ -147,8 +147,9 @@ def fill(
     desc: str = "embedding on Ray",
     progress: bool = True,
 ) -> FillStats:
-    """Embed ``groups`` on a Ray cluster into the cache of ``spec`` (the encoder's constructor
-    arguments); ``fingerprint`` is the launching process's, which every worker must match."""
+    """Embed ``groups`` on a Ray cluster into the cache of the encoder ``make_encoder(**kw)``
+    builds in each worker (``executor``, ``progress`` and ``threads`` are given as keywords);
+    ``fingerprint`` is the launching process's, which every worker must match."""
     if cpus_per_worker <= 0:
         raise ConfigError(f"embedding.ray_cpus_per_worker must be > 0, got {cpus_per_worker}")
     stats = FillStats(groups=len(groups))
@@ -168,7 +169,7 @@ def fill(
         ds = ray.data.from_items(rows, override_num_blocks=len(rows)).map_batches(
             EmbedWorker,
             fn_constructor_kwargs={
-                "spec": dict(spec),
+                "make_encoder": make_encoder,
                 "fingerprint": fingerprint,
                 "threads": max(1, int(cpus_per_worker)),
             },
@@ -217,12 +218,8 @@ def _error_of(err: BaseException) -> Exception:
 class EmbedWorker:
     """A Ray Data actor: one encoder loaded once, one cache segment written per group."""
 
-    def __init__(self, spec: Mapping[str, Any], fingerprint: str, threads: int = 1):
-        from rageval.embedding.encoder import SentenceTransformerEncoder
-
-        self.encoder = SentenceTransformerEncoder(
-            **{**spec, "executor": "local", "progress": False, "threads": threads}
-        )
+    def __init__(self, make_encoder: Callable[..., Any], fingerprint: str, threads: int = 1):
+        self.encoder = make_encoder(executor="local", progress=False, threads=threads)
         if self.encoder.fingerprint != fingerprint:
             raise EmbeddingError(
                 f"a Ray worker on {os.uname().nodename} sees other model files than the launching "

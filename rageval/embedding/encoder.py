@@ -9,6 +9,7 @@ differ from the plain torch model's.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -366,7 +367,7 @@ class SentenceTransformerEncoder:
         the cache as this process sees it."""
         self.prepare_export()
         stats = distributed.fill(
-            self.spec(),
+            functools.partial(type(self), **self.spec()),
             self.fingerprint,
             groups,
             address=self.ray["address"],

@@ -308,7 +308,7 @@ def config_summary(report: Mapping[str, Any]) -> str:
     to know the config: chunking and k, each group's choice, then the run's own overrides of
     keys inside them (a tuned ``search.bm25.k1``), secrets masked."""
     from rageval.redact import redact_override
-    from rageval.report.html import PLUMBING
+    from rageval.report.html import shown_override
 
     config = report.get("config") or {}
     parts = [f"{k}={config[k]}" for k in ("chunk", "chunk_overlap", "k") if k in config]
@@ -316,7 +316,7 @@ def config_summary(report: Mapping[str, Any]) -> str:
     shown = {p.split("=", 1)[0] for p in parts} | {"split"}
     for o in report.get("overrides") or []:
         key = o.lstrip("+~").split("=", 1)[0]
-        if "=" in o and key not in shown and not key.startswith(PLUMBING):
+        if "=" in o and key not in shown and shown_override(o):
             parts.append(redact_override(o.lstrip("+~")))
             shown.add(key)
     return " ".join(parts) or "(config not recorded)"

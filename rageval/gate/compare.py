@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from rageval.config_schema import measures
 from rageval.errors import ConfigError, InputError
 from rageval.gate import slices as slice_gate
 from rageval.gate.baseline import config_summary
@@ -43,19 +44,6 @@ LABELS_CHANGED = "labels_changed"
 ON_INCONCLUSIVE = ("warn", "fail", "pass")
 OUT_OF_TOP_K, NOT_RETRIEVED = "out_of_top_k", "not_retrieved"
 SHOWN = 10  # queries listed before the rest goes into a <details> block / "and N more"
-# config keys that say where a run happened, not what it measured: left out of the config diff
-WHERE_KEYS = (
-    "hydra",
-    "mlflow",
-    "gate",
-    "cache_dir",
-    "latency_sample",
-    "query_batch",
-    "judged_warn_below",  # when a run warns, not what it measures
-    "slices",
-    "min_slice_size",
-    "sweep",  # how a sweep decides and prints
-)
 
 
 class MetricRow(Change):
@@ -312,7 +300,7 @@ def _flat(node: Any, prefix: str = "") -> dict[str, Any]:
         return {prefix[:-1]: node}
     out: dict[str, Any] = {}
     for key, value in node.items():
-        if not prefix and key in WHERE_KEYS or key == "cache_dir":
+        if not measures(f"{prefix}{key}"):  # where a run happened: not part of the diff
             continue
         out.update(_flat(value, f"{prefix}{key}."))
     return out

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from rageval.config_schema import measures
 from rageval.formats.atomic import atomic_write_text
 from rageval.formats.page_csp import with_csp
 from rageval.scoring.slices import field_values
@@ -134,8 +135,17 @@ def _metric_names(report: Mapping[str, Any]) -> list[str]:
     return names or [f"{m}@{k}" for m in HEADLINE][:1]
 
 
-# overrides that say where a run ran, not what it measured: left out of a run's title and of a
-# config's summary (rageval.gate.baseline.config_summary)
+# data paths: long, and the same in every run of a sweep; left out of a run's title and of a
+# config's summary (rageval.gate.baseline.config_summary) like the keys that measure nothing
+PATH_KEYS = ("dataset.corpus", "dataset.golden")
+
+
+def shown_override(override: str) -> bool:
+    """Whether an override line belongs in a run's title: it changes what is measured
+    (rageval.config_schema.measures) and is not a data path."""
+    return measures(override) and not override.lstrip("+~").startswith(PATH_KEYS)
+
+
 PLUMBING = (
     "hydra.",
     "mlflow.",
@@ -149,7 +159,7 @@ PLUMBING = (
 
 def _title(report: Mapping[str, Any]) -> str:
     """The run's overrides that change what it measures (``chunk=512 search=bm25``)."""
-    over = [o for o in report.get("overrides") or [] if not o.lstrip("+~").startswith(PLUMBING)]
+    over = [o for o in report.get("overrides") or [] if shown_override(o)]
     return " ".join(over) or "default config"
 
 

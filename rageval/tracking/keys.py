@@ -19,29 +19,16 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rageval.config_schema import measures
 from rageval.errors import ConfigError
 from rageval.redact import redact_override
 from rageval.scoring.spec import FAMILIES, MetricSpec
 
 GROUPS = ("dataset", "embedding", "backend", "search", "rerank")
 CUTOFFS = "cutoffs"
-# Config keys that never change what a run measures, or are logged another way.
-DROP_TOP = {
-    "mlflow",
-    "gate",
-    "hydra",
-    "cache_dir",
-    "latency_sample",
-    "query_batch",
-    "retries",
-    "retry_backoff",
-    "sweep",
-    "judged_warn_below",
-    # how the report breaks queries down (slices.csv and the slice/ metrics show it)
-    "slices",
-    "min_slice_size",
-}
-DROP_ANY = {"_target_", "cache_dir", "batch_size", "device", "enabled"}
+# Keys no params column needs at any depth (keys that change nothing measured are dropped by
+# rageval.config_schema.measures)
+DROP_ANY = {"_target_", "batch_size", "device", "enabled"}
 # search.* keys that matter only to some modes
 MODE_KEYS = {
     "fusion": {"hybrid", "semantic"},
@@ -174,7 +161,7 @@ def run_params(config: Mapping[str, Any], choices: Mapping[str, str]) -> dict[st
     search = config.get("search") or {}
     mode = search.get("mode")
     for key, value in config.items():
-        if key in DROP_TOP or key in DROP_ANY:
+        if not measures(key) or key in DROP_ANY:
             continue
         if isinstance(value, Mapping):
             if key == "rerank" and not value.get("enabled", True):
@@ -182,7 +169,7 @@ def run_params(config: Mapping[str, Any], choices: Mapping[str, str]) -> dict[st
             flat = _flatten(value)
             for sub, v in flat.items():
                 head, leaf = sub.split(".", 1)[0], sub.rsplit(".", 1)[-1]
-                if leaf in DROP_ANY or head in DROP_ANY:
+                if leaf in DROP_ANY or head in DROP_ANY or not measures(f"{key}.{sub}"):
                     continue
                 if key == "search" and head in MODE_KEYS and mode not in MODE_KEYS[head]:
                     continue
@@ -257,11 +244,7 @@ def run_name(
     if keys is not None:
         parts = [o for o in parts if o.split("=", 1)[0] in keys]
     else:  # paths and plumbing (cache_dir=..., hydra.run.dir=...) make no name
-        parts = [
-            o
-            for o in parts
-            if o.split("=", 1)[0].split(".")[0] not in DROP_TOP and "/" not in o.split("=", 1)[1]
-        ]
+        parts = [o for o in parts if measures(o) and "/" not in o.split("=", 1)[1]]
     if not parts and config:
         mode = (config.get("search") or {}).get("mode", "?")
         parts = [f"chunk={config.get('chunk', '?')}", f"search={mode}"]

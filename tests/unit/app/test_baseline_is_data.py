@@ -58,14 +58,35 @@ def test_open_mappings_still_take_their_entries():
     from rageval.app.config import compose
     from rageval.app.gate_run import replay_values
 
-    cfg = compose([])
+    cfg = compose(["backend=langchain"])
     with open_dict(cfg):
         left = replay_values(
             cfg,
-            {"gate": {"tolerances": {"recall_at_5": 0.05}}, "chunk": 64, "nope": 1},
+            {"backend": {"kwargs": {"top": 3}}, "chunk": 64, "nope": 1},
         )
-    assert cfg.gate.tolerances.recall_at_5 == 0.05 and cfg.chunk == 64
+    assert cfg.backend.kwargs.top == 3 and cfg.chunk == 64
     assert left == ["nope"]
+
+
+def test_keys_that_measure_nothing_keep_this_machine_s_values():
+    from omegaconf import open_dict
+
+    from rageval.app.config import compose
+    from rageval.app.gate_run import replay_values
+
+    cfg = compose([])
+    baseline = {
+        "embedding": {"executor": "ray", "ray_address": "10.0.0.1:6379", "model": "m"},
+        "gate": {"tolerances": {"recall_at_5": 0.05}},
+        "retries": 9,
+        "cache_dir": "/elsewhere",
+    }
+    with open_dict(cfg):
+        replay_values(cfg, baseline)
+    assert cfg.embedding.executor == "local" and cfg.embedding.ray_address is None
+    assert cfg.embedding.model == "m"  # what is measured is replayed
+    assert "recall_at_5" not in (cfg.gate.get("tolerances") or {}) and cfg.retries == 2
+    assert cfg.cache_dir != "/elsewhere"
 
 
 def test_the_current_line_shows_what_the_re_run_used_not_the_baseline_s_slices():

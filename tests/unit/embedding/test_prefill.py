@@ -7,6 +7,7 @@ a real Ray cluster is tests/integration/test_distributed_embedding.py.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 
 import numpy as np
@@ -98,7 +99,8 @@ def test_the_ray_worker_writes_each_group_once_and_skips_what_is_there(tmp_path,
     single.prefill(TEXTS)
     del fake_model[:]
     groups = ray_side._plan(TEXTS, "")
-    worker = distributed.EmbedWorker(ray_side.spec(), ray_side.fingerprint)
+    make = functools.partial(enc_mod.SentenceTransformerEncoder, **ray_side.spec())
+    worker = distributed.EmbedWorker(make, ray_side.fingerprint)
 
     def run(gs):
         batch = pa.table({"texts": [g.texts for g in gs], "keys": [b"".join(g.keys) for g in gs]})
@@ -115,7 +117,7 @@ def test_the_ray_worker_writes_each_group_once_and_skips_what_is_there(tmp_path,
 def test_a_worker_with_other_model_files_refuses(tmp_path, fake_model):
     enc = encoder(tmp_path)
     with pytest.raises(distributed.EmbeddingError, match="other model files"):
-        distributed.EmbedWorker(enc.spec(), "0" * 64)
+        distributed.EmbedWorker(functools.partial(type(enc), **enc.spec()), "0" * 64)
 
 
 def test_ray_settings_are_checked(tmp_path, monkeypatch):

@@ -1,0 +1,152 @@
+"""The config's contract: every top-level key, its type and default, and whether it changes what
+a run measures. The one place a reader looks a key up.
+
+``conf/rageval.yaml`` extends this schema (registered in Hydra's ConfigStore by
+rageval.app.schema), so Hydra checks types at compose time (``chunk=abc`` is refused). The group
+nodes (dataset, embedding, backend, search, rerank) are open mappings: each option names its own
+``_target_`` and arguments, documented in its YAML file; the keys inside them that do not change
+what is measured are listed in ``GROUP_EXECUTION_KEYS``.
+
+**Measured or not.** A key whose field says ``measures=False`` (and every key below it) says where
+or how a run executes, or how its report breaks the queries down, never which rankings come back
+or how they score. One query, :func:`measures`, answers for every consumer: the gate's config
+diff and its replay of a baseline (``rageval check`` keeps this machine's values of them), the
+MLflow params, a run's title on its pages. A new key is added here (and in conf/rageval.yaml),
+with the flag; nothing else lists keys.
+
+This module is plain dataclasses (``"???"`` is OmegaConf's mark of a mandatory value), so the core
+reads it without importing Hydra or OmegaConf.
+"""
+
+from __future__ import annotations
+
+from dataclasses import MISSING as NO_DEFAULT
+from dataclasses import dataclass, field, fields, is_dataclass
+from typing import Any
+
+MISSING: Any = "???"  # omegaconf.MISSING
+
+
+def place(default: Any = None, *, factory: Any = None) -> Any:
+    """A field that does not change what a run measures (``measures=False``)."""
+    if factory is not None:
+        return field(default_factory=factory, metadata={"measures": False})
+    return field(default=default, metadata={"measures": False})
+
+
+@dataclass
+class MlflowConfig:
+    """Where and whether runs are logged."""
+
+    enabled: bool = True
+    # null: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db in the working directory
+    tracking_uri: str | None = None
+    experiment: str = "rageval"
+    run_name: str | None = None
+    # deprecated: use sweep.compare_metric (still read when set)
+    compare_metric: str | None = None
+
+
+@dataclass
+class SweepConfig:
+    """How a sweep's leaderboard decides (rageval.report.leaderboard)."""
+
+    # null: evidence_recall@1024t with evidence quotes or a sweep over the chunking, else ndcg@k
+    compare_metric: str | None = None
+    # jobs the paired randomization test cannot tell from the best at this level are "tied"
+    alpha: float = 0.05
+    resamples: int = 10_000
+    # costs (rageval.report.costs): the cost the Pareto front weighs against the deciding metric
+    # (latency_p95_ms, tokens_per_query, index_disk_bytes, embed_s, ...; docs/costs.md)
+    pareto_cost: str = "latency_p95_ms"
+    # what a sweep prints per job: one line (false) or the tables a single run prints (true)
+    verbose: bool = False
+
+
+@dataclass
+class RagevalConfig:
+    """The top-level keys of a run's config and their types."""
+
+    dataset: dict[str, Any] = MISSING
+    embedding: dict[str, Any] = MISSING
+    backend: dict[str, Any] = MISSING
+    search: dict[str, Any] = MISSING
+    # null: no reranking; rerank=cross_encoder picks a reranker
+    rerank: dict[str, Any] | None = None
+    chunk: int = 256
+    chunk_overlap: int = 0
+    k: int = 5
+    ks: list[int] = field(default_factory=lambda: [1, 3, 5, 10, 20])
+    # token budgets of the ...@Bt metrics (docs/metrics.md); [] turns them off
+    budgets: list[int] = field(default_factory=lambda: [256, 512, 1024, 2048])
+    level: str = "auto"
+    depth: int | None = None
+    latency_sample: int = place(100)
+    query_batch: int = place(10_000)
+    allow_model_mismatch: bool = False
+    # a larger document (MB of UTF-8 text) is refused, naming it
+    max_document_mb: float = 50
+    retries: int = place(2)
+    retry_backoff: float = place(0.5)
+    cache_dir: str = place(MISSING)
+    # slices (rageval.scoring.slices): the fields the report slices by (source, tags, any key
+    # of a golden line's meta) and the smallest slice reported on its own (smaller: <field>=other)
+    slices: list[str] = place(factory=lambda: ["source"])
+    min_slice_size: int = place(10)
+    # judgements (docs/metrics.md "Judgements"): the judgements file (null: judgements.jsonl next
+    # to the golden set), the label set (gold: golden labels + human judgements; all: adds the
+    # accepted LLM judgements) and the judged@k below which a run warns
+    judgements: str | None = None
+    labels: str = "gold"
+    judged_warn_below: float = place(0.5)
+    # Golden-set split (tuning studies, rageval.inputs.split): all | tune | holdout, the share of
+    # queries held out, and the seed of the query-id hash that draws the split.
+    split: str = "all"
+    holdout_fraction: float = 0.3
+    split_seed: int = 0
+    mlflow: MlflowConfig = place(factory=MlflowConfig)
+    sweep: SweepConfig = place(factory=SweepConfig)
+    gate: dict[str, Any] = place(factory=dict)
+
+
+# Keys inside the open group nodes that do not change what is measured (where the embedding runs;
+# a vector does not depend on it). A cache folder never does, at any depth (ANY_DEPTH).
+GROUP_EXECUTION_KEYS = (
+    "embedding.executor",
+    "embedding.ray_address",
+    "embedding.ray_workers",
+    "embedding.ray_cpus_per_worker",
+    "embedding.threads",
+)
+ANY_DEPTH = ("cache_dir",)
+# Hydra's own node (run folders, launcher, sweeper): never part of what is measured.
+HYDRA = "hydra"
+
+
+def execution_keys() -> tuple[str, ...]:
+    """Every key path that does not change what is measured (a path covers its subtree)."""
+    top = [f.name for f in fields(RagevalConfig) if f.metadata.get("measures") is False]
+    return (HYDRA, *top, *GROUP_EXECUTION_KEYS)
+
+
+_EXECUTION = execution_keys()
+
+
+def measures(key: str) -> bool:
+    """Whether the config key ``key`` (a dotted path, an override's ``+``/``~`` allowed) changes
+    what a run measures."""
+    path = key.lstrip("+~").split("=", 1)[0].strip()
+    if path.rsplit(".", 1)[-1] in ANY_DEPTH:
+        return False
+    return not any(path == p or path.startswith(p + ".") for p in _EXECUTION)
+
+
+def defaults() -> dict[str, Any]:
+    """The schema's defaults of the plain top-level keys (what a RunSpec starts from)."""
+    out = {}
+    for f in fields(RagevalConfig):
+        value = f.default_factory() if f.default_factory is not NO_DEFAULT else f.default
+        if value is MISSING or is_dataclass(value) or isinstance(value, dict):
+            continue
+        out[f.name] = value
+    return out
