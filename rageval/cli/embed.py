@@ -8,6 +8,12 @@ import argparse
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Add the ``embed`` arguments to ``p``."""
     p.add_argument(
+        "-m",
+        "--multirun",
+        action="store_true",
+        help="accepted as in a sweep's command line: every combination is filled either way",
+    )
+    p.add_argument(
         "overrides",
         nargs=argparse.REMAINDER,
         metavar="KEY=VALUE",
