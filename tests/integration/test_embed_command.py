@@ -1,5 +1,5 @@
-"""Integration: `rageval embed` fills the cache for every run of a sweep's overrides, and the sweep's
-runs then embed nothing (the packaged model, the mini fixture, this process)."""
+"""Integration: `rageval embed` fills the cache for every run of a sweep's overrides, and the
+sweep's runs then embed nothing (the packaged model, the mini fixture, this process)."""
 
 import json
 import shutil
