@@ -122,17 +122,27 @@ def quiet_ray_data() -> None:
         logging.getLogger(name).setLevel(logging.ERROR)
 
 
-def workers_for(requested: int | None, cpus_per_worker: float, groups: int) -> int:
-    """Actors in the pool: ``requested``, else as many as the cluster's CPUs hold; never more
-    than there are groups."""
-    if requested is not None:
-        if int(requested) < 1:
-            raise ConfigError(f"embedding.ray_workers must be >= 1 (or null), got {requested}")
-        n = int(requested)
-    else:
+class NoFreeCPU(RuntimeError):
+    """The cluster has no CPU free for an embedding actor (a sweep's jobs hold them all)."""
+
+
+def workers_for(
+    requested: int | None, cpus_per_worker: float, groups: int, free: float | None = None
+) -> int:
+    """Actors in the pool: ``requested``, else as many as the cluster's free CPUs hold (``free``;
+    read from the cluster when None); never more than there are groups. NoFreeCPU when not one
+    actor fits: inside a sweep job on a cluster whose CPUs the jobs hold, the pool would wait
+    forever."""
+    if requested is not None and int(requested) < 1:
+        raise ConfigError(f"embedding.ray_workers must be >= 1 (or null), got {requested}")
+    if free is None:
         import ray
 
-        n = int(float(ray.cluster_resources().get("CPU", 1)) // max(cpus_per_worker, 1e-9))
+        free = float(ray.available_resources().get("CPU", 0.0))
+    fits = int(free // max(cpus_per_worker, 1e-9))
+    if fits < 1:
+        raise NoFreeCPU(f"{free:g} CPUs free, {cpus_per_worker:g} needed per worker")
+    n = int(requested) if requested is not None else fits
     return max(1, min(n, groups))
 
 

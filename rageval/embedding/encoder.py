@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import time
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -366,16 +367,19 @@ class SentenceTransformerEncoder:
         """Embed ``groups`` on the Ray cluster; the texts embedded. Every key must then be in
         the cache as this process sees it."""
         self.prepare_export()
-        stats = distributed.fill(
-            functools.partial(type(self), **self.spec()),
-            self.fingerprint,
-            groups,
-            address=self.ray["address"],
-            workers=self.ray["workers"],
-            cpus_per_worker=self.ray["cpus_per_worker"],
-            desc=f"{desc} on Ray",
-            progress=self.progress,
-        )
+        try:
+            stats = self._ray_fill(groups, desc)
+        except distributed.NoFreeCPU as why:
+            warnings.warn(
+                f"embedding.executor=ray: no CPU of the Ray cluster is free for an embedding "
+                f"worker ({why}; a sweep's jobs may hold them all): embedding in this process",
+                stacklevel=3,
+            )
+            model = self._load()
+            before = self.texts_encoded
+            for g in groups:
+                self._store(model, g)
+            return self.texts_encoded - before
         self.texts_encoded += stats.texts
         self.encode_seconds += stats.seconds
         self.last_fill = stats
@@ -387,6 +391,18 @@ class SentenceTransformerEncoder:
                 "(docs/scale-out.md)"
             )
         return stats.texts
+
+    def _ray_fill(self, groups: list[distributed.Group], desc: str) -> distributed.FillStats:
+        return distributed.fill(
+            functools.partial(type(self), **self.spec()),
+            self.fingerprint,
+            groups,
+            address=self.ray["address"],
+            workers=self.ray["workers"],
+            cpus_per_worker=self.ray["cpus_per_worker"],
+            desc=f"{desc} on Ray",
+            progress=self.progress,
+        )
 
     def _encode(self, texts: Sequence[str], prompt: str, desc: str) -> np.ndarray:
         self.texts_requested += len(texts)

@@ -124,10 +124,25 @@ def test_ray_settings_are_checked(tmp_path, monkeypatch):
     with pytest.raises(ConfigError, match="executor='spark'"):
         encoder(tmp_path, executor="spark")
     with pytest.raises(ConfigError, match="ray_workers must be >= 1"):
-        distributed.workers_for(0, 1.0, 3)
-    assert distributed.workers_for(8, 1.0, 3) == 3  # never more actors than groups
+        distributed.workers_for(0, 1.0, 3, free=4)
+    assert distributed.workers_for(8, 1.0, 3, free=4) == 3  # never more actors than groups
+    assert distributed.workers_for(None, 2.0, 10, free=5) == 2  # as many as the free CPUs hold
+    with pytest.raises(distributed.NoFreeCPU):  # a sweep's jobs hold every CPU
+        distributed.workers_for(None, 1.0, 10, free=0.5)
     monkeypatch.setenv("RAY_ADDRESS", "10.0.0.5:6379")
     assert distributed.resolve_address(None) == "10.0.0.5:6379"
     assert distributed.resolve_address("local") == "local"
     monkeypatch.delenv("RAY_ADDRESS")
     assert distributed.resolve_address("") == "local"
+
+
+def test_no_free_cpu_on_the_cluster_embeds_in_this_process(tmp_path, fake_model, monkeypatch):
+    def full(*args, **kwargs):
+        raise distributed.NoFreeCPU("0 CPUs free, 1 needed per worker")
+
+    monkeypatch.setattr(distributed, "fill", full)
+    local, ray_side = encoder(tmp_path / "local"), encoder(tmp_path / "ray", executor="ray")
+    local.prefill(TEXTS)
+    with pytest.warns(UserWarning, match="embedding in this process"):
+        assert ray_side.prefill(TEXTS) == 23
+    assert files(local) == files(ray_side)
