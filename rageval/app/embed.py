@@ -44,7 +44,8 @@ class Filled:
     def line(self) -> str:
         asked = self.documents + self.queries
         rate = f", {self.embedded / self.seconds:,.1f} texts/s" if self.seconds > 0 else ""
-        where = f" on {self.workers} Ray workers" if self.workers else ""
+        n = self.workers
+        where = f" on {n} Ray worker{'s' * (n != 1)}" if n else ""
         return (
             f"{self.model}: {self.documents:,} chunk texts and {self.queries:,} queries; "
             f"{self.embedded:,} embedded, {asked - self.embedded:,} already cached "

@@ -56,7 +56,7 @@ def corpus(n: int = 480) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> dict:
+def runs(tmp_path_factory, mini) -> dict:
     if subprocess.run(["unshare", "--net", "true"], capture_output=True).returncode != 0:
         pytest.skip("needs `unshare --net` (root) to keep Ray's traffic on loopback")
     work = tmp_path_factory.mktemp("ray-embed")
@@ -71,6 +71,7 @@ def runs(tmp_path_factory) -> dict:
             str(SUPPORT / "ray_embed.py"),
             str(work),
             str(work / "texts.json"),
+            str(mini),
         ],
         capture_output=True,
         text=True,
@@ -132,3 +133,13 @@ def test_an_interrupted_run_resumes_where_it_stopped(runs):
     want, missing = EmbeddingCache(runs["work"] / "single", fingerprint).lookup(keys)
     got, missing2 = EmbeddingCache(runs["work"] / "resumed", fingerprint).lookup(keys)
     assert missing == missing2 == [] and np.array_equal(want, got)
+
+
+def test_rageval_embed_joins_a_running_cluster_by_address(runs):
+    local, cluster = runs["embed"]["local"], runs["embed"]["cluster"]
+    assert local["returncode"] == cluster["returncode"] == 0, cluster["stderr"]
+    assert "Ray worker" not in local["stdout"] and "Ray worker" in cluster["stdout"]
+    line = next(ln for ln in cluster["stdout"].splitlines() if "chunk texts and" in ln)
+    assert "0 already cached" in line
+    one = cache_files(runs["work"] / "embed-local")
+    assert one and one == cache_files(runs["work"] / "embed-cluster")

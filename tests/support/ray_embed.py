@@ -3,14 +3,18 @@
 Started by tests/integration/test_distributed_embedding.py under ``unshare --net``: brings ``lo``
 up, embeds the texts of TEXTS.json with the packaged model in this process (cache ``single``), on
 a Ray cluster of two workers (cache ``ray``), on the cluster again while one worker is killed
-mid-run (cache ``killed``), and once more interrupted by SIGINT and then resumed (cache
-``resumed``). Prints one JSON document with what each run reported.
+mid-run (cache ``killed``), and once more on a cluster of its own, interrupted (Ctrl-C) after its
+second result and then resumed (cache ``resumed``). Then ``rageval embed`` fills a cache for
+the MINI dataset's chunks twice: in this process (``embed-local``) and, in a process of its own,
+on a Ray head node started with ``ray start`` and joined by its address (``embed-cluster``). Prints one JSON document with what each run reported.
 
-    unshare --net python tests/support/ray_embed.py WORKDIR TEXTS.json
+    unshare --net python tests/support/ray_embed.py WORKDIR TEXTS.json MINI_DIR
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import signal
@@ -79,8 +83,29 @@ def kill_a_worker():
     return pids[0]
 
 
+@contextlib.contextmanager
+def interrupt_after(n: int):
+    """KeyboardInterrupt in this thread at the ``n``-th progress update (a result arriving)."""
+    from tqdm.auto import tqdm
+
+    original = tqdm.update
+    seen = [0]
+
+    def update(self, k=1):
+        seen[0] += 1
+        if seen[0] >= n:
+            raise KeyboardInterrupt
+        return original(self, k)
+
+    tqdm.update = update
+    try:
+        yield
+    finally:
+        tqdm.update = original
+
+
 def fill_report(enc, n: int) -> dict:
-    s = enc.last_fill
+    s = enc.last_fill or distributed_stats()
     return {
         "embedded": n,
         "texts": s.texts,
@@ -89,6 +114,12 @@ def fill_report(enc, n: int) -> dict:
         "workers": sorted(s.workers),
         "segments": segments(enc),
     }
+
+
+def distributed_stats():
+    from rageval.embedding.distributed import FillStats
+
+    return FillStats()
 
 
 def main() -> None:
@@ -114,22 +145,60 @@ def main() -> None:
         out["killed"] = {**fill_report(killed, n), "killed_pid": seen.get("result")}
         out["killed"]["at_segments"] = seen.get("at_segments")
 
-        resumed = encoder(work / "resumed", "ray")
-        main_thread = threading.main_thread().ident
-        stop: dict = {}
-        watcher = when_segments(
-            resumed, 2, lambda: signal.pthread_kill(main_thread, signal.SIGINT), stop
-        )
-        try:
+    # Ctrl-C while results arrive: the run's own local cluster is stopped on the way out (its
+    # workers with it), as when a user presses Ctrl-C; the next run embeds only the rest
+    resumed = encoder(work / "resumed", "ray")
+    try:
+        with interrupt_after(2):
             resumed.prefill(texts)
-            out["interrupted"] = False
-        except KeyboardInterrupt:
-            out["interrupted"] = True
-        watcher.join(timeout=5)
-        out["kept_after_interrupt"] = segments(resumed)
-        again = encoder(work / "resumed", "ray")
-        out["resumed"] = fill_report(again, again.prefill(texts))
+        out["interrupted"] = False
+    except KeyboardInterrupt:
+        out["interrupted"] = True
+    out["kept_after_interrupt"] = segments(resumed)
+    again = encoder(work / "resumed", "ray")
+    out["resumed"] = fill_report(again, again.prefill(texts))
+    out["embed"] = embed_commands(work, Path(sys.argv[3]))
     print(json.dumps(out))
+
+
+def embed_commands(work: Path, mini: Path) -> dict:
+    """``rageval embed`` in this process (the reference), then in a process of its own on a
+    running head node joined by address."""
+    from loopback_sweep import start_head, stop
+
+    from rageval.app.config import register_resolvers
+    from rageval.app.embed import embed
+
+    args = [
+        "dataset=custom",
+        f"dataset.corpus={mini / 'corpus'}",
+        f"dataset.golden={mini / 'golden.jsonl'}",
+        "chunk=32",
+    ]
+    register_resolvers()
+    local = io.StringIO()
+    embed([*args, f"cache_dir={work / 'embed-local'}"], out=local)
+    done = {"local": {"returncode": 0, "stdout": local.getvalue(), "stderr": ""}}
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+    head, address = start_head(work, env)
+    try:
+        extra = ["embedding.executor=ray", f"embedding.ray_address={address}"]
+        cache = f"cache_dir={work / 'embed-cluster'}"
+        proc = subprocess.run(
+            [sys.executable, "-m", "rageval", "embed", *args, *extra, cache],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+        )
+    finally:
+        stop(head)
+    done["cluster"] = {
+        "returncode": proc.returncode,
+        "stdout": proc.stdout,
+        "stderr": proc.stderr[-3000:],
+    }
+    return done
 
 
 if __name__ == "__main__":
