@@ -6,7 +6,8 @@ a Ray cluster of two workers (cache ``ray``), on the cluster again while one wor
 mid-run (cache ``killed``), and once more on a cluster of its own, interrupted (Ctrl-C) after its
 second result and then resumed (cache ``resumed``). Then ``rageval embed`` fills a cache for
 the MINI dataset's chunks twice: in this process (``embed-local``) and, in a process of its own,
-on a Ray head node started with ``ray start`` and joined by its address (``embed-cluster``). Prints one JSON document with what each run reported.
+on a Ray head node started with ``ray start`` and joined by its address (``embed-cluster``).
+Prints one JSON document with what each run reported.
 
     unshare --net python tests/support/ray_embed.py WORKDIR TEXTS.json MINI_DIR
 """
