@@ -87,6 +87,7 @@ def cluster(address: str | None, cpus: int | None = None) -> Iterator[bool]:
         return
     where = resolve_address(address)
     os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "fatal")  # its C++ notes off the console
+    logging.getLogger("ray").setLevel(logging.ERROR)  # its start-up notes too; errors still show
     kwargs: dict[str, Any] = {
         "include_dashboard": False,
         "log_to_driver": False,
