@@ -238,6 +238,7 @@ def embed_main(a) -> None:
     )
     print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
     one: dict = {}
+    rates: dict = {}  # backend -> (per-worker chunks/s, efficiency, size): largest 2-worker cell
     for n in (int(x) for x in a.sizes.split(",")):
         for backend in a.backends.split(","):
             if n > int(caps.get(backend, n)):
@@ -264,6 +265,12 @@ def embed_main(a) -> None:
                     if w > 1 and (n, backend) in one
                     else ("1.00" if w == 1 else "")
                 )
+                if w > 1 and per and (n, backend) in one:
+                    rates[backend] = (
+                        sum(per) / len(per),
+                        r["rate"] / (w * one[(n, backend)]),
+                        n,
+                    )
                 peaks = sorted(r.get("worker_peak_rss", {}).values())
                 print(
                     f"| {n:,} | {backend} | {w or 'in-process'} | {r['wall_s']:.1f} | "
@@ -271,6 +278,33 @@ def embed_main(a) -> None:
                     f"{', '.join(mib(x) for x in peaks)} | {mib(r['driver_hwm'])} |",
                     flush=True,
                 )
+
+    extrapolate(rates)
+
+
+def extrapolate(rates: dict) -> None:
+    """Hours to embed 10M and 100M chunks on N workers of this machine's kind, computed from the
+    measured per-worker rate (busy seconds) and the measured 2-worker efficiency (held for any N,
+    which a real cluster may not reach: shared storage and the launching process can limit it)."""
+    if not rates:
+        return
+    print(
+        "\nComputed, not measured: hours = chunks / (N x per-worker rate x efficiency), with "
+        "the rate and efficiency of the largest 2-worker cell above.\n"
+    )
+    print(
+        "| backend (measured at) | per-worker chunks/s | efficiency | chunks "
+        "| N=1 | N=8 | N=32 | N=128 |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for backend, (per, eff, size) in rates.items():
+        for total in (10_000_000, 100_000_000):
+            hours = [total / (k * per * (eff if k > 1 else 1.0)) / 3600 for k in (1, 8, 32, 128)]
+            print(
+                f"| {backend} ({size:,}) | {per:,.0f} | {eff:.2f} | {total:,} | "
+                + " | ".join(f"{h:,.1f}" if h >= 1 else f"{h * 60:,.0f} min" for h in hours)
+                + " |"
+            )
 
 
 def run_child(args: list[str]) -> tuple[dict, int]:
