@@ -265,12 +265,8 @@ def embed_main(a) -> None:
                     if w > 1 and (n, backend) in one
                     else ("1.00" if w == 1 else "")
                 )
-                if w > 1 and per and (n, backend) in one:
-                    rates[backend] = (
-                        sum(per) / len(per),
-                        r["rate"] / (w * one[(n, backend)]),
-                        n,
-                    )
+                if w > 1 and (n, backend) in one:
+                    rates[backend] = (one[(n, backend)], r["rate"] / w, n)
                 peaks = sorted(r.get("worker_peak_rss", {}).values())
                 print(
                     f"| {n:,} | {backend} | {w or 'in-process'} | {r['wall_s']:.1f} | "
@@ -283,26 +279,27 @@ def embed_main(a) -> None:
 
 
 def extrapolate(rates: dict) -> None:
-    """Hours to embed 10M and 100M chunks on N workers of this machine's kind, computed from the
-    measured per-worker rate (busy seconds) and the measured 2-worker efficiency (held for any N,
-    which a real cluster may not reach: shared storage and the launching process can limit it)."""
+    """Hours to embed 10M and 100M chunks on N workers of this machine's kind, computed: one
+    worker at the 1-worker cell's rate, N workers at N times the rate each worker of the 2-worker
+    cell reached (wall time, start-up included). That holds only while the launching process,
+    the shared storage and the network keep up, which a cluster of N machines has to show."""
     if not rates:
         return
     print(
-        "\nComputed, not measured: hours = chunks / (N x per-worker rate x efficiency), with "
-        "the rate and efficiency of the largest 2-worker cell above.\n"
+        "\nComputed, not measured: hours = chunks / rate; N=1 at the 1-worker rate, N > 1 at "
+        "N x (the 2-worker rate / 2), from the largest cells above.\n"
     )
     print(
-        "| backend (measured at) | per-worker chunks/s | efficiency | chunks "
+        "| backend (cells of) | 1 worker chunks/s | per worker of 2, chunks/s | chunks "
         "| N=1 | N=8 | N=32 | N=128 |"
     )
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    for backend, (per, eff, size) in rates.items():
+    for backend, (one, each, size) in rates.items():
         for total in (10_000_000, 100_000_000):
-            hours = [total / (k * per * (eff if k > 1 else 1.0)) / 3600 for k in (1, 8, 32, 128)]
+            hours = [total / one / 3600] + [total / (k * each) / 3600 for k in (8, 32, 128)]
             print(
-                f"| {backend} ({size:,}) | {per:,.0f} | {eff:.2f} | {total:,} | "
-                + " | ".join(f"{h:,.1f}" if h >= 1 else f"{h * 60:,.0f} min" for h in hours)
+                f"| {backend} ({size:,}) | {one:,.0f} | {each:,.0f} | {total:,} | "
+                + " | ".join(f"{h:,.1f} h" if h >= 1 else f"{h * 60:,.0f} min" for h in hours)
                 + " |"
             )
 
