@@ -258,6 +258,7 @@ def test_a_teams_existing_table_is_scored_on_its_passages_with_its_own_ann_recal
             tokenizer_dir=model_dir,
             chunking=ChunkingSpec(64),
             latency_sample=0,
+            ks=(1, 3, 5, 10),  # searched 10 deep: ef_search=1 then finds fewer than exact
         )
         team = dict(
             dsn_env="TEAM_PG",
