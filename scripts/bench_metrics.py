@@ -37,7 +37,7 @@ from importlib.metadata import version
 
 import numpy as np
 
-from rageval.formats.trec import order_like_trec_eval
+from rageval.retrieval.ranking import order_like_trec_eval
 from rageval.scoring.metrics import score_rankings
 
 PYTREC_MEASURES = {

@@ -13,8 +13,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from rageval.errors import ConfigError
-from rageval.ranking import ranked
 from rageval.retrieval.base import Encoder, Retriever
+from rageval.retrieval.ranking import ranked
 from rageval.retrieval.trace import StageTrace, Stopwatch
 from rageval.types import Chunk, RankedList
 

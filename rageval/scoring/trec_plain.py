@@ -15,7 +15,7 @@ import os
 import re
 
 from rageval.formats.trec import read_bytes
-from rageval.ranking import order_like_trec_eval
+from rageval.retrieval.ranking import order_like_trec_eval
 from rageval.scoring.file_scores import FileScores, no_relevant, nothing_shared
 
 METRIC_NAMES = ("precision", "recall", "hit_rate", "mrr", "ndcg", "map")  # metrics.METRICS

@@ -154,6 +154,45 @@ def test_the_pipeline_imports_no_edge_module():
     assert not [n for n in names if n.split(".")[0] in EDGE_LIBRARIES]
 
 
+# The ground the stages stand on: formats/ reads and writes files of the ground types and imports
+# nothing but the ground (a stage's module imported from formats/ would reach back up the layers).
+GROUND = ("rageval.types", "rageval.errors", "rageval.redact")
+
+
+def test_formats_imports_only_the_ground():
+    bad = [
+        f"{MODULES[m].relative_to(PACKAGE.parent)}:{line}: {m} imports {resolve(n)}"
+        for m in MODULES
+        if m.startswith("rageval.formats")
+        for n, line, _ in imports(m)
+        if n.startswith("rageval")
+        and not resolve(n).startswith("rageval.formats")
+        and resolve(n) not in GROUND
+    ]
+    assert bad == []
+
+
+# Stages live in their folders (inputs/, retrieval/, scoring/, ...); the root holds the ground,
+# the pipeline that sequences the stages, the project and the entry points.
+ROOT_MODULES = {
+    "rageval.config_schema",
+    "rageval.errors",
+    "rageval.limits",
+    "rageval.memory",
+    "rageval.pipeline",
+    "rageval.project",
+    "rageval.redact",
+    "rageval.rundir",
+    "rageval.scaffold",
+    "rageval.types",
+}
+
+
+def test_the_package_root_holds_no_stage():
+    root = {m for m, p in MODULES.items() if p.parent == PACKAGE and m not in EDGE_ROOT}
+    assert root - ROOT_MODULES == set(), "a new root module: does it belong in a stage's folder?"
+
+
 def test_the_package_root_holds_no_command_handler():
     root = [m for m, p in MODULES.items() if p.parent == PACKAGE and m not in EDGE_ROOT]
     assert "rageval.pipeline" in root

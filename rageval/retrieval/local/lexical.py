@@ -14,7 +14,7 @@ import numpy as np
 
 from rageval.embedding.base import Encoder
 from rageval.errors import ConfigError
-from rageval.ranking import break_ties
+from rageval.retrieval.ranking import break_ties
 from rageval.retrieval.tokenize import BM25Tokenizer, quiet_bm25s
 from rageval.types import Chunk, RankedList
 
