@@ -136,18 +136,9 @@ def parent_run_id(
 
 
 def compare_settings(config) -> tuple[str | None, float, int]:
-    """``sweep.compare_metric`` (None: the default rule), alpha and resamples; the deprecated
-    ``mlflow.compare_metric`` is still read, with a note."""
+    """``sweep.compare_metric`` (None: the default rule), alpha and resamples."""
     sweep = config.get("sweep") or {}
     chosen = sweep.get("compare_metric")
-    old = (config.get("mlflow") or {}).get("compare_metric")
-    if old and not chosen:
-        warnings.warn(
-            f"mlflow.compare_metric={old} is deprecated: write sweep.compare_metric={old}",
-            FutureWarning,  # shown by default: the user's config is what must change
-            stacklevel=2,
-        )
-        chosen = old
     return (
         (str(chosen) if chosen else None),
         float(sweep.get("alpha", 0.05)),
