@@ -134,8 +134,6 @@ def promote(
     """Write the baseline from a run id, a report.json path or the best run; returns what was
     promoted. Refuses (InputError) a run measured on another golden set unless ``force``.
     ``experiment`` (searched by ``best``): default the configured ``mlflow.experiment``."""
-    from rageval.tracking import lookups
-
     if experiment is None:
         from rageval.app.config import compose
 
@@ -149,38 +147,65 @@ def promote(
         report = load_report(run)
     else:
         from rageval.tracking.client import client_for, tracking_uri
-        from rageval.tracking.study import study_parent_tags
+        from rageval.tracking.lookups import fetch_report
 
         client = client_for(tracking_uri(uri))
-        study = study_parent_tags(client, sweep) if spec is not None and sweep else None
-        if study is not None:  # a tuning study: its best, when the holdout confirms it
-            run_id = confirm_for_promote(client, sweep, study, str(spec), force)
-        elif spec is not None:
-            found = lookups.best_run(
-                client,
-                experiment,
-                spec.mlflow_key,
-                golden_digest=project.golden,
-                corpus_digest=project.corpus,
-                sweep=sweep,
-                label_set=project.labels,
-            )
-            if found is None:
-                total = lookups.count_runs(client, experiment, sweep)
-                raise InputError(
-                    f"none of the {total} finished runs in {experiment!r}"
-                    f"{' sweep ' + sweep if sweep else ''} has {spec} measured on the golden set "
-                    f"of {project.where} (digest {(project.golden or '?')[:12]}); run the "
-                    "evaluation on it, or pass --golden for another golden set"
-                )
-            run_id = found.info.run_id
-        elif run:
-            run_id = run
-        else:
+        run_id = _run_to_promote(client, run, spec, project, experiment, sweep, force)
+        report = fetch_report(client, run_id, load_report)
+    _refuse_another_measure(report, project, force)
+    source = {
+        "run_id": run_id or report.get("mlflow_run_id"),
+        "file": run if client is None else None,
+        "promoted_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    if spec is not None:  # the metric it won by: the check gates it too (gate.promoted_metric)
+        source["metric"] = str(spec)
+    path = write_baseline(report, baseline, source)
+    if client is not None and run_id:
+        from rageval.tracking.lookups import move_baseline_tag
+
+        move_baseline_tag(client, run_id)
+    return Promoted(path, run_id, report, str(spec) if spec else None)
+
+
+def _run_to_promote(
+    client, run, spec, project: ProjectData, experiment: str, sweep, force: bool
+) -> str:
+    """The MLflow run id to promote: a study's confirmed best (``--best`` with a study's parent
+    as ``--sweep``), the best run on the project's golden set (``--best``), or ``run``."""
+    from rageval.tracking import lookups
+    from rageval.tracking.study import study_parent_tags
+
+    study = study_parent_tags(client, sweep) if spec is not None and sweep else None
+    if study is not None:  # a tuning study: its best, when the holdout confirms it
+        return confirm_for_promote(client, sweep, study, str(spec), force)
+    if spec is not None:
+        found = lookups.best_run(
+            client,
+            experiment,
+            spec.mlflow_key,
+            golden_digest=project.golden,
+            corpus_digest=project.corpus,
+            sweep=sweep,
+            label_set=project.labels,
+        )
+        if found is None:
+            total = lookups.count_runs(client, experiment, sweep)
             raise InputError(
-                "name a run: rageval promote RUN_ID, a report.json path, or --best METRIC"
+                f"none of the {total} finished runs in {experiment!r}"
+                f"{' sweep ' + sweep if sweep else ''} has {spec} measured on the golden set "
+                f"of {project.where} (digest {(project.golden or '?')[:12]}); run the "
+                "evaluation on it, or pass --golden for another golden set"
             )
-        report = lookups.fetch_report(client, run_id, load_report)
+        return found.info.run_id
+    if run:
+        return run
+    raise InputError("name a run: rageval promote RUN_ID, a report.json path, or --best METRIC")
+
+
+def _refuse_another_measure(report: Mapping[str, Any], project: ProjectData, force: bool) -> None:
+    """InputError (unless ``force``) for a run measured on another golden set, on one side of a
+    split only, or with another label set than the baseline."""
     then = report["digests"].get("golden", "")
     if project.golden and then != project.golden and not force:
         raise InputError(
@@ -203,17 +228,6 @@ def promote(
             f"{project.labels!r}; the gate never compares across label sets "
             "(pass --force to switch the baseline)"
         )
-    source = {
-        "run_id": run_id or report.get("mlflow_run_id"),
-        "file": run if client is None else None,
-        "promoted_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-    }
-    if spec is not None:  # the metric it won by: the check gates it too (gate.promoted_metric)
-        source["metric"] = str(spec)
-    path = write_baseline(report, baseline, source)
-    if client is not None and run_id:
-        lookups.move_baseline_tag(client, run_id)
-    return Promoted(path, run_id, report, str(spec) if spec else None)
 
 
 def confirm_for_promote(
