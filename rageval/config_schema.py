@@ -108,7 +108,7 @@ class RagevalConfig:
 
 
 # Keys that were removed, and the key to write instead: a config or command line that still sets
-# one stops with one line naming the replacement (rageval.app.main.refuse_removed_keys).
+# one stops with one line naming the replacement (rageval.app.removed_keys.refuse_removed_keys).
 REMOVED_KEYS = {"mlflow.compare_metric": "sweep.compare_metric"}
 
 

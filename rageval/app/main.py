@@ -380,35 +380,6 @@ def _enter_launch_dir(cwd: str) -> None:
         os.chdir(cwd)
 
 
-def refuse_removed_keys(argv: list[str]) -> None:
-    """A removed key (rageval.config_schema.REMOVED_KEYS) set on the command line or in a YAML
-    file of the project's config folder: one ConfigError naming the key to write instead, not
-    Hydra's struct error."""
-    from rageval.config_schema import REMOVED_KEYS, removed_key_message
-
-    for arg in argv:
-        key, sep, value = arg.lstrip("+~").partition("=")
-        if sep and key in REMOVED_KEYS:
-            raise ConfigError(removed_key_message(key, value, f"override {arg!r}"))
-    from rageval.project import find_project
-
-    project = find_project()
-    if project is None or project.config_dir is None:
-        return
-    import yaml
-
-    for path in sorted(project.config_dir.rglob("*.yaml")):
-        try:
-            node = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, yaml.YAMLError):
-            continue  # Hydra says what is wrong with the file
-        for key in REMOVED_KEYS:
-            head, _, leaf = key.partition(".")
-            block = node.get(head) if isinstance(node, dict) else None
-            if isinstance(block, dict) and leaf in block:
-                raise ConfigError(removed_key_message(key, block[leaf], str(path)))
-
-
 def run_app(argv: list[str]) -> int:
     """Run the Hydra app with ``argv`` as its command line; returns the exit code."""
     import tempfile
@@ -430,6 +401,8 @@ def run_app(argv: list[str]) -> int:
     # Hydra echoes overrides in its own errors (and --cfg prints the config): mask secrets there
     secrets = override_secrets(argv) | secret_values()
     try:
+        from rageval.app.removed_keys import refuse_removed_keys
+
         refuse_removed_keys(argv)  # one line naming the key to write instead
         argv = prepare_overrides(argv, CONF_DIR, GROUPS)  # one line with a "did you mean"
         check_overrides(argv)  # a bad override is one line and exit 2, before any job starts

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rageval.app.main import refuse_removed_keys
+from rageval.app.removed_keys import refuse_removed_keys
 from rageval.cli.main import main
 from rageval.errors import ConfigError
 
@@ -34,3 +34,10 @@ def test_a_removed_key_in_a_project_config_file_names_its_replacement(tmp_path, 
     )
     config.write_text("defaults:\n  - rageval\n  - _self_\nsweep:\n  compare_metric: mrr@5\n")
     refuse_removed_keys(["sweep.compare_metric=mrr@5"])  # the replacement passes
+
+
+def test_a_check_refuses_a_removed_key_too():
+    from rageval.app.gate_run import compose_from_baseline
+
+    with pytest.raises(ConfigError, match=r"mlflow.compare_metric was removed; write sweep\."):
+        compose_from_baseline({}, ["mlflow.compare_metric=ndcg@5"])
