@@ -216,6 +216,21 @@ def test_the_mlflow_checks_can_fail():
     assert any(n.startswith("mlflow") for n, _, _ in imports("rageval.tracking.client"))
 
 
+def test_no_package_redirects_names_with_getattr():
+    # rageval/__init__.py's lazy rageval.evaluate/compare is the public API; any other module
+    # __getattr__ would be a redirect of a renamed module (shims are not kept in 0.x)
+    bad = [
+        m
+        for m, p in MODULES.items()
+        if m != "rageval"
+        and any(
+            isinstance(n, ast.FunctionDef) and n.name == "__getattr__"
+            for n in ast.parse(p.read_text(encoding="utf-8")).body
+        )
+    ]
+    assert bad == []
+
+
 # The ground the stages stand on: formats/ reads and writes files of the ground types and imports
 # nothing but the ground (a stage's module imported from formats/ would reach back up the layers).
 GROUND = ("rageval.types", "rageval.errors", "rageval.redact")
