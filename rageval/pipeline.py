@@ -40,7 +40,6 @@ from rageval.report.per_query import add_readable_ids
 from rageval.report.stages import StageScores, summarise_stages
 from rageval.retrieval.base import Encoder, Retriever
 from rageval.retrieval.passages import PassageStore, passage_chunks
-from rageval.retrieval.ranking import break_ties
 from rageval.retrieval.results import ACCEPTED, as_ranked, check_known
 from rageval.retrieval.trace import StageTrace, parts, tracing
 from rageval.scoring.budget import (
@@ -52,6 +51,7 @@ from rageval.scoring.budget import (
 )
 from rageval.scoring.judged import judged_metrics
 from rageval.scoring.metrics import score_rankings
+from rageval.scoring.ranking import break_ties
 from rageval.scoring.relevance import Resolution, resolve, resolve_passages
 from rageval.scoring.slices import check_fields
 from rageval.scoring.spans import chunk_extents, span_metrics

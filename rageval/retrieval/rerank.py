@@ -12,8 +12,8 @@ from pathlib import Path
 
 from rageval.errors import ConfigError
 from rageval.retrieval.base import Encoder, Retriever
-from rageval.retrieval.ranking import ranked
 from rageval.retrieval.trace import StageTrace, Stopwatch
+from rageval.scoring.ranking import ranked
 from rageval.types import Chunk, RankedList
 
 

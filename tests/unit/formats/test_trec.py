@@ -10,7 +10,7 @@ import pytrec_eval
 
 from rageval.errors import InputError
 from rageval.formats.trec import read_qrels, read_run, write_qrels, write_run
-from rageval.retrieval.ranking import order_like_trec_eval
+from rageval.scoring.ranking import order_like_trec_eval
 from rageval.types import RankedList
 
 

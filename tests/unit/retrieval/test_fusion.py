@@ -2,7 +2,7 @@ import pytest
 
 from rageval.errors import ConfigError
 from rageval.retrieval.fusion import HybridRetriever, rrf, weighted
-from rageval.retrieval.ranking import break_ties, ranked
+from rageval.scoring.ranking import break_ties, ranked
 from rageval.types import RankedList
 
 

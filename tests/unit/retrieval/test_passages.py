@@ -13,7 +13,7 @@ from rageval.inputs.corpus import load_corpus
 from rageval.pipeline import RunSpec, evaluate
 from rageval.retrieval.adapters import FunctionRetriever
 from rageval.retrieval.passages import PassageStore, content_id, read_passage
-from rageval.retrieval.ranking import ranked
+from rageval.scoring.ranking import ranked
 from rageval.types import RankedList
 
 
