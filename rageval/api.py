@@ -76,8 +76,8 @@ def evaluate(
     rest of :class:`rageval.pipeline.RunSpec` (depth, split, max_document_mb, ...).
     """
     from rageval.app.config import default_cache_dir
-    from rageval.chunking import ChunkingSpec
     from rageval.embedding.base import tokenizer_dir_of
+    from rageval.inputs.chunking import ChunkingSpec
     from rageval.pipeline import RunSpec
     from rageval.pipeline import evaluate as run
 

@@ -43,8 +43,6 @@ class MlflowConfig:
     tracking_uri: str | None = None
     experiment: str = "rageval"
     run_name: str | None = None
-    # deprecated: use sweep.compare_metric (still read when set)
-    compare_metric: str | None = None
 
 
 @dataclass
@@ -107,6 +105,18 @@ class RagevalConfig:
     mlflow: MlflowConfig = place(factory=MlflowConfig)
     sweep: SweepConfig = place(factory=SweepConfig)
     gate: dict[str, Any] = place(factory=dict)
+
+
+# Keys that were removed, and the key to write instead: a config or command line that still sets
+# one stops with one line naming the replacement (rageval.app.removed_keys.refuse_removed_keys).
+REMOVED_KEYS = {"mlflow.compare_metric": "sweep.compare_metric"}
+
+
+def removed_key_message(key: str, value: Any, where: str) -> str:
+    """The one line for a removed ``key`` set to ``value`` in ``where`` (an override, a file)."""
+    instead = REMOVED_KEYS[key]
+    shown = "" if value is None else f"={value}"
+    return f"{where}: {key} was removed; write {instead}{shown} instead"
 
 
 # Keys inside the open group nodes that do not change what is measured (where the embedding runs;

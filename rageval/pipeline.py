@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from rageval.chunking import ChunkingSpec, chunk_documents, chunk_rows, load_tokenizer
 from rageval.config_schema import defaults as config_defaults
 from rageval.embedding.guard import check_query_model
 from rageval.errors import BackendError, ConfigError
+from rageval.inputs.chunking import ChunkingSpec, chunk_documents, chunk_rows, load_tokenizer
 from rageval.inputs.corpus import corpus_digest, load_corpus
 from rageval.inputs.golden import load_golden
 from rageval.inputs.judgements import (
@@ -34,8 +34,6 @@ from rageval.inputs.judgements import (
 )
 from rageval.inputs.split import SplitSpec, split_golden
 from rageval.memory import StagePeak
-from rageval.ranking import break_ties
-from rageval.relevance import Resolution, resolve, resolve_passages
 from rageval.report.costs import costs_block
 from rageval.report.eval_report import EvalReport, RunFacts, Scored, summarise
 from rageval.report.per_query import add_readable_ids
@@ -53,6 +51,8 @@ from rageval.scoring.budget import (
 )
 from rageval.scoring.judged import judged_metrics
 from rageval.scoring.metrics import score_rankings
+from rageval.scoring.ranking import break_ties
+from rageval.scoring.relevance import Resolution, resolve, resolve_passages
 from rageval.scoring.slices import check_fields
 from rageval.scoring.spans import chunk_extents, span_metrics
 from rageval.types import Chunk, Document, GoldenSet, RankedList

@@ -229,8 +229,8 @@ def main() -> None:
 
     from rageval.app.build import build
     from rageval.app.config import compose
-    from rageval.chunking import chunk_documents, load_tokenizer
     from rageval.embedding.cache import EmbeddingCache
+    from rageval.inputs.chunking import chunk_documents, load_tokenizer
     from rageval.inputs.corpus import load_corpus
     from rageval.inputs.golden import load_golden
     from rageval.pipeline import evaluate

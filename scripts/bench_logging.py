@@ -2,7 +2,7 @@
 
     python scripts/bench_logging.py RUN_DIR [--repeats 5]
 
-Each repetition copies RUN_DIR, then logs it with ``rageval.tracking.runs.log_run`` (the API the
+Each repetition copies RUN_DIR, then logs it with ``rageval.tracking.log.log_run`` (the API the
 Hydra app calls) twice into a new store: the first call pays for creating the store's tables, the
 second is what every later run of a sweep or a team's store pays (MLflow is imported and the
 store's tables created before the timing). Run it with PYTHONPATH pointing
@@ -25,8 +25,9 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=5)
     a = p.parse_args()
     import rageval
+    from rageval.tracking.client import client_for
     from rageval.tracking.later import load_run
-    from rageval.tracking.runs import client_for, log_run
+    from rageval.tracking.log import log_run
 
     first, later = [], []
     for _ in range(a.repeats):

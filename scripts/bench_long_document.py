@@ -12,8 +12,8 @@ import resource
 import sys
 import time
 
-from rageval.chunking import ChunkingSpec, chunk_documents, load_tokenizer
 from rageval.embedding import resolve_model_path
+from rageval.inputs.chunking import ChunkingSpec, chunk_documents, load_tokenizer
 from rageval.types import Document
 
 

@@ -37,8 +37,8 @@ from importlib.metadata import version
 
 import numpy as np
 
-from rageval.formats.trec import order_like_trec_eval
 from rageval.scoring.metrics import score_rankings
+from rageval.scoring.ranking import order_like_trec_eval
 
 PYTREC_MEASURES = {
     "P_5",

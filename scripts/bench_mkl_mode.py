@@ -20,7 +20,7 @@ CHILD = """
 import json, sys, time
 import rageval  # sets MKL_CBWR unless it is set (the parent passes "" to turn it off)
 import numpy as np
-from rageval.chunking import ChunkingSpec, chunk_documents, load_tokenizer
+from rageval.inputs.chunking import ChunkingSpec, chunk_documents, load_tokenizer
 from rageval.embedding import SentenceTransformerEncoder
 from rageval.embedding.batching import encode_stable
 from rageval.inputs.corpus import load_corpus

@@ -18,9 +18,8 @@ import argparse
 import random
 import time
 
-from rageval.chunking import ChunkingSpec, chunk_documents, load_tokenizer
 from rageval.embedding import resolve_model_path
-from rageval.relevance import Span
+from rageval.inputs.chunking import ChunkingSpec, chunk_documents, load_tokenizer
 from rageval.scoring.budget import (
     DEFAULT_BUDGETS,
     budget_metrics,
@@ -29,6 +28,7 @@ from rageval.scoring.budget import (
     tokenizer_truncate,
 )
 from rageval.scoring.metrics import score_rankings
+from rageval.scoring.relevance import Span
 from rageval.scoring.spans import chunk_extents, span_metrics
 from rageval.types import Document
 

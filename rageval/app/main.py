@@ -46,14 +46,17 @@ __all__ = [
 ]
 
 
-def check_gate_slices(cfg, spec) -> None:
+def check_gate_slices(cfg, spec):
     """Refuse a mistyped ``gate.slices`` in a run too, before the index is built: a promoted run's
-    config is what ``rageval check`` re-runs, so a slice no query is in would stop every check."""
+    config is what ``rageval check`` re-runs, so a slice no query is in would stop every check.
+    Returns ``spec``, with its golden set loaded when the check read it (read once per run)."""
     from omegaconf import OmegaConf
 
     node = (cfg.get("gate") or {}).get("slices")
     if not node:
-        return
+        return spec
+    from dataclasses import replace
+
     from rageval.gate.slices import check_spec
     from rageval.inputs.golden import load_golden
     from rageval.types import GoldenSet
@@ -63,6 +66,7 @@ def check_gate_slices(cfg, spec) -> None:
     metrics = [str(m) for m in cfg.gate.metrics]
     plain = OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
     check_spec(plain, metrics, rows, int(cfg.get("min_slice_size", 10)), measured=False)
+    return replace(spec, golden=golden)
 
 
 def run_job(
@@ -77,21 +81,36 @@ def run_job(
 ):
     """Evaluate one composed config; writes report.json (+ TREC files) and logs to MLflow
     (``tags`` added to the run's)."""
-    import yaml
+    out = Path(output_dir)
+    report, config = _evaluate(cfg, out)
+    _write_run(report, out, config, overrides, choices)
+    # a sweep prints one line per finished job (the leaderboard follows); sweep.verbose=true
+    # prints each job's tables as a single run does
+    compact = bool(sweep_dir) and not bool((cfg.get("sweep") or {}).get("verbose", False))
+    if not quiet and not compact:  # the results first: logging can take a while, or fail
+        _print_results(report, out, sweep_dir)
+    if cfg.mlflow.enabled:
+        _log_to_mlflow(cfg, report, config, out, choices, sweep_dir, job, tags, quiet or compact)
+    if not quiet and compact:  # after logging, so the line names the job's MLflow run
+        print(job_line(out.name, report))
+    elif not quiet:
+        print(f"report: {out / 'report.json'}")
+    return report
+
+
+def _evaluate(cfg, out: Path):
+    """Build the run's components from ``cfg`` and evaluate them: (the report, the resolved
+    config). The run folder is marked incomplete until report.json is written."""
     from omegaconf import OmegaConf
 
     from rageval.app.config import absolute_paths
-    from rageval.formats.atomic import atomic_write_text
     from rageval.pipeline import LowJudgedWarning, evaluate
-    from rageval.report.eval_report import slice_console
-    from rageval.report.run_files import save_run_folder
 
-    out = Path(output_dir)
     rundir.begin(out)  # marked incomplete until report.json, written last, is there
     absolute_paths(cfg)  # a project's relative paths are the project root's
     parts = build(cfg)
     try:
-        check_gate_slices(cfg, parts.spec)
+        spec = check_gate_slices(cfg, parts.spec)
     except BaseException:
         parts.close()
         raise
@@ -101,7 +120,7 @@ def run_job(
             # printed with the metrics it is about (report.table()), and kept in report.json
             warnings.simplefilter("ignore", LowJudgedWarning)
             report = evaluate(
-                parts.spec,
+                spec,
                 parts.retriever,
                 parts.encoder,
                 parts.query_encoder,
@@ -109,6 +128,16 @@ def run_job(
             )
     finally:
         parts.close()
+    return report, config
+
+
+def _write_run(report, out: Path, config, overrides, choices) -> None:
+    """config.yaml and the run's files, report.json last; the folder is then complete."""
+    import yaml
+
+    from rageval.formats.atomic import atomic_write_text
+    from rageval.report.run_files import save_run_folder
+
     # every file and MLflow field a run writes holds the overrides masked (sweeps, studies' final
     # runs, checks): the one masking path of override lines
     report.overrides = [redact_override(o) for o in overrides or []]
@@ -116,69 +145,70 @@ def run_job(
     atomic_write_text(out / "config.yaml", yaml.safe_dump(redact(config), sort_keys=False))
     save_run_folder(report, out)  # report.json last, as rageval.evaluate(...).save(dir) does
     rundir.finish(out)
-    # a sweep prints one line per finished job (the leaderboard follows); sweep.verbose=true
-    # prints each job's tables as a single run does
-    compact = bool(sweep_dir) and not bool((cfg.get("sweep") or {}).get("verbose", False))
-    if not quiet and not compact:  # the results first: logging can take a while, or fail
-        if sweep_dir:  # parallel jobs (joblib) print in any order: say whose table this is
-            print(f"job {out.name} ({' '.join(_shown_overrides(report))}):")
-        split = report.split or {}
-        if split.get("name", "all") != "all":  # the numbers are one side's: say so first
-            print(
-                f"split={split['name']}: {split['queries']} of {split['of']} golden queries "
-                f"(holdout_fraction={split['holdout_fraction']}, split_seed={split['seed']})"
-            )
-        print(report.table())
-        slices = slice_console(report)
-        if slices:
-            print()
-            print(slices)
-        _print_costs_and_stages(report)
-        print(f"per-query page: {out / 'report.html'}")
-    if cfg.mlflow.enabled:
-        from rageval.app.sweep import parent_run_id
-        from rageval.tracking.client import tracking_uri
-        from rageval.tracking.log import log_run, ui_command
 
-        uri = tracking_uri(cfg.mlflow.tracking_uri)
-        try:
-            report.mlflow_run_id = log_run(
-                report,
-                config=config,
-                choices=choices or {},
-                output_dir=out,
-                uri=uri,
-                experiment=cfg.mlflow.experiment,
-                run_name=cfg.mlflow.run_name,
-                parent_run_id=parent_run_id(sweep_dir, uri, cfg.mlflow.experiment),
-                sweep_id=sweep_dir,
-                job=job,
-                tags=tags,
-            )
-        except Exception as err:  # the report is safe on disk; say how to log it later
-            secrets = secret_values(config)
-            shown, q = scrub(uri, secrets), shlex.quote
-            warnings.warn(
-                f"MLflow logging to {shown} failed ({err.__class__.__name__}: "
-                f"{scrub(str(err), secrets)[:300]}); the report is at {out / 'report.json'}; "
-                f"log it later with: rageval log {q(str(out))} --tracking-uri {q(shown)} "
-                f"--experiment {q(str(cfg.mlflow.experiment))}",
-                stacklevel=1,
-            )
-        else:
-            if not quiet and not compact:
-                secrets = secret_values(config)
-                print(
-                    f"MLflow run {report.mlflow_run_id} in experiment "
-                    f"{cfg.mlflow.experiment!r}; see it with: {scrub(ui_command(uri), secrets)}"
-                )
-            # report.json is complete already; it now also names its MLflow run
-            report.write_json(out / "report.json")
-    if not quiet and compact:  # after logging, so the line names the job's MLflow run
-        print(job_line(out.name, report))
-    elif not quiet:
-        print(f"report: {out / 'report.json'}")
-    return report
+
+def _print_results(report, out: Path, sweep_dir: str | None) -> None:
+    """The tables a single run prints: metrics, slices, costs and stages, the page's path."""
+    from rageval.report.eval_report import slice_console
+
+    if sweep_dir:  # parallel jobs (joblib) print in any order: say whose table this is
+        print(f"job {out.name} ({' '.join(_shown_overrides(report))}):")
+    split = report.split or {}
+    if split.get("name", "all") != "all":  # the numbers are one side's: say so first
+        print(
+            f"split={split['name']}: {split['queries']} of {split['of']} golden queries "
+            f"(holdout_fraction={split['holdout_fraction']}, split_seed={split['seed']})"
+        )
+    print(report.table())
+    slices = slice_console(report)
+    if slices:
+        print()
+        print(slices)
+    _print_costs_and_stages(report)
+    print(f"per-query page: {out / 'report.html'}")
+
+
+def _log_to_mlflow(cfg, report, config, out: Path, choices, sweep_dir, job, tags, quiet) -> None:
+    """Log the run (under the sweep's parent run, if any) and record its id in report.json; a
+    failure warns with the command that logs the folder later: the report is safe on disk."""
+    from rageval.app.sweep import parent_run_id
+    from rageval.tracking.client import tracking_uri
+    from rageval.tracking.log import log_run, ui_command
+
+    uri = tracking_uri(cfg.mlflow.tracking_uri)
+    try:
+        report.mlflow_run_id = log_run(
+            report,
+            config=config,
+            choices=choices or {},
+            output_dir=out,
+            uri=uri,
+            experiment=cfg.mlflow.experiment,
+            run_name=cfg.mlflow.run_name,
+            parent_run_id=parent_run_id(sweep_dir, uri, cfg.mlflow.experiment),
+            sweep_id=sweep_dir,
+            job=job,
+            tags=tags,
+        )
+    except Exception as err:  # the report is safe on disk; say how to log it later
+        secrets = secret_values(config)
+        shown, q = scrub(uri, secrets), shlex.quote
+        warnings.warn(
+            f"MLflow logging to {shown} failed ({err.__class__.__name__}: "
+            f"{scrub(str(err), secrets)[:300]}); the report is at {out / 'report.json'}; "
+            f"log it later with: rageval log {q(str(out))} --tracking-uri {q(shown)} "
+            f"--experiment {q(str(cfg.mlflow.experiment))}",
+            stacklevel=1,
+        )
+        return
+    if not quiet:
+        secrets = secret_values(config)
+        print(
+            f"MLflow run {report.mlflow_run_id} in experiment "
+            f"{cfg.mlflow.experiment!r}; see it with: {scrub(ui_command(uri), secrets)}"
+        )
+    # report.json is complete already; it now also names its MLflow run
+    report.write_json(out / "report.json")
 
 
 def _shown_overrides(report) -> list[str]:
@@ -371,6 +401,9 @@ def run_app(argv: list[str]) -> int:
     # Hydra echoes overrides in its own errors (and --cfg prints the config): mask secrets there
     secrets = override_secrets(argv) | secret_values()
     try:
+        from rageval.app.removed_keys import refuse_removed_keys
+
+        refuse_removed_keys(argv)  # one line naming the key to write instead
         argv = prepare_overrides(argv, CONF_DIR, GROUPS)  # one line with a "did you mean"
         check_overrides(argv)  # a bad override is one line and exit 2, before any job starts
         from rageval.app.tuning import check_study

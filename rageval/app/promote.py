@@ -10,8 +10,6 @@ experiment can never be promoted by accident. Metric names need a cutoff (``ndcg
 
 from __future__ import annotations
 
-import os
-import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -122,43 +120,6 @@ def project_data(baseline_path: str | Path, golden: str | None = None) -> Projec
     return ProjectData(g, c, f"the configured dataset.golden ({dataset.get('golden')})")
 
 
-def fetch_report(client, run_id: str) -> dict[str, Any]:
-    """The report.json artifact of MLflow run ``run_id``."""
-    try:
-        run = client.get_run(run_id)
-    except Exception:
-        raise InputError(
-            f"no MLflow run {run_id!r} in this tracking store; check --tracking-uri"
-        ) from None
-    bar = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"  # three bars for one small file: noise
-    saved = os.environ.get(bar)
-    os.environ[bar] = "false"
-    with tempfile.TemporaryDirectory() as tmp:
-        try:
-            path = client.download_artifacts(run.info.run_id, "report.json", tmp)
-        except Exception:
-            raise InputError(
-                f"run {run_id} has no report.json artifact (was it logged by rageval?)"
-            ) from None
-        finally:
-            if saved is None:
-                os.environ.pop(bar, None)
-            else:
-                os.environ[bar] = saved
-        return load_report(path)
-
-
-def _study_parent(client, sweep: str):
-    """The MLflow run ``sweep`` when it is a tuning study's parent run, else None."""
-    from rageval.app.tuning import TAG_STUDY
-
-    try:
-        run = client.get_run(sweep)
-    except Exception:
-        return None  # not a run id: best_run's filter says so
-    return run if run.data.tags.get(TAG_STUDY) else None
-
-
 def promote(
     run: str | None,
     baseline: str,
@@ -173,8 +134,6 @@ def promote(
     """Write the baseline from a run id, a report.json path or the best run; returns what was
     promoted. Refuses (InputError) a run measured on another golden set unless ``force``.
     ``experiment`` (searched by ``best``): default the configured ``mlflow.experiment``."""
-    from rageval.tracking import lookups
-
     if experiment is None:
         from rageval.app.config import compose
 
@@ -187,38 +146,66 @@ def promote(
         check_complete(run)  # not a failed or unfinished run's leftover report.json
         report = load_report(run)
     else:
-        from rageval.tracking.runs import client_for, tracking_uri
+        from rageval.tracking.client import client_for, tracking_uri
+        from rageval.tracking.lookups import fetch_report
 
         client = client_for(tracking_uri(uri))
-        study = _study_parent(client, sweep) if spec is not None and sweep else None
-        if study is not None:  # a tuning study: its best, when the holdout confirms it
-            run_id = confirm_for_promote(client, study, str(spec), force)
-        elif spec is not None:
-            found = lookups.best_run(
-                client,
-                experiment,
-                spec.mlflow_key,
-                golden_digest=project.golden,
-                corpus_digest=project.corpus,
-                sweep=sweep,
-                label_set=project.labels,
-            )
-            if found is None:
-                total = lookups.count_runs(client, experiment, sweep)
-                raise InputError(
-                    f"none of the {total} finished runs in {experiment!r}"
-                    f"{' sweep ' + sweep if sweep else ''} has {spec} measured on the golden set "
-                    f"of {project.where} (digest {(project.golden or '?')[:12]}); run the "
-                    "evaluation on it, or pass --golden for another golden set"
-                )
-            run_id = found.info.run_id
-        elif run:
-            run_id = run
-        else:
+        run_id = _run_to_promote(client, run, spec, project, experiment, sweep, force)
+        report = fetch_report(client, run_id, load_report)
+    _refuse_another_measure(report, project, force)
+    source = {
+        "run_id": run_id or report.get("mlflow_run_id"),
+        "file": run if client is None else None,
+        "promoted_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    if spec is not None:  # the metric it won by: the check gates it too (gate.promoted_metric)
+        source["metric"] = str(spec)
+    path = write_baseline(report, baseline, source)
+    if client is not None and run_id:
+        from rageval.tracking.lookups import move_baseline_tag
+
+        move_baseline_tag(client, run_id)
+    return Promoted(path, run_id, report, str(spec) if spec else None)
+
+
+def _run_to_promote(
+    client, run, spec, project: ProjectData, experiment: str, sweep, force: bool
+) -> str:
+    """The MLflow run id to promote: a study's confirmed best (``--best`` with a study's parent
+    as ``--sweep``), the best run on the project's golden set (``--best``), or ``run``."""
+    from rageval.tracking import lookups
+    from rageval.tracking.study import study_parent_tags
+
+    study = study_parent_tags(client, sweep) if spec is not None and sweep else None
+    if study is not None:  # a tuning study: its best, when the holdout confirms it
+        return confirm_for_promote(client, sweep, study, str(spec), force)
+    if spec is not None:
+        found = lookups.best_run(
+            client,
+            experiment,
+            spec.mlflow_key,
+            golden_digest=project.golden,
+            corpus_digest=project.corpus,
+            sweep=sweep,
+            label_set=project.labels,
+        )
+        if found is None:
+            total = lookups.count_runs(client, experiment, sweep)
             raise InputError(
-                "name a run: rageval promote RUN_ID, a report.json path, or --best METRIC"
+                f"none of the {total} finished runs in {experiment!r}"
+                f"{' sweep ' + sweep if sweep else ''} has {spec} measured on the golden set "
+                f"of {project.where} (digest {(project.golden or '?')[:12]}); run the "
+                "evaluation on it, or pass --golden for another golden set"
             )
-        report = fetch_report(client, run_id)
+        return found.info.run_id
+    if run:
+        return run
+    raise InputError("name a run: rageval promote RUN_ID, a report.json path, or --best METRIC")
+
+
+def _refuse_another_measure(report: Mapping[str, Any], project: ProjectData, force: bool) -> None:
+    """InputError (unless ``force``) for a run measured on another golden set, on one side of a
+    split only, or with another label set than the baseline."""
     then = report["digests"].get("golden", "")
     if project.golden and then != project.golden and not force:
         raise InputError(
@@ -241,24 +228,18 @@ def promote(
             f"{project.labels!r}; the gate never compares across label sets "
             "(pass --force to switch the baseline)"
         )
-    source = {
-        "run_id": run_id or report.get("mlflow_run_id"),
-        "file": run if client is None else None,
-        "promoted_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-    }
-    if spec is not None:  # the metric it won by: the check gates it too (gate.promoted_metric)
-        source["metric"] = str(spec)
-    path = write_baseline(report, baseline, source)
-    if client is not None and run_id:
-        lookups.move_baseline_tag(client, run_id)
-    return Promoted(path, run_id, report, str(spec) if spec else None)
 
 
-def confirm_for_promote(client, parent_run, metric: str, force: bool) -> str:
-    """The run to promote for a study's parent run: its best configuration scored on every
-    golden query, when the holdout confirms its gain over the baseline (one-sided paired test at
-    the gate's alpha) or ``force``; else NotConfirmedError (exit 1) saying why."""
-    from rageval.app.tuning import (
+def confirm_for_promote(
+    client, parent: str, tags: Mapping[str, str], metric: str, force: bool
+) -> str:
+    """The run to promote for a study's parent run (``parent``, its ``tags``): its best
+    configuration scored on every golden query, when the holdout confirms its gain over the
+    baseline (one-sided paired test at the gate's alpha) or ``force``; else NotConfirmedError
+    (exit 1) saying why."""
+    from rageval.report.study import summarise_study
+    from rageval.tracking.lookups import fetch_report
+    from rageval.tracking.study import (
         TAG_ALPHA,
         TAG_BASELINE_RUN,
         TAG_BEST_RUN,
@@ -268,27 +249,25 @@ def confirm_for_promote(client, parent_run, metric: str, force: bool) -> str:
         TAG_SEED,
         TAG_STUDY,
     )
-    from rageval.report.study import summarise_study
 
-    tags = parent_run.data.tags
     objective = tags.get(TAG_OBJECTIVE)
     if objective and objective != metric:
         raise InputError(
             f"study {tags.get(TAG_STUDY)!r} was decided by {objective}, so its best configuration "
             f"is best by that metric only: rageval promote --best {objective} --sweep "
-            f"{parent_run.info.run_id}"
+            f"{parent}"
         )
     best_id, base_id = tags.get(TAG_BEST_RUN), tags.get(TAG_BASELINE_RUN)
     if not best_id or not base_id:
         raise InputError(
-            f"study {tags.get(TAG_STUDY)!r} (parent run {parent_run.info.run_id}) has no holdout "
+            f"study {tags.get(TAG_STUDY)!r} (parent run {parent}) has no holdout "
             "evaluation (did a trial finish, and did the study run to its end?); run the study "
             "again to resume it"
         )
     summary = summarise_study(
         metric,
-        fetch_report(client, best_id),
-        fetch_report(client, base_id),
+        fetch_report(client, best_id, load_report),
+        fetch_report(client, base_id, load_report),
         holdout_fraction=float(tags[TAG_FRACTION]),
         seed=int(tags[TAG_SEED]),
         alpha=float(tags[TAG_ALPHA]),

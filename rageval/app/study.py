@@ -32,6 +32,7 @@ import json
 import math
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -271,11 +272,41 @@ def run_study(sweeper, arguments: list[str]) -> list:
         return []
 
 
+@dataclass
+class _StudyRun:
+    """A study while its trials run: what every batch reads, and what the batches gather."""
+
+    study: Any
+    s: StudySettings
+    space: dict[str, Any]
+    fixed: list[str]
+    sweep_dir: Path
+    metric: str | None  # the deciding metric (None until the first report names the default)
+    stored: str | None  # the objective the study recorded
+    varies: list[str]  # the searched keys that change the chunking
+    given: Any  # fixed_values(fixed, config)
+    to_go: int
+    used: set[int] = field(default_factory=set)  # job folders taken
+    names: dict[str, str] = field(default_factory=dict)  # MLflow run id -> "trial N: its values"
+    returns: list = field(default_factory=list)
+
+
 def _run_study(sweeper, arguments: list[str], held: contextlib.ExitStack) -> list:
+    run = _open_study(sweeper.config, arguments, held)
+    while run.to_go > 0:
+        batch = min(run.s.n_jobs, run.to_go)
+        _run_batch(sweeper, run, batch)
+        run.to_go -= batch
+    _finish(sweeper, run.study, run.s, run.space, run.fixed, run.metric, run.names)
+    return run.returns
+
+
+def _open_study(config, arguments: list[str], held: contextlib.ExitStack) -> _StudyRun:
+    """Create or resume the study (its lock held in ``held``), check its objective, and say how
+    many trials it has and will run."""
     from rageval.app.sweep import parent_run_id
     from rageval.report.leaderboard import CHUNKING_KEYS
 
-    config = sweeper.config
     s = StudySettings.of(config)
     space, fixed = search_space(s.params, arguments)
     # one command at a time runs a study: a second would take the first's live trials for stale
@@ -293,7 +324,6 @@ def _run_study(sweeper, arguments: list[str], held: contextlib.ExitStack) -> lis
             f"study {study.study_name!r} was decided by {stored}, not {metric}: keep "
             f"sweep.compare_metric={stored}, or start another study with hydra.sweeper.study_name"
         )
-    metric = metric or stored
     parent = parent_run_id(str(sweep_dir))
     if parent:
         study.set_user_attr(PARENT_ATTR, parent)
@@ -308,84 +338,99 @@ def _run_study(sweeper, arguments: list[str], held: contextlib.ExitStack) -> lis
         f"{to_go} to run ({s.n_jobs} at a time); searching {', '.join(space)}",
         file=sys.stderr,
     )
-    varies = [k for k in space if k in CHUNKING_KEYS]
-    returns: list = []
-    names: dict[str, str] = {}  # MLflow run id -> "trial N: its values"
     given = fixed_values(fixed, config)
     used = {int(p.name) for p in sweep_dir.iterdir() if p.is_dir() and p.name.isdigit()}
     for line in _unread_lines(space, given):
         print(line, file=sys.stderr)
-    while to_go > 0:
-        batch = min(s.n_jobs, to_go)
-        trials = [ask(study, space, given) for _ in range(batch)]
-        overrides = [_trial_overrides(t, fixed) for t in trials]
-        # a configuration an earlier trial ran (or one of this batch runs) is not run again
-        earlier = _ran(study)
-        launch: list[list[str]] = []
-        slot: dict[tuple[str, ...], int] = {}  # configuration -> its place in this launch
-        plan: list[int | None] = []  # per trial: its place in the launch, None: told already
-        firsts: list[int] = []  # the trial that runs each place
-        for trial, ovr in zip(trials, overrides, strict=True):
-            key = tuple(o for o in ovr if o not in fixed)
-            if key in earlier:
-                _repeat(study, trial, earlier[key])
-                plan.append(None)
-                continue
-            if key not in slot:
-                slot[key] = len(launch)
-                launch.append(ovr)
-                firsts.append(trial.number)
-            plan.append(slot[key])
-        job_idx = _first_job(firsts, used)
-        used.update(range(job_idx, job_idx + len(launch)))
-        waiting = [t for t, i in zip(trials, plan, strict=True) if i is not None]
-        for trial, i in zip(trials, plan, strict=True):
-            if i is not None:  # where the job writes: what an interrupted study's next start reads
-                where = {"dir": str(sweep_dir / str(job_idx + i)), "ovr": masked(launch[i])}
-                trial.set_user_attr("launched", where)
-        rets: list = []
-        if launch:
-            try:
-                rets = list(sweeper.launcher.launch(launch, initial_job_idx=job_idx))
-            except BaseException:  # Ctrl-C, a launcher that died: settle this batch, then stop
-                _settle_interrupted(study, [t.number for t in waiting], metric, varies)
-                raise
-        runs: dict[int, int] = {}  # place in the launch -> the trial that ran it
-        read: dict[int, tuple] = {}  # place in the launch -> its job folder and outcome
-        for trial, i in zip(trials, plan, strict=True):
-            if i is None:
-                continue
-            ovr = launch[i]
-            if i not in read:  # a job's report is read once, for all its trials
-                job_dir = _job_dir(rets[i], sweep_dir, job_idx + i)
-                read[i] = (job_dir, *_outcome(job_dir, metric, varies))
-            job_dir, value, metric, report, error = read[i]
-            _record(study, trial.number, [o for o in ovr if o not in fixed], job_dir, report)
-            if i in runs:  # a second trial of this batch drew the same configuration
-                trial.set_user_attr("same_as", runs[i])
-                print(
-                    f"trial {trial.number} drew the configuration of trial {runs[i]} in its "
-                    "batch: run once, its value told to both",
-                    file=sys.stderr,
-                )
-            else:
-                runs[i] = trial.number
-                if report and report.get("mlflow_run_id"):  # its name in MLflow's runs table
-                    shown = " ".join(o for o in ovr if o not in fixed and o != "split=tune")
-                    names[report["mlflow_run_id"]] = f"trial {trial.number}: {shown}"[:250]
-            if report:
-                _same_golden_set(study, report, trial)
-            if value is None:
-                trial.set_user_attr("error", str(error)[:500])
-            _tell(study, trial, value)
-        if metric and not stored:
-            study.set_user_attr("objective", metric)
-            stored = metric
-        if rets:
-            returns.append(rets)
-        to_go -= batch
-    _finish(sweeper, study, s, space, fixed, metric, names)
-    return returns
+    varies = [k for k in space if k in CHUNKING_KEYS]
+    return _StudyRun(
+        study, s, space, fixed, sweep_dir, metric or stored, stored, varies, given, to_go, used
+    )
+
+
+def _run_batch(sweeper, run: _StudyRun, batch: int) -> None:
+    """Ask ``batch`` trials, launch each configuration not run before once, and tell every trial
+    its value."""
+    study, fixed = run.study, run.fixed
+    trials = [ask(study, run.space, run.given) for _ in range(batch)]
+    overrides = [_trial_overrides(t, fixed) for t in trials]
+    launch, plan, firsts = _plan_launch(study, trials, overrides, fixed)
+    job_idx = _first_job(firsts, run.used)
+    run.used.update(range(job_idx, job_idx + len(launch)))
+    waiting = [t for t, i in zip(trials, plan, strict=True) if i is not None]
+    for trial, i in zip(trials, plan, strict=True):
+        if i is not None:  # where the job writes: what an interrupted study's next start reads
+            where = {"dir": str(run.sweep_dir / str(job_idx + i)), "ovr": masked(launch[i])}
+            trial.set_user_attr("launched", where)
+    rets: list = []
+    if launch:
+        try:
+            rets = list(sweeper.launcher.launch(launch, initial_job_idx=job_idx))
+        except BaseException:  # Ctrl-C, a launcher that died: settle this batch, then stop
+            _settle_interrupted(study, [t.number for t in waiting], run.metric, run.varies)
+            raise
+    _tell_batch(run, trials, plan, launch, rets, job_idx)
+    if run.metric and not run.stored:
+        study.set_user_attr("objective", run.metric)
+        run.stored = run.metric
+    if rets:
+        run.returns.append(rets)
+
+
+def _plan_launch(study, trials, overrides, fixed) -> tuple[list[list[str]], list, list[int]]:
+    """(the configurations to launch, per trial its place in the launch or None when an earlier
+    trial ran its configuration (told already), the trial that runs each place): a
+    configuration an earlier trial ran (or one of this batch runs) is not run again."""
+    earlier = _ran(study)
+    launch: list[list[str]] = []
+    slot: dict[tuple[str, ...], int] = {}  # configuration -> its place in this launch
+    plan: list[int | None] = []  # per trial: its place in the launch, None: told already
+    firsts: list[int] = []  # the trial that runs each place
+    for trial, ovr in zip(trials, overrides, strict=True):
+        key = tuple(o for o in ovr if o not in fixed)
+        if key in earlier:
+            _repeat(study, trial, earlier[key])
+            plan.append(None)
+            continue
+        if key not in slot:
+            slot[key] = len(launch)
+            launch.append(ovr)
+            firsts.append(trial.number)
+        plan.append(slot[key])
+    return launch, plan, firsts
+
+
+def _tell_batch(run: _StudyRun, trials, plan, launch, rets, job_idx: int) -> None:
+    """Read each launched job's report once and tell its trials their value (or error)."""
+    study, fixed = run.study, run.fixed
+    runs: dict[int, int] = {}  # place in the launch -> the trial that ran it
+    read: dict[int, tuple] = {}  # place in the launch -> its job folder and outcome
+    for trial, i in zip(trials, plan, strict=True):
+        if i is None:
+            continue
+        ovr = launch[i]
+        if i not in read:  # a job's report is read once, for all its trials
+            job_dir = _job_dir(rets[i], run.sweep_dir, job_idx + i)
+            read[i] = (job_dir, *_outcome(job_dir, run.metric, run.varies))
+        job_dir, value, run.metric, report, error = read[i]
+        _record(study, trial.number, [o for o in ovr if o not in fixed], job_dir, report)
+        if i in runs:  # a second trial of this batch drew the same configuration
+            trial.set_user_attr("same_as", runs[i])
+            print(
+                f"trial {trial.number} drew the configuration of trial {runs[i]} in its "
+                "batch: run once, its value told to both",
+                file=sys.stderr,
+            )
+        else:
+            runs[i] = trial.number
+            if report and report.get("mlflow_run_id"):  # its name in MLflow's runs table
+                shown = " ".join(o for o in ovr if o not in fixed and o != "split=tune")
+                run.names[report["mlflow_run_id"]] = f"trial {trial.number}: {shown}"[:250]
+        if report:
+            _same_golden_set(study, report, trial)
+        if value is None:
+            trial.set_user_attr("error", str(error)[:500])
+        _tell(study, trial, value)
 
 
 def _first_job(trials: Sequence[int], used: set[int]) -> int:

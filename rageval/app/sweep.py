@@ -12,14 +12,7 @@ from typing import Any
 
 from rageval.formats.atomic import atomic_write_text
 from rageval.redact import redact_override, scrub
-from rageval.tracking.client import (
-    client_for,
-    ensure_experiment,
-    git_info,
-    source_tags,
-    tracking_uri,
-)
-from rageval.tracking.keys import run_name
+from rageval.tracking.client import tracking_uri
 from rageval.tracking.log import ui_command
 
 # The hand-off from the launching process to its jobs: the parent run's id in the environment
@@ -52,40 +45,30 @@ def start_sweep(config) -> dict[str, Any]:
         return settings
     uri = tracking_uri(config.mlflow.tracking_uri)
     try:
-        client = client_for(uri)
-        exp_id = ensure_experiment(client, config.mlflow.experiment)
-        overrides = " ".join(redact_override(o) for o in config.hydra.overrides.task)
-        resumed = _resumed_study_parent(config, client)
-        if resumed:  # a tuning study that is resumed carries on under its first parent run
-            client.set_tag(resumed, "rageval.sweep_id", str(sweep_dir))
-            run = client.get_run(resumed)
-        else:
-            name = f"sweep {sweep_dir.name}: {run_name(list(config.hydra.overrides.task))}"
-            run = client.create_run(
-                exp_id,
-                run_name=name[:250],
-                tags={
-                    **source_tags(git_info()),
-                    "rageval.sweep": "parent",
-                    "rageval.sweep_id": str(sweep_dir),
-                    "rageval.sweep_overrides": overrides,
-                },
-            )
+        from rageval.tracking.sweep import start_parent_run
+
+        run_id = start_parent_run(
+            uri,
+            config.mlflow.experiment,
+            sweep_dir,
+            list(config.hydra.overrides.task),
+            resume=lambda: _resumed_study_parent(config),
+        )
     except Exception as err:  # the jobs still run and write their reports
         _mlflow_warning("starting the sweep's parent run", uri, err)
         return settings
-    atomic_write_text(sweep_dir / PARENT_FILE, run.info.run_id)
+    atomic_write_text(sweep_dir / PARENT_FILE, run_id)
     # Inherited by workers started from here on (joblib, a local Ray cluster), not by the workers
     # of a Ray cluster that was already running: those read the file, or ask MLflow.
-    os.environ[PARENT_ENV] = run.info.run_id
+    os.environ[PARENT_ENV] = run_id
     os.environ[SWEEP_ENV] = str(sweep_dir)
     return settings
 
 
-def _resumed_study_parent(config, client) -> str | None:
-    from rageval.app.tuning import is_study, resumed_parent
+def _resumed_study_parent(config) -> str | None:
+    from rageval.app.tuning import is_study, study_parent_id
 
-    return resumed_parent(config, client) if is_study(config) else None
+    return study_parent_id(config) if is_study(config) else None
 
 
 def sweep_settings(config) -> dict[str, Any]:
@@ -122,32 +105,16 @@ def parent_run_id(
     if os.environ.get(PARENT_ENV) and (not sweep_dir or env_sweep in (None, sweep_dir)):
         return os.environ[PARENT_ENV]
     if sweep_dir and uri and experiment and "'" not in sweep_dir:
-        client = client_for(uri)
-        exp = client.get_experiment_by_name(experiment)
-        if exp is not None:
-            runs = client.search_runs(
-                [exp.experiment_id],
-                f"tags.`rageval.sweep` = 'parent' and tags.`rageval.sweep_id` = '{sweep_dir}'",
-                max_results=1,
-                order_by=["attributes.start_time DESC"],
-            )
-            return runs[0].info.run_id if runs else None
+        from rageval.tracking.sweep import find_parent_run
+
+        return find_parent_run(uri, experiment, sweep_dir)
     return None
 
 
 def compare_settings(config) -> tuple[str | None, float, int]:
-    """``sweep.compare_metric`` (None: the default rule), alpha and resamples; the deprecated
-    ``mlflow.compare_metric`` is still read, with a note."""
+    """``sweep.compare_metric`` (None: the default rule), alpha and resamples."""
     sweep = config.get("sweep") or {}
     chosen = sweep.get("compare_metric")
-    old = (config.get("mlflow") or {}).get("compare_metric")
-    if old and not chosen:
-        warnings.warn(
-            f"mlflow.compare_metric={old} is deprecated: write sweep.compare_metric={old}",
-            FutureWarning,  # shown by default: the user's config is what must change
-            stacklevel=2,
-        )
-        chosen = old
     return (
         (str(chosen) if chosen else None),
         float(sweep.get("alpha", 0.05)),
@@ -167,15 +134,44 @@ def finish_sweep(config, stopped: str | None = None) -> int:
     """Print and write the leaderboard, close the parent run; returns the sweep's exit code (2 if
     a job failed or sweep.compare_metric names no metric). ``stopped``: why the launcher gave up,
     told for every job that left no report."""
-    from rageval.errors import RagevalError
-    from rageval.report.leaderboard import load_jobs, rank
+    from rageval.app.tuning import load_outcome, print_outcome
 
     sweep_dir = _sweep_dir(config)
+    jobs = _finished_jobs(sweep_dir, stopped)
+    failed = [j for j in jobs if j.status != "ok"]
+    board, bad_metric = _rank_jobs(config, jobs)
+    unlogged = _note_unlogged(config, jobs, failed, board)
+    _write_leaderboard(board, sweep_dir, failed)
+    _print_unlogged(config, sweep_dir, unlogged)
+    study = load_outcome(sweep_dir)  # a tuning study: its verdict on the holdout
+    if study is not None:
+        print_outcome(study)
+    _close_parent_run(config, sweep_dir, jobs, board, study, broken=bool(failed), stopped=stopped)
+    os.environ.pop(PARENT_ENV, None)
+    os.environ.pop(SWEEP_ENV, None)
+    if study is not None:
+        return 2 if study.get("error") or bad_metric or stopped else 0
+    return 2 if failed or bad_metric else 0
+
+
+def _finished_jobs(sweep_dir: Path, stopped: str | None) -> list:
+    """The sweep's jobs as their folders hold them; a job that left no report because the
+    launcher gave up says why."""
+    from rageval.report.leaderboard import load_jobs
+
     jobs = load_jobs(sweep_dir)
     for j in jobs:
         if stopped and j.status == "failed" and "left no report" in j.error:
             j.error = f"the job left no report; the sweep stopped: {stopped}"
-    failed = [j for j in jobs if j.status != "ok"]
+    return jobs
+
+
+def _rank_jobs(config, jobs) -> tuple[Any, bool]:
+    """The leaderboard, and whether a setting named no metric or cost (the board then decides by
+    the default metric and cost, and says so)."""
+    from rageval.errors import RagevalError
+    from rageval.report.leaderboard import rank
+
     chosen, alpha, resamples = compare_settings(config)
     bad_metric = False
     try:
@@ -190,8 +186,12 @@ def finish_sweep(config, stopped: str | None = None) -> int:
         board = rank(jobs, None, resamples=resamples, pareto_cost=cost)
         board.note = f"{err}; decided by the default metric instead"
         bad_metric = True
-    # a job whose results are complete on disk but whose MLflow logging failed (it warned): the
-    # sweep's verdict stands, and its header says which jobs the MLflow comparison lacks
+    return board, bad_metric
+
+
+def _note_unlogged(config, jobs, failed, board) -> list:
+    """The finished jobs whose MLflow logging failed (they warned): the sweep's verdict stands,
+    and the board's header says which jobs the MLflow comparison lacks."""
     unlogged = [
         j
         for j in jobs
@@ -204,6 +204,12 @@ def finish_sweep(config, stopped: str | None = None) -> int:
             f"(their logging failed): job {which}"
         )
         board.note = f"{board.note}; {text}" if board.note else text
+    return unlogged
+
+
+def _write_leaderboard(board, sweep_dir: Path, failed) -> None:
+    """leaderboard.md/.csv and pareto.png in the sweep folder, the board on the console, then
+    each failed job's error."""
     md_path, csv_path = sweep_dir / "leaderboard.md", sweep_dir / "leaderboard.csv"
     atomic_write_text(md_path, board.markdown())
     atomic_write_text(csv_path, board.csv())
@@ -215,82 +221,64 @@ def finish_sweep(config, stopped: str | None = None) -> int:
         print(f"Pareto plot: {plot}")
     for j in failed:
         print(f"job {j.job} ({' '.join(j.overrides)}) failed: {j.error}", file=sys.stderr)
-    if unlogged:
-        shown = scrub(tracking_uri(config.mlflow.tracking_uri), ())
-        q = shlex.quote
-        for j in unlogged:
-            print(
-                f"job {j.job} ({' '.join(j.overrides)}) is not in MLflow; log it with: rageval "
-                f"log {q(str(sweep_dir / str(j.job)))} --tracking-uri {q(shown)} --experiment "
-                f"{q(str(config.mlflow.experiment))}",
-                file=sys.stderr,
-            )
-    from rageval.app.tuning import load_outcome, print_outcome
 
-    study = load_outcome(sweep_dir)  # a tuning study: its verdict on the holdout
-    if study is not None:
-        print_outcome(study)
+
+def _print_unlogged(config, sweep_dir: Path, unlogged) -> None:
+    """How to log each job MLflow lacks."""
+    if not unlogged:
+        return
+    shown = scrub(tracking_uri(config.mlflow.tracking_uri), ())
+    q = shlex.quote
+    for j in unlogged:
+        print(
+            f"job {j.job} ({' '.join(j.overrides)}) is not in MLflow; log it with: rageval "
+            f"log {q(str(sweep_dir / str(j.job)))} --tracking-uri {q(shown)} --experiment "
+            f"{q(str(config.mlflow.experiment))}",
+            file=sys.stderr,
+        )
+
+
+def _close_parent_run(config, sweep_dir: Path, jobs, board, study, *, broken, stopped) -> None:
+    """The sweep's verdict on its MLflow parent run, closed FAILED when a job failed (a study's
+    failed trials are part of its search: only its error counts) or the launcher gave up; a
+    failure here costs a warning, the leaderboard is on disk already."""
     parent = parent_run_id(str(sweep_dir))
-    if config.mlflow.enabled and parent:
-        uri = tracking_uri(config.mlflow.tracking_uri)
-        try:
-            from rageval.tracking.sweep import summarise_sweep
+    if not (config.mlflow.enabled and parent):
+        return
+    from rageval.app.tuning import STUDY_FILE
 
-            client = client_for(uri)
-            from omegaconf import OmegaConf
+    uri = tracking_uri(config.mlflow.tracking_uri)
+    try:
+        from omegaconf import OmegaConf
 
-            # a sweep whose launcher died is closed from its saved settings: no Hydra node there
-            task = OmegaConf.select(config, "hydra.overrides.task", default=None) or []
-            command = "rageval -m " + " ".join(redact_override(o) for o in task)
-            rows = [
-                {
-                    "job": j.job,
-                    "status": j.status,
-                    "overrides": j.overrides,
-                    "metrics": j.metrics,
-                    "run_id": j.report.get("mlflow_run_id"),
-                }
-                for j in jobs
-            ]
-            summarise_sweep(
-                client,
-                parent,
-                rows,
-                compare_metric=board.metric,
-                sweep_dir=sweep_dir,
-                uri=uri,
-                command=command,
-                best_job=board.best,
-                swept_params=study is None,
-            )
-            tag_pareto_front(client, parent, rows, board)
-            if study is not None:
-                from rageval.app.tuning import log_outcome
+        from rageval.tracking.sweep import close_parent_run
 
-                log_outcome(client, parent, sweep_dir, study, uri=uri)
-            # a study's failed trials are part of its search, not a failure of the study
-            broken = (failed and study is None) or stopped or (study or {}).get("error")
-            client.set_terminated(parent, "FAILED" if broken else "FINISHED")
-            print(f"MLflow parent run {parent}; see it with: {ui_command(scrub(uri, ()))}")
-        except Exception as err:  # the leaderboard is on disk already
-            _mlflow_warning("closing the sweep's parent run", uri, err)
-    os.environ.pop(PARENT_ENV, None)
-    os.environ.pop(SWEEP_ENV, None)
-    if study is not None:
-        return 2 if study.get("error") or bad_metric or stopped else 0
-    return 2 if failed or bad_metric else 0
-
-
-def tag_pareto_front(client, parent: str, rows: list[dict[str, Any]], board) -> None:
-    """The front in MLflow: the parent run names the cost and the jobs on it, and each job on it
-    is tagged ``rageval.pareto_front=true`` (filter the runs table with
-    ``tags.rageval.pareto_front = 'true'``)."""
-    front = " ".join(str(j) for j in board.front)
-    client.set_tag(parent, "rageval.pareto_cost", board.pareto_cost)
-    client.set_tag(parent, "rageval.pareto_front", front)
-    for r in rows:
-        if r.get("run_id") and r["job"] in board.front:
-            client.set_tag(r["run_id"], "rageval.pareto_front", "true")
+        # a sweep whose launcher died is closed from its saved settings: no Hydra node there
+        task = OmegaConf.select(config, "hydra.overrides.task", default=None) or []
+        rows = [
+            {
+                "job": j.job,
+                "status": j.status,
+                "overrides": j.overrides,
+                "metrics": j.metrics,
+                "run_id": j.report.get("mlflow_run_id"),
+            }
+            for j in jobs
+        ]
+        close_parent_run(
+            uri,
+            parent,
+            rows,
+            board,
+            sweep_dir=sweep_dir,
+            command="rageval -m " + " ".join(redact_override(o) for o in task),
+            study=study,
+            study_file=Path(sweep_dir) / STUDY_FILE,
+            failed=bool((broken and study is None) or stopped or (study or {}).get("error")),
+        )
+        print(f"MLflow parent run {parent}; see it with: {ui_command(scrub(uri, ()))}")
+    except Exception as err:  # the leaderboard is on disk already
+        _mlflow_warning("closing the sweep's parent run", uri, err)
 
 
 def _pareto_plot(board, path: Path) -> Path | None:

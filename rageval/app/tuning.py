@@ -35,17 +35,6 @@ SAMPLERS = {
     "gp": "GPSampler",
     "bruteforce": "BruteForceSampler",
 }
-# Tags the study puts on the sweep's parent run (read by resume and promote).
-TAG_STUDY = "rageval.study"
-TAG_STORAGE = "rageval.study_storage"
-TAG_OBJECTIVE = "rageval.study_objective"
-TAG_BEST_RUN = "rageval.study_best_run_id"
-TAG_BASELINE_RUN = "rageval.study_baseline_run_id"
-TAG_ALPHA = "rageval.study_alpha"
-TAG_FRACTION = "rageval.study_holdout_fraction"
-TAG_SEED = "rageval.study_split_seed"
-TAG_BEST_TRIAL = "rageval.study_best_trial"
-TAG_BEST_CONFIG = "rageval.study_best_config"
 PARENT_ATTR = "mlflow_parent_run_id"
 
 
@@ -429,9 +418,9 @@ def existing_study(config, s: StudySettings, space, fixed):
         return None
 
 
-def resumed_parent(config, client) -> str | None:
-    """The parent run of an earlier part of this study, to carry on under (None: a new study,
-    or its parent run is gone)."""
+def study_parent_id(config) -> str | None:
+    """The parent run of an earlier part of this study, to carry on under (None: no study, or a
+    new one; rageval.tracking.study.reopen_run checks the run is still there)."""
     if not is_study(config):
         return None
     try:
@@ -441,14 +430,7 @@ def resumed_parent(config, client) -> str | None:
     except Exception:  # a bad space is reported by the sweeper itself, with its message
         return None
     run_id = study.user_attrs.get(PARENT_ATTR) if study is not None else None
-    if not run_id:
-        return None
-    try:
-        client.get_run(run_id)
-    except Exception:
-        return None
-    client.update_run(run_id, status="RUNNING")
-    return str(run_id)
+    return str(run_id) if run_id else None
 
 
 # ---------------------------------------------------------------------------- after the sweep
@@ -470,53 +452,3 @@ def print_outcome(outcome: Mapping[str, Any]) -> None:
         return
     print(StudySummary.from_dict(outcome["summary"]).console())
     print(f"study {outcome['study']!r} in {outcome['storage']} (run the same command to resume)")
-
-
-def log_outcome(
-    client, parent: str, sweep_dir: Path, outcome: Mapping[str, Any], uri: str = ""
-) -> None:
-    """The study's figures, ids and verdict on the sweep's parent run (``uri``: the tracking
-    URI, for the best run's link)."""
-    from rageval.report.study import StudySummary
-    from rageval.tracking.log import DESCRIPTION_TAG, fit_description, log_batched, run_url
-
-    tags = {
-        TAG_STUDY: str(outcome.get("study") or "(did not start)"),
-        TAG_STORAGE: str(outcome.get("storage") or ""),
-    }
-    metrics: dict[str, float] = {}
-    if outcome.get("objective"):
-        tags[TAG_OBJECTIVE] = str(outcome["objective"])
-    if not outcome.get("error"):
-        summary = StudySummary.from_dict(outcome["summary"])
-        metrics = summary.mlflow_metrics()
-        tags.update(
-            {
-                TAG_BEST_TRIAL: str(outcome["best_trial"]),
-                TAG_ALPHA: str(summary.alpha),
-                TAG_FRACTION: str(summary.split["holdout_fraction"]),
-                TAG_SEED: str(summary.split["seed"]),
-                "rageval.study_confirmed": str(summary.confirmed).lower(),
-                # a tag, not params: a resumed study's best may change, MLflow params cannot
-                TAG_BEST_CONFIG: " ".join(summary.best_overrides)[:5000],
-            }
-        )
-        for tag, key in ((TAG_BEST_RUN, "best_run_id"), (TAG_BASELINE_RUN, "baseline_run_id")):
-            if outcome.get(key):
-                tags[tag] = str(outcome[key])
-        trial_run = outcome.get("best_trial_run_id")
-        if trial_run:  # the study's best, which a resumed study may have found in an earlier part
-            tags["rageval.best_run_id"] = str(trial_run)
-            best_run = client.get_run(trial_run)
-            tags["rageval.best_run_url"] = run_url(uri, best_run.info.experiment_id, trial_run)
-            metrics = {**best_run.data.metrics, **metrics}
-        note = client.get_run(parent).data.tags.get(DESCRIPTION_TAG, "")
-        tags[DESCRIPTION_TAG] = fit_description(summary.markdown() + "\n\n" + note)
-    if outcome.get("error"):
-        tags["rageval.study_error"] = str(outcome["error"])[:5000]
-    if outcome.get("study"):  # the runs table shows a study and its trials by number
-        tags["mlflow.runName"] = f"study {outcome['study']}"
-    for run_id, name in (outcome.get("trial_run_names") or {}).items():
-        client.set_tag(run_id, "mlflow.runName", name)
-    log_batched(client, parent, metrics=metrics, tags=tags)
-    client.log_artifact(parent, str(Path(sweep_dir) / STUDY_FILE))

@@ -31,7 +31,7 @@ from rageval.authoring.judge_llm import Grade, Item
 from rageval.authoring.pool import select_ids
 from rageval.errors import ConfigError
 from rageval.inputs.judgements import Judgement
-from rageval.relevance import pick_occurrence, quote_occurrences
+from rageval.scoring.relevance import pick_occurrence, quote_occurrences
 from rageval.types import Document, GoldenQuery
 
 MIN_PER_CLASS = 2  # a sample with fewer known positives or negatives cannot measure agreement

@@ -22,7 +22,7 @@ from typing import Any
 from rageval.errors import ConfigError, InputError
 from rageval.formats.atomic import atomic_write_text, locked
 from rageval.inputs.golden import entry_from_dict, load_golden
-from rageval.relevance import locate_quote, resolve
+from rageval.scoring.relevance import locate_quote, resolve
 from rageval.types import Chunk, Document, Evidence, GoldenQuery, GoldenSet
 
 LOG_FIELDS = ("query", "question", "user_query", "input", "prompt")

@@ -19,11 +19,11 @@ def label_problems(
     """(the golden set's good lines, documents in the corpus, one ``file:line: message`` per line
     that does not parse and per query whose labels do not resolve under chunking ``chunk``, in
     file order, warnings: quotes that occur more than once)."""
-    from rageval.chunking import ChunkingSpec, chunk_documents, load_tokenizer
     from rageval.embedding import resolve_model_path
+    from rageval.inputs.chunking import ChunkingSpec, chunk_documents, load_tokenizer
     from rageval.inputs.corpus import load_corpus
     from rageval.inputs.golden import load_golden
-    from rageval.relevance import duplicate_quotes, resolve
+    from rageval.scoring.relevance import duplicate_quotes, resolve
 
     errors: list[RagevalError] = []  # a bad line hides neither the other lines nor any quote
     golden = load_golden(golden_path, problems=errors)
@@ -110,7 +110,7 @@ def describe_files(
     used in more than one; returns the statistics and the sets read."""
     from rageval.inputs.corpus import load_corpus
     from rageval.inputs.golden import load_golden
-    from rageval.relevance import duplicate_quotes
+    from rageval.scoring.relevance import duplicate_quotes
 
     golden = load_golden(golden_path)
     sets = [golden, *(load_golden(p) for p in with_paths)]

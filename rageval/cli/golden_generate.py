@@ -138,8 +138,8 @@ def handle(args: argparse.Namespace) -> int:
     from rageval.authoring.edit import read_golden
     from rageval.authoring.generate import GenerateSpec, generate
     from rageval.authoring.inspect import synthetic_line
-    from rageval.chunking import ChunkingSpec, chunk_documents, load_tokenizer
     from rageval.embedding import resolve_model_path
+    from rageval.inputs.chunking import ChunkingSpec, chunk_documents, load_tokenizer
     from rageval.inputs.corpus import load_corpus
     from rageval.inputs.golden import entry_from_dict
 

@@ -57,9 +57,9 @@ def handle(args: argparse.Namespace) -> int:
 
 def _migrate(args: argparse.Namespace) -> int:
     from rageval.authoring.edit import check_migration, migrate, read_golden
-    from rageval.chunking import ChunkingSpec, chunk_documents, load_tokenizer
     from rageval.embedding import resolve_model_path
     from rageval.formats.atomic import atomic_write_text
+    from rageval.inputs.chunking import ChunkingSpec, chunk_documents, load_tokenizer
     from rageval.inputs.corpus import load_corpus
 
     golden_path, corpus_path = golden_and_corpus(args.path, args.corpus)

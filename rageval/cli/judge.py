@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import re
 import sys
 import warnings
@@ -329,144 +328,89 @@ def _endpoint(args: argparse.Namespace):
 
 
 def judge_with_llm(args: argparse.Namespace, pool: list[dict[str, Any]]) -> int:
-    from rageval.authoring import calibration as cal
-    from rageval.authoring.chat import ChatClient
-    from rageval.authoring.judge_llm import PROMPT_VERSION, Item, grade_items, judgement_records
-    from rageval.formats.atomic import atomic_write_text
-    from rageval.inputs.judgements import (
-        append_judgements,
-        calibration_path,
-        load_judgements,
-        now,
-    )
+    from rageval.authoring.llm_judging import LlmJudgeSettings, calibrate, grade_pool
 
-    if not args.calibration_size > 0:
-        raise ConfigError(f"--calibration-size must be >= 1, got {args.calibration_size}")
-    if not -1 <= args.min_kappa <= 1:
-        raise ConfigError(f"--min-kappa is a kappa in [-1, 1], got {args.min_kappa}")
-    if args.malformed_retries < 0:
-        raise ConfigError(f"--malformed-retries must be >= 0, got {args.malformed_retries}")
+    settings = LlmJudgeSettings(
+        pool=str(args.pool),
+        min_kappa=args.min_kappa,
+        calibration_size=args.calibration_size,
+        min_calibration=args.min_calibration,
+        complete=args.complete,
+        seed=args.seed,
+        malformed_retries=args.malformed_retries,
+        report=args.report,
+        progress=not args.no_progress,
+    )
+    settings.check()
     where = locate(args, pool)
     cfg, budget = _endpoint(args)
     by_id, golden = load_inputs(where)
-    ids = {q.id for q in golden.queries}
-    strangers = [q["query_id"] for q in pool if q["query_id"] not in ids]
-    if strangers:
-        raise InputError(
-            f"the pool holds queries the golden set does not ({', '.join(strangers[:5])}); pass "
-            "the golden set the pooled runs measured with --golden, or pool again",
-            path=str(where.golden),
-        )
-    human = [j for j in load_judgements(where.judgements, by_id, golden) if j.kind == "human"]
-    complete = cal.complete_queries(golden.queries, args.complete)
-    pos, neg = cal.candidates(pool, golden.queries, by_id, human, complete)
-    sampled = cal.sample(pos, neg, args.calibration_size, args.seed)
-    if len(sampled) < args.min_calibration:
-        raise ConfigError(
-            f"only {len(sampled)} passages with a known answer to calibrate on "
-            f"(--calibration-size {args.calibration_size}; {len(pos)} known relevant, {len(neg)} "
-            f"known not relevant), fewer than --min-calibration {args.min_calibration}: grade "
-            "pooled passages on the review page, mark complete queries with --complete, or "
-            "raise --calibration-size; nothing was sent"
-        )
-
-    client = ChatClient(cfg, budget)
-    judge = f"llm:{cfg.model}"
-    known: dict = {}
-    progress = not args.no_progress
-    first = grade_items(client, sampled, args.malformed_retries, progress, "calibrating", known)
-    meta = {
-        "judge": judge,
-        "endpoint": client.scrub(cfg.url),
-        "prompt_version": PROMPT_VERSION,
-        "temperature": cfg.temperature,
-        "seed": args.seed,
-        "complete": args.complete,
-        "pool": str(args.pool),
-        "at": now(),
-    }
-    rep = cal.report(
-        first.grades,
-        sampled,
-        meta,
-        args.min_kappa,
-        args.min_calibration,
-        first.stopped or (str(first.error) if first.error else None),
-        first.skipped,
-    )
-    kept = calibration_path(where.judgements, cfg.model)  # what counting the labels reads
-    prefix = Path(args.report) if args.report else kept.with_suffix("")
-    prefix.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(prefix.with_name(prefix.name + ".json"), json.dumps(rep, indent=2) + "\n")
-    if prefix.with_name(prefix.name + ".json") != kept:
-        atomic_write_text(kept, json.dumps(rep, indent=2) + "\n")
-    atomic_write_text(prefix.with_name(prefix.name + ".md"), cal.markdown(rep))
-    print(_calibration_line(rep))
-    print(f"  calibration report: {prefix}.json, {prefix}.md")
-    for why, n in first.skipped.items():
-        print(f"  skipped {n:>4}  {why}")
-    if first.malformed_example:
-        print(f"  e.g. {first.malformed_example}")
-    if first.error is not None:
-        raise first.error
-    if rep["verdict"] == "incomplete":
+    cal = calibrate(settings, pool, by_id, golden, where.judgements, cfg, budget, where.golden)
+    _print_calibration(cal)
+    if cal.graded.error is not None:
+        raise cal.graded.error
+    if cal.incomplete:
         _spent(budget)
-        malformed = sum(n for why, n in first.skipped.items() if why.startswith("malformed"))
-        hint = (
-            f"; {malformed} of its answers stayed malformed (not the JSON object the prompt "
-            "asks for, e.g. above): a model that does not follow the format wastes any budget, "
-            "try another model"
-            if malformed
-            else ""
-        )
         raise CalibrationFailed(
-            f"{rep['why']}; no LLM judgement was written. Raise --max-requests/--max-tokens or "
-            f"fix the endpoint, and run again{hint}"
+            f"{cal.report['why']}; no LLM judgement was written. Raise --max-requests/--max-tokens "
+            f"or fix the endpoint, and run again{_malformed_hint(cal.malformed())}"
         )
+    done = grade_pool(cal, settings, pool, by_id, golden, where.judgements)
+    _print_grading(done, cal, budget)
+    if done.graded.error is not None:
+        err = done.graded.error
+        raise type(err)(f"{err}; the {done.added} judgements made before it are saved")
+    if not done.accepted:
+        raise CalibrationFailed(
+            f"the LLM judge's labels are not used: {cal.report['why']} (see {cal.prefix}.md); try "
+            "another model or prompt settings, or judge the pool by people (--review)"
+        )
+    return 0
 
-    items = [
-        Item(q["query_id"], q["query"], p["doc"], p["start"], p["text"])
-        for q in pool
-        for p in q["passages"]
-    ]
-    second = grade_items(client, items, args.malformed_retries, progress, "judging", known)
-    records = judgement_records(second.grades, judge, now())
-    accepted = rep["verdict"] == "accepted"
-    target = (
-        where.judgements
-        if accepted
-        else where.judgements.with_name(f"{where.judgements.stem}.rejected.jsonl")
+
+def _print_calibration(cal) -> None:
+    print(_calibration_line(cal.report))
+    print(f"  calibration report: {cal.prefix}.json, {cal.prefix}.md")
+    for why, n in cal.graded.skipped.items():
+        print(f"  skipped {n:>4}  {why}")
+    if cal.graded.malformed_example:
+        print(f"  e.g. {cal.graded.malformed_example}")
+
+
+def _malformed_hint(malformed: int) -> str:
+    if not malformed:
+        return ""
+    return (
+        f"; {malformed} of its answers stayed malformed (not the JSON object the prompt "
+        "asks for, e.g. above): a model that does not follow the format wastes any budget, "
+        "try another model"
     )
-    added = append_judgements(target, records, by_id, golden, source=f"answers of {judge}").added
-    graded = _grade_counts(second.grades)
+
+
+def _print_grading(done, cal, budget) -> None:
+    second, judge = done.graded, cal.judge
     print(
-        f"graded {len(second.grades)} of {len(items)} pooled passages ({graded}); "
+        f"graded {len(second.grades)} of {done.items} pooled passages "
+        f"({_grade_counts(second.grades)}); "
         + (
-            f"added {added} judgements by {judge} to {target}"
-            if accepted
-            else f"NOT used: {added} judgements by {judge} written to {target} for inspection"
+            f"added {done.added} judgements by {judge} to {done.target}"
+            if done.accepted
+            else f"NOT used: {done.added} judgements by {judge} written to {done.target} for "
+            "inspection"
         )
     )
     for why, n in second.skipped.items():
         print(f"  skipped {n:>4}  {why}")
-    if second.malformed_example or first.malformed_example:
-        print(f"  e.g. {second.malformed_example or first.malformed_example}")
+    if second.malformed_example or cal.graded.malformed_example:
+        print(f"  e.g. {second.malformed_example or cal.graded.malformed_example}")
     _spent(budget)
     if second.stopped:
         print(
-            f"warning: stopped early: {second.stopped}; {len(items) - len(second.grades)} "
+            f"warning: stopped early: {second.stopped}; {done.items - len(second.grades)} "
             "passages left ungraded (run again to grade them: judged ones are skipped by the "
             "next pool)",
             file=sys.stderr,
         )
-    if second.error is not None:
-        raise type(second.error)(f"{second.error}; the {added} judgements made before it are saved")
-    if not accepted:
-        raise CalibrationFailed(
-            f"the LLM judge's labels are not used: {rep['why']} (see {prefix}.md); try another "
-            "model or prompt settings, or judge the pool by people (--review)"
-        )
-    return 0
 
 
 def _grade_counts(grades) -> str:

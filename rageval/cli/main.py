@@ -102,7 +102,7 @@ def _dispatch(argv: list[str], secrets: set[str]) -> int:
             sub.add_parser(name, help=help_text)
     args = parser.parse_args(argv)
     mod = importlib.import_module(COMMANDS[args.command][0])
-    return _exit(lambda: _handler(mod)(args), secrets)
+    return _exit(lambda: mod.handle(args), secrets)
 
 
 def _enter_project() -> int:
@@ -115,12 +115,6 @@ def _enter_project() -> int:
         working_directory_importable()
     activate(project)
     return 0
-
-
-def _handler(mod):
-    """The module's ``handle``; ``run`` is the name the gate's commands used before the
-    re-layout."""
-    return getattr(mod, "handle", None) or mod.run
 
 
 def _exit(fn, secrets: set[str]) -> int:

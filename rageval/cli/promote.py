@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import argparse
 
-from rageval.tracking.lookups import BASELINE_TAG  # noqa: F401 (re-exported)
-
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Add the ``promote`` options to ``p``."""

@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 from rageval.errors import InputError
-from rageval.ranking import order_like_trec_eval  # noqa: F401 (re-exported)
 from rageval.types import Qrels, RankedList
 
 _TREC_QRELS = "qid 0 docid grade"

@@ -18,7 +18,7 @@ A record (keys exactly these; ``rationale``, ``occurrence`` and ``start`` option
   the newer one holds.
 
 A missing file means no judgements. A chunk is judged by a judgement whose passage resolves to it
-(:func:`rageval.relevance.chunks_for_span`: the chunk holds most of the passage or is mostly
+(:func:`rageval.scoring.relevance.chunks_for_span`: the chunk holds most of the passage or is mostly
 passage, the largest overlap otherwise), so a neighbour that shares a few overlapping tokens is
 not labelled; its grade is the maximum over such judgements.
 """
@@ -39,7 +39,7 @@ from typing import Any
 from rageval.errors import ConfigError, InputError
 from rageval.formats.atomic import atomic_write_text, locked
 from rageval.formats.textio import lines, loads, read_text
-from rageval.relevance import (
+from rageval.scoring.relevance import (
     Span,
     chunks_for_span,
     did_you_mean,

@@ -60,7 +60,7 @@ class EvalReport:
     split: dict[str, Any] = field(default_factory=dict)
     rankings: list[RankedList] = field(default_factory=list, repr=False)
     qrels: dict[str, dict[str, int]] = field(default_factory=dict, repr=False)
-    # the rows of chunks.jsonl (rageval.chunking.chunk_rows); kept out of report.json
+    # the rows of chunks.jsonl (rageval.inputs.chunking.chunk_rows); kept out of report.json
     chunks: list[dict[str, Any]] = field(default_factory=list, repr=False)
     # which labels the metrics counted: "gold" (golden set + human judgements) or "all" (also
     # accepted LLM judgements); the judgements file, counts and digest

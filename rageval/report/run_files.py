@@ -19,8 +19,8 @@ def save_run_folder(report, out: str | Path) -> Path:
     """Write a run folder anyone can recheck: run.trec, qrels.trec, chunks.jsonl, the readable
     files (:func:`write_run_files`) and report.json, written last (its presence means the run
     completed)."""
-    from rageval.chunking import write_chunks_jsonl
     from rageval.formats.trec import write_qrels, write_run
+    from rageval.inputs.chunking import write_chunks_jsonl
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

@@ -13,9 +13,9 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from rageval.errors import ConfigError
-from rageval.ranking import ranked
 from rageval.retrieval.base import Encoder, Retriever
 from rageval.retrieval.trace import StageTrace, Stopwatch
+from rageval.scoring.ranking import ranked
 from rageval.types import Chunk, RankedList
 
 FUSION_METHODS = ("rrf", "weighted")

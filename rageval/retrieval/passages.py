@@ -150,7 +150,7 @@ class Located:
 
 def locate(passage: Passage, docs: Mapping[str, Any], cache: dict | None = None) -> Located:
     """Find ``passage``'s text in its document (see the module docstring)."""
-    from rageval.relevance import quote_occurrences
+    from rageval.scoring.relevance import quote_occurrences
 
     doc = docs.get(passage.doc_id)
     text = passage.text.strip()

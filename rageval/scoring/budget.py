@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from rageval.relevance import Span
+from rageval.scoring.relevance import Span
 from rageval.scoring.spans import Extents, evidence_by_query, overlap
 from rageval.types import Chunk, Qrels
 

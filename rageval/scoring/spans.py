@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rageval.relevance import Span
+from rageval.scoring.relevance import Span
 from rageval.types import Chunk
 
 Interval = tuple[int, int]

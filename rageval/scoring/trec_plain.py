@@ -15,8 +15,8 @@ import os
 import re
 
 from rageval.formats.trec import read_bytes
-from rageval.ranking import order_like_trec_eval
 from rageval.scoring.file_scores import FileScores, no_relevant, nothing_shared
+from rageval.scoring.ranking import order_like_trec_eval
 
 METRIC_NAMES = ("precision", "recall", "hit_rate", "mrr", "ndcg", "map")  # metrics.METRICS
 _GRADE = re.compile(rb"-?[0-9]{1,17}")

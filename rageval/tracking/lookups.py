@@ -6,6 +6,9 @@ holding a quote cannot change the filter's meaning.
 
 from __future__ import annotations
 
+import os
+import tempfile
+from collections.abc import Callable
 from typing import Any
 
 from rageval.errors import InputError
@@ -97,3 +100,30 @@ def move_baseline_tag(client, run_id: str) -> None:
         if old.info.run_id != run_id:
             client.delete_tag(old.info.run_id, BASELINE_TAG)
     client.set_tag(run_id, BASELINE_TAG, "true")
+
+
+def fetch_report(client, run_id: str, read: Callable[[str], dict[str, Any]]) -> dict[str, Any]:
+    """The report.json artifact of MLflow run ``run_id``, read by ``read`` (a path -> the
+    report); InputError when there is no such run or artifact."""
+    try:
+        run = client.get_run(run_id)
+    except Exception:
+        raise InputError(
+            f"no MLflow run {run_id!r} in this tracking store; check --tracking-uri"
+        ) from None
+    bar = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"  # three bars for one small file: noise
+    saved = os.environ.get(bar)
+    os.environ[bar] = "false"
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            path = client.download_artifacts(run.info.run_id, "report.json", tmp)
+        except Exception:
+            raise InputError(
+                f"run {run_id} has no report.json artifact (was it logged by rageval?)"
+            ) from None
+        finally:
+            if saved is None:
+                os.environ.pop(bar, None)
+            else:
+                os.environ[bar] = saved
+        return read(path)

@@ -8,15 +8,111 @@ Children are renamed after their swept values only (``chunk=512 search=bm25 #3``
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from rageval.redact import redact_override
+from rageval.tracking.client import client_for, ensure_experiment, git_info, source_tags
 from rageval.tracking.keys import run_name, swept_keys
 from rageval.tracking.log import DESCRIPTION_TAG, fit_description, log_batched, run_url
 
 # Files of the sweep folder logged on the parent run.
 SWEEP_ARTIFACT_SUFFIXES = (".md", ".csv", ".png", ".html", ".svg")
+
+
+def start_parent_run(
+    uri: str,
+    experiment: str,
+    sweep_dir: Path,
+    task: Sequence[str],
+    resume: Any = None,
+) -> str:
+    """The sweep's parent run, before any job starts: a new run tagged with the sweep folder and
+    its overrides, or (``resume()`` naming one) a resumed study's earlier parent run, reopened.
+    Returns its id; raises what MLflow raises."""
+    from rageval.tracking.study import reopen_run
+
+    client = client_for(uri)
+    exp_id = ensure_experiment(client, experiment)
+    overrides = " ".join(redact_override(o) for o in task)
+    resumed = reopen_run(client, resume() if resume is not None else None)
+    if resumed:  # a tuning study that is resumed carries on under its first parent run
+        client.set_tag(resumed, "rageval.sweep_id", str(sweep_dir))
+        return client.get_run(resumed).info.run_id
+    name = f"sweep {Path(sweep_dir).name}: {run_name(list(task))}"
+    run = client.create_run(
+        exp_id,
+        run_name=name[:250],
+        tags={
+            **source_tags(git_info()),
+            "rageval.sweep": "parent",
+            "rageval.sweep_id": str(sweep_dir),
+            "rageval.sweep_overrides": overrides,
+        },
+    )
+    return run.info.run_id
+
+
+def find_parent_run(uri: str, experiment: str, sweep_dir: str) -> str | None:
+    """The newest parent run MLflow holds for the sweep folder ``sweep_dir`` (None: none)."""
+    client = client_for(uri)
+    exp = client.get_experiment_by_name(experiment)
+    if exp is None:
+        return None
+    runs = client.search_runs(
+        [exp.experiment_id],
+        f"tags.`rageval.sweep` = 'parent' and tags.`rageval.sweep_id` = '{sweep_dir}'",
+        max_results=1,
+        order_by=["attributes.start_time DESC"],
+    )
+    return runs[0].info.run_id if runs else None
+
+
+def close_parent_run(
+    uri: str,
+    parent: str,
+    rows: Sequence[dict[str, Any]],
+    board,
+    *,
+    sweep_dir: Path,
+    command: str,
+    study: Mapping[str, Any] | None,
+    study_file: Path,
+    failed: bool,
+) -> None:
+    """The sweep's verdict on its parent run (:func:`summarise_sweep`, the Pareto front, a
+    study's outcome from ``study_file``), then the run closed: FAILED when ``failed``."""
+    from rageval.tracking.study import log_outcome
+
+    client = client_for(uri)
+    summarise_sweep(
+        client,
+        parent,
+        rows,
+        compare_metric=board.metric,
+        sweep_dir=sweep_dir,
+        uri=uri,
+        command=command,
+        best_job=board.best,
+        swept_params=study is None,
+    )
+    tag_pareto_front(client, parent, rows, board)
+    if study is not None:
+        log_outcome(client, parent, study_file, study, uri=uri)
+    client.set_terminated(parent, "FAILED" if failed else "FINISHED")
+
+
+def tag_pareto_front(client, parent: str, rows: Sequence[dict[str, Any]], board) -> None:
+    """The front in MLflow: the parent run names the cost and the jobs on it, and each job on it
+    is tagged ``rageval.pareto_front=true`` (filter the runs table with
+    ``tags.rageval.pareto_front = 'true'``)."""
+    front = " ".join(str(j) for j in board.front)
+    client.set_tag(parent, "rageval.pareto_cost", board.pareto_cost)
+    client.set_tag(parent, "rageval.pareto_front", front)
+    for r in rows:
+        if r.get("run_id") and r["job"] in board.front:
+            client.set_tag(r["run_id"], "rageval.pareto_front", "true")
 
 
 def _best(rows: Sequence[dict[str, Any]], metric: str) -> dict[str, Any] | None:

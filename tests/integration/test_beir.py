@@ -203,8 +203,8 @@ def test_the_comparison_catches_dense_scores_off_by_1e_4(
 ):
     """The check above is not vacuous: perturb rageval's dense scores by up to 1e-4 and it fails."""
     from rageval.app.main import run_app
-    from rageval.ranking import break_ties
     from rageval.retrieval.local.dense import FaissRetriever
+    from rageval.scoring.ranking import break_ties
     from rageval.types import RankedList
 
     search = FaissRetriever.search_vectors

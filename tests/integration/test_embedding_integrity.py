@@ -17,8 +17,8 @@ def _overwrite_rows(npy, values: np.ndarray) -> None:
 
 def test_nan_segment_no_longer_gives_a_silent_zero_report(mini, model_dir, tmp_path):
     """The red-team repro: a cache whose vectors turned to NaN used to give every metric 0.0."""
-    from rageval.chunking import ChunkingSpec
     from rageval.embedding import SentenceTransformerEncoder
+    from rageval.inputs.chunking import ChunkingSpec
     from rageval.pipeline import RunSpec, evaluate
     from rageval.retrieval.local.dense import FaissRetriever
 

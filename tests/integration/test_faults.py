@@ -29,7 +29,7 @@ from rageval.embedding import EmbeddingCache, SentenceTransformerEncoder
 from rageval.embedding.cache import text_key
 from rageval.errors import BackendError
 from rageval.gate.baseline import load_report, write_baseline
-from rageval.tracking import runs as tracking
+from rageval.tracking import client as tracking
 
 pytestmark = pytest.mark.integration
 PAYMENTS = [

@@ -9,10 +9,10 @@ import sys
 import numpy as np
 import pytest
 
-from rageval.chunking import ChunkingSpec, chunk_documents
 from rageval.embedding import SentenceTransformerEncoder
 from rageval.embedding.guard import check_query_model
 from rageval.errors import IndexMismatchError
+from rageval.inputs.chunking import ChunkingSpec, chunk_documents
 from rageval.inputs.corpus import load_corpus
 from rageval.retrieval.local.dense import FaissRetriever
 from rageval.retrieval.local.factory import local_retriever

@@ -223,7 +223,7 @@ def test_a_teams_existing_table_is_scored_on_its_passages_with_its_own_ann_recal
     from pgvector import Vector
     from pgvector.psycopg import register_vector
 
-    from rageval.chunking import ChunkingSpec
+    from rageval.inputs.chunking import ChunkingSpec
     from rageval.inputs.corpus import load_corpus
     from rageval.pipeline import RunSpec, evaluate
     from rageval.retrieval.pgvector.retriever import PgVectorRetriever

@@ -66,7 +66,7 @@ def test_a_job_finds_its_parent_in_the_sweep_folder_then_the_environment_then_ml
     tmp_path, monkeypatch
 ):
     from rageval.app.sweep import PARENT_ENV, PARENT_FILE, SWEEP_ENV, parent_run_id
-    from rageval.tracking.runs import client_for, ensure_experiment
+    from rageval.tracking.client import client_for, ensure_experiment
 
     sweep = tmp_path / "sweep"
     sweep.mkdir()

@@ -15,7 +15,7 @@ from mlflow_store import store_uri
 from rageval.app.main import run_app
 from rageval.cli.main import main
 from rageval.errors import ConfigError
-from rageval.tracking import runs as tracking
+from rageval.tracking import client as tracking
 
 TOKEN, PASSWORD, SIG, ENV_KEY, URL_PW = (
     "sk-cfg-7a6b5c4d",

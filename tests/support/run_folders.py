@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rageval.chunking import ChunkingSpec, write_chunks_jsonl
 from rageval.formats.trec import write_qrels, write_run
+from rageval.inputs.chunking import ChunkingSpec, write_chunks_jsonl
 from rageval.pipeline import RunSpec, evaluate
 from rageval.retrieval.local.lexical import BM25Retriever
 

@@ -154,6 +154,122 @@ def test_the_pipeline_imports_no_edge_module():
     assert not [n for n in names if n.split(".")[0] in EDGE_LIBRARIES]
 
 
+# What only tracking/ may call: MlflowClient's methods (a client handed to a module outside
+# tracking/ is passed on to tracking/'s functions, never used there).
+MLFLOW_CLIENT_METHODS = {
+    "create_experiment",
+    "create_run",
+    "delete_tag",
+    "download_artifacts",
+    "get_experiment_by_name",
+    "get_run",
+    "log_artifact",
+    "log_artifacts",
+    "log_batch",
+    "log_inputs",
+    "log_table",
+    "log_text",
+    "search_runs",
+    "set_experiment_tag",
+    "set_tag",
+    "set_terminated",
+    "update_run",
+}
+
+
+def outside_tracking(module: str) -> bool:
+    return not module.startswith("rageval.tracking")
+
+
+def test_only_tracking_imports_mlflow():
+    bad = [
+        f"{MODULES[m].relative_to(PACKAGE.parent)}:{line}: {m} imports {n}"
+        for m in MODULES
+        if outside_tracking(m)
+        for n, line, _ in imports(m)
+        if n.split(".")[0] == "mlflow"
+    ]
+    assert bad == []
+
+
+def test_only_tracking_calls_the_mlflow_client():
+    bad = [
+        f"{MODULES[m].relative_to(PACKAGE.parent)}:{node.lineno}: {m} calls .{node.func.attr}()"
+        for m in MODULES
+        if outside_tracking(m)
+        for node in ast.walk(ast.parse(MODULES[m].read_text(encoding="utf-8")))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in MLFLOW_CLIENT_METHODS
+    ]
+    assert bad == []
+
+
+def test_the_mlflow_checks_can_fail():
+    # the tracking modules themselves do both, so the checks above would see it elsewhere
+    calls = {
+        node.func.attr
+        for node in ast.walk(ast.parse(MODULES["rageval.tracking.sweep"].read_text()))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+    }
+    assert {"set_tag", "create_run", "search_runs"} <= calls & MLFLOW_CLIENT_METHODS
+    assert any(n.startswith("mlflow") for n, _, _ in imports("rageval.tracking.client"))
+
+
+def test_no_package_redirects_names_with_getattr():
+    # rageval/__init__.py's lazy rageval.evaluate/compare is the public API; any other module
+    # __getattr__ would be a redirect of a renamed module (shims are not kept in 0.x)
+    bad = [
+        m
+        for m, p in MODULES.items()
+        if m != "rageval"
+        and any(
+            isinstance(n, ast.FunctionDef) and n.name == "__getattr__"
+            for n in ast.parse(p.read_text(encoding="utf-8")).body
+        )
+    ]
+    assert bad == []
+
+
+# The ground the stages stand on: formats/ reads and writes files of the ground types and imports
+# nothing but the ground (a stage's module imported from formats/ would reach back up the layers).
+GROUND = ("rageval.types", "rageval.errors", "rageval.redact")
+
+
+def test_formats_imports_only_the_ground():
+    bad = [
+        f"{MODULES[m].relative_to(PACKAGE.parent)}:{line}: {m} imports {resolve(n)}"
+        for m in MODULES
+        if m.startswith("rageval.formats")
+        for n, line, _ in imports(m)
+        if n.startswith("rageval")
+        and not resolve(n).startswith("rageval.formats")
+        and resolve(n) not in GROUND
+    ]
+    assert bad == []
+
+
+# Stages live in their folders (inputs/, retrieval/, scoring/, ...); the root holds the ground,
+# the pipeline that sequences the stages, the project and the entry points.
+ROOT_MODULES = {
+    "rageval.config_schema",
+    "rageval.errors",
+    "rageval.limits",
+    "rageval.memory",
+    "rageval.pipeline",
+    "rageval.project",
+    "rageval.redact",
+    "rageval.rundir",
+    "rageval.scaffold",
+    "rageval.types",
+}
+
+
+def test_the_package_root_holds_no_stage():
+    root = {m for m, p in MODULES.items() if p.parent == PACKAGE and m not in EDGE_ROOT}
+    assert root - ROOT_MODULES == set(), "a new root module: does it belong in a stage's folder?"
+
+
 def test_the_package_root_holds_no_command_handler():
     root = [m for m, p in MODULES.items() if p.parent == PACKAGE and m not in EDGE_ROOT]
     assert "rageval.pipeline" in root

@@ -9,9 +9,9 @@ import warnings
 
 import pytest
 
-from rageval.chunking import ChunkingSpec
 from rageval.errors import ConfigError
 from rageval.formats.trec import read_qrels, read_run, write_qrels, write_run
+from rageval.inputs.chunking import ChunkingSpec
 from rageval.pipeline import RunSpec, collapse_to_documents, evaluate
 from rageval.scoring.metrics import score_rankings
 from rageval.types import RankedList
@@ -105,7 +105,7 @@ def test_auto_level_is_doc_for_document_labels_and_the_cut_is_after_collapsing(d
 
 
 def test_level_chunk_spreads_document_labels_over_their_chunks(data, model_dir, tokenizer):
-    from rageval.chunking import chunk_documents
+    from rageval.inputs.chunking import chunk_documents
     from rageval.inputs.corpus import load_corpus
 
     report, retriever = run(data, model_dir, level="chunk")
@@ -181,7 +181,7 @@ class CountingBM25:
 
 
 def test_a_golden_set_is_searched_in_batches_with_the_same_result(mini, model_dir, tmp_path):
-    from rageval.chunking import ChunkingSpec
+    from rageval.inputs.chunking import ChunkingSpec
     from rageval.pipeline import RunSpec, evaluate
 
     reports = {}

@@ -10,9 +10,9 @@ import warnings
 
 import pytest
 
-from rageval.chunking import ChunkingSpec
 from rageval.errors import ConfigError
 from rageval.gate.baseline import load_baseline, write_baseline
+from rageval.inputs.chunking import ChunkingSpec
 from rageval.inputs.corpus import load_corpus
 from rageval.pipeline import RunSpec, evaluate
 from rageval.types import RankedList

@@ -6,10 +6,10 @@ import warnings
 
 import pytest
 
-from rageval.chunking import ChunkingSpec, write_chunks_jsonl
+from rageval.inputs.chunking import ChunkingSpec, write_chunks_jsonl
 from rageval.pipeline import RunSpec, evaluate
-from rageval.relevance import resolve
 from rageval.retrieval.local.lexical import BM25Retriever
+from rageval.scoring.relevance import resolve
 from rageval.scoring.spans import span_metrics
 
 

@@ -23,8 +23,8 @@ import numpy as np
 from rageval.embedding.base import Encoder
 from rageval.embedding.cache import check_vectors
 from rageval.errors import ConfigError
-from rageval.ranking import break_ties
 from rageval.retrieval.local.faiss_build import Rows, f32, stream_build
+from rageval.scoring.ranking import break_ties
 from rageval.types import Chunk, RankedList
 
 INDEX_TYPES = ("flat", "hnsw", "ivf", "auto")

@@ -14,8 +14,8 @@ import numpy as np
 
 from rageval.embedding.base import Encoder
 from rageval.errors import ConfigError
-from rageval.ranking import break_ties
 from rageval.retrieval.tokenize import BM25Tokenizer, quiet_bm25s
+from rageval.scoring.ranking import break_ties
 from rageval.types import Chunk, RankedList
 
 # BM25's parameters: k1 (term-frequency saturation) from 0 up, b (length normalisation) in [0, 1]

@@ -13,12 +13,12 @@ from functools import partial
 from typing import Any
 
 from rageval.errors import BackendError, ConfigError, RagevalError
-from rageval.ranking import break_ties, ranked
 from rageval.retrieval.base import Encoder
 from rageval.retrieval.fusion import rrf, weighted
 from rageval.retrieval.qdrant.bm25_vectors import BM25Vectors
 from rageval.retrieval.qdrant.connect import connect, describe, qdrant_module, throwaway_name
 from rageval.retrieval.qdrant.requests import chunk_points, search_requests, vector_configs
+from rageval.scoring.ranking import break_ties, ranked
 from rageval.types import Chunk, RankedList
 
 log = logging.getLogger(__name__)

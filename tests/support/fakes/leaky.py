@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import os
 
-from rageval.ranking import ranked
+from rageval.scoring.ranking import ranked
 
 log = logging.getLogger("rageval.test_secrets")
 

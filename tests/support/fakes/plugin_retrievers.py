@@ -4,7 +4,7 @@ so a target must live here (or beside it, like fakes/leaky.py), not in a test mo
 
 from __future__ import annotations
 
-from rageval.ranking import ranked
+from rageval.scoring.ranking import ranked
 
 
 class FlakyRetriever:

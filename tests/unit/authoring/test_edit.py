@@ -9,13 +9,13 @@ import shutil
 import pytest
 
 from rageval.authoring.edit import chunk_quote, next_ids
-from rageval.chunking import ChunkingSpec, chunk_documents
 from rageval.cli.main import main
 from rageval.errors import InputError
+from rageval.inputs.chunking import ChunkingSpec, chunk_documents
 from rageval.inputs.corpus import load_corpus
 from rageval.inputs.golden import load_golden
-from rageval.relevance import resolve
 from rageval.scoring.metrics import METRICS, score_rankings
+from rageval.scoring.relevance import resolve
 
 
 @pytest.fixture

@@ -9,7 +9,8 @@ import pytest
 import pytrec_eval
 
 from rageval.errors import InputError
-from rageval.formats.trec import order_like_trec_eval, read_qrels, read_run, write_qrels, write_run
+from rageval.formats.trec import read_qrels, read_run, write_qrels, write_run
+from rageval.scoring.ranking import order_like_trec_eval
 from rageval.types import RankedList
 
 

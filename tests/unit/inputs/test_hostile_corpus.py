@@ -9,8 +9,8 @@ import threading
 
 import pytest
 
-from rageval.chunking import ChunkingSpec, chunk_documents
 from rageval.errors import InputError
+from rageval.inputs.chunking import ChunkingSpec, chunk_documents
 from rageval.inputs.corpus import load_corpus
 from rageval.limits import encode_texts, split_points
 from rageval.types import Document

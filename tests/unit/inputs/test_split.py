@@ -7,8 +7,8 @@ import warnings
 
 import pytest
 
-from rageval.chunking import ChunkingSpec
 from rageval.errors import ConfigError
+from rageval.inputs.chunking import ChunkingSpec
 from rageval.inputs.golden import load_golden
 from rageval.inputs.split import SplitSpec, side_of, sides, split_golden
 from rageval.types import GoldenQuery, GoldenSet

@@ -12,9 +12,9 @@ from rageval.types import RankedList
 
 
 def test_evaluate_measures_a_retriever_object_as_the_pipeline_does(mini, tmp_path):
-    from rageval.chunking import ChunkingSpec
     from rageval.embedding import SentenceTransformerEncoder
     from rageval.embedding.base import tokenizer_dir_of
+    from rageval.inputs.chunking import ChunkingSpec
     from rageval.pipeline import RunSpec, evaluate
 
     report = rageval.evaluate(

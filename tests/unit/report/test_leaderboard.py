@@ -116,14 +116,13 @@ def test_a_document_labelled_sweep_is_not_decided_by_its_nan_evidence_metrics(tm
     assert board.best == 1 and "No job measured" not in board.header()
 
 
-def test_compare_metric_from_the_sweep_block_and_the_deprecated_mlflow_key():
-    cfg = OmegaConf.create({"sweep": {"compare_metric": None}, "mlflow": {"compare_metric": None}})
+def test_compare_metric_from_the_sweep_block():
+    cfg = OmegaConf.create({"sweep": {"compare_metric": None}})
     assert compare_settings(cfg) == (None, 0.05, 10_000)
     cfg.sweep.compare_metric = "mrr@5"
     assert compare_settings(cfg)[0] == "mrr@5"
-    cfg = OmegaConf.create({"sweep": {"alpha": 0.01}, "mlflow": {"compare_metric": "ndcg@5"}})
-    with pytest.warns(FutureWarning, match="sweep.compare_metric=ndcg@5"):
-        assert compare_settings(cfg) == ("ndcg@5", 0.01, 10_000)
+    cfg = OmegaConf.create({"sweep": {"alpha": 0.01}})
+    assert compare_settings(cfg) == (None, 0.01, 10_000)
 
 
 def test_a_saturated_deciding_metric_names_no_best(tmp_path):

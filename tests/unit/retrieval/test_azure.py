@@ -391,7 +391,7 @@ def test_without_a_key_it_signs_in_with_default_azure_credential(monkeypatch):
 def test_an_existing_index_with_its_own_ids_is_scored_on_its_passages(fake, mini, model_dir):
     """A team's index built by its own ingestion (ids kb-0000..., paragraphs, a document
     field): with doc_id_field the passages come back with text and are scored on it."""
-    from rageval.chunking import ChunkingSpec
+    from rageval.inputs.chunking import ChunkingSpec
     from rageval.inputs.corpus import load_corpus
     from rageval.pipeline import RunSpec, evaluate
     from rageval.retrieval.azure.client import index_definition

@@ -1,8 +1,8 @@
 import pytest
 
 from rageval.errors import ConfigError
-from rageval.ranking import break_ties, ranked
 from rageval.retrieval.fusion import HybridRetriever, rrf, weighted
+from rageval.scoring.ranking import break_ties, ranked
 from rageval.types import RankedList
 
 

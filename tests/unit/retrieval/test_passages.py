@@ -7,13 +7,13 @@ import math
 
 import pytest
 
-from rageval.chunking import ChunkingSpec, chunk_documents, load_tokenizer
 from rageval.errors import BackendError, ConfigError
+from rageval.inputs.chunking import ChunkingSpec, chunk_documents, load_tokenizer
 from rageval.inputs.corpus import load_corpus
 from rageval.pipeline import RunSpec, evaluate
-from rageval.ranking import ranked
 from rageval.retrieval.adapters import FunctionRetriever
 from rageval.retrieval.passages import PassageStore, content_id, read_passage
+from rageval.scoring.ranking import ranked
 from rageval.types import RankedList
 
 

@@ -15,8 +15,8 @@ import pytest
 from trec_oracle import KS, oracle_scores, random_case
 
 from rageval.errors import ConfigError, InputError
-from rageval.formats.trec import order_like_trec_eval
 from rageval.scoring.metrics import METRICS, MetricSpec, check_ks, score_rankings
+from rageval.scoring.ranking import order_like_trec_eval
 from rageval.types import RankedList
 
 

@@ -7,8 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rageval.chunking import ChunkingSpec, chunk_documents
-from rageval.relevance import Span
+from rageval.inputs.chunking import ChunkingSpec, chunk_documents
 from rageval.scoring.budget import (
     budget_context,
     budget_metrics,
@@ -17,6 +16,7 @@ from rageval.scoring.budget import (
     token_counts,
     tokenizer_truncate,
 )
+from rageval.scoring.relevance import Span
 from rageval.scoring.spans import chunk_extents, span_metrics
 from rageval.types import Chunk, Document
 

@@ -7,8 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from rageval.app.tuning import TAG_BEST_CONFIG, log_outcome
 from rageval.report.study import Score, StudySummary
+from rageval.tracking.study import TAG_BEST_CONFIG, log_outcome
 from rageval.tracking.sweep import summarise_sweep
 
 
@@ -110,7 +110,8 @@ def test_a_resumed_studys_parent_takes_its_new_best_without_changing_a_param(tmp
             swept_params=False,
         )
         (tmp_path / "study.json").write_text("{}")
-        log_outcome(client, "parent", tmp_path, outcome(k1, run), uri="sqlite:///mlflow.db")
+        study_file = tmp_path / "study.json"
+        log_outcome(client, "parent", study_file, outcome(k1, run), uri="sqlite:///mlflow.db")
     tags = client.tags["parent"]
     assert tags[TAG_BEST_CONFIG] == "search=bm25 search.bm25.k1=1.8"
     assert tags["rageval.best_run_id"] == "b" and tags["rageval.best_run_url"].endswith("/runs/b")

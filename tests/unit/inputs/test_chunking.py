@@ -1,7 +1,7 @@
 import pytest
 
-from rageval.chunking import ChunkingSpec, chunk_documents, chunk_id
 from rageval.errors import ConfigError
+from rageval.inputs.chunking import ChunkingSpec, chunk_documents, chunk_id
 from rageval.inputs.corpus import load_corpus
 from rageval.types import Document
 

@@ -2,11 +2,11 @@ import json
 
 import pytest
 
-from rageval.chunking import ChunkingSpec, chunk_documents
 from rageval.errors import InputError
+from rageval.inputs.chunking import ChunkingSpec, chunk_documents
 from rageval.inputs.corpus import load_corpus
 from rageval.inputs.golden import load_golden
-from rageval.relevance import duplicate_quotes, locate_quote, resolve
+from rageval.scoring.relevance import duplicate_quotes, locate_quote, resolve
 from rageval.types import Chunk, Document
 
 
