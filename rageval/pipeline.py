@@ -328,7 +328,7 @@ def _passage_units(
     judgements: Judgements,
 ) -> tuple[list[Chunk], dict, Resolution, dict[str, list[tuple[int, int]]]]:
     """The returned passages as the run's units: chunks of their own (located in the corpus
-    where their text is found), qrels by rageval.relevance.resolve_passages with the
+    where their text is found), qrels by rageval.scoring.relevance.resolve_passages with the
     judgements (labelled by id) laid over them, and the evidence cover: whole documents, since
     the passages cover only what came back and evidence none of them holds is missed."""
     if docs is None:  # a plug-in class that returned passages: read the corpus again
@@ -542,7 +542,7 @@ def score_run(
 ) -> Scored:
     """Every metric per query: ranking metrics (chunk or document level, as trec_eval), span and
     quote metrics for evidence labels, token-budget metrics and tokens@k."""
-    # The one tie rule (rageval.ranking), also for plug-in retrievers: the run file
+    # The one tie rule (rageval.scoring.ranking), also for plug-in retrievers: the run file
     # written from these rankings then re-ranks the same under trec_eval.
     results = chunk_rankings = [break_ties(r) for r in results]
     doc_of = {c.id: c.doc_id or c.id for c in chunks}  # a passage with no document is its own
