@@ -186,8 +186,125 @@ def evaluate(
     query_encoder: Encoder | None = None,
     config: dict | None = None,
 ) -> EvalReport:
-    """Run one evaluation and return its report (metrics, per-query rows, timings, digests)."""
+    """Run one evaluation and return its report (metrics, per-query rows, timings, digests).
+
+    The phases in order, each timed as a lap: load, chunk, resolve, index, search (its
+    latency sampled after the lap), score; then the report is assembled."""
     clock = _Clock()
+    golden, docs, by_id, judgements, split = _load(spec)
+    clock.lap("load_s")
+    _warn_if_invisible(spec, retriever, encoder)
+    tokenizer = load_tokenizer(spec.tokenizer_dir)
+    chunks = chunk_documents(docs, spec.chunking, tokenizer)
+    clock.lap("chunk_s")
+    units = _resolve(spec, golden, docs, by_id, chunks, judgements)
+    # The documents' text is not needed past this point: drop it before the index is built, so
+    # the corpus text is not held twice (documents and chunks) while embeddings fill memory.
+    n_docs, digest = len(docs), corpus_digest(docs)
+    # a deployed index returning passages with text is scored on them: their documents are
+    # needed to locate them (other runs drop the text before the index is built)
+    docs_by_id = by_id if getattr(retriever, "external", False) else None
+    del docs, by_id, chunks  # the chunks live on in units (until passages replace them)
+    clock.lap("resolve_s")
+
+    if encoder is not None and query_encoder is not None:
+        encoder = check_query_model(encoder, query_encoder, spec.allow_model_mismatch)
+    indexed = _index(retriever, encoder, units.chunks, golden)
+    clock.lap("index_s")
+    searched, units = _search_phase(
+        spec, retriever, golden, units, docs_by_id, tokenizer, judgements
+    )
+    clock.lap("search_s")
+    measured = _measure_search(spec, retriever, indexed, searched)
+
+    clock.restart()
+    scored, stages = _score(spec, retriever, encoder, golden, units, searched, tokenizer, measured)
+    clock.lap("score_s")
+    clock.total()
+    facts = RunFacts(
+        k=spec.k,
+        ks=spec.ks,
+        timings=clock.timings,
+        latency=measured.latency,
+        digests=_digests(golden, digest, encoder, judgements, spec.labels),
+        counts={
+            "documents": n_docs,
+            "chunks": len(units.chunks),
+            "queries": len(golden.queries),
+            # texts that went through the embedding model in this run (cache misses)
+            "texts_embedded": _texts_encoded(encoder) - indexed.texts_before,
+            **chunk_token_stats(units.chunks),
+        },
+        config=config or {},
+        slices=spec.slices,
+        min_slice_size=spec.min_slice_size,
+    )
+    report = summarise(golden, scored, facts)
+    report.costs = _costs(spec, retriever, clock, indexed, searched, measured, facts, report)
+    report.stages = stages
+    _finish_report(report, spec, golden, judgements, split, units, searched)
+    for message in report.warnings:
+        warnings.warn(message, LowJudgedWarning, stacklevel=2)
+    return report
+
+
+@dataclass
+class _Units:
+    """What a run is scored on: its units (rageval's chunks, or the passages a deployed index
+    returned), where they lie in their documents, the qrels over them, and the characters
+    evidence may lie in (None: the units tile their documents)."""
+
+    chunks: list[Chunk]
+    extents: dict
+    res: Resolution
+    cover: dict[str, list[tuple[int, int]]] | None = None
+
+
+@dataclass(frozen=True)
+class _Indexed:
+    """What the index phase measured: the timed encoder (None without one), the texts the
+    encoder had embedded before the run, its seconds while indexing, the peak resident memory
+    while indexing, and the backend calls counted up to the search."""
+
+    timed: TimedEncoder | None
+    texts_before: int
+    embed_seconds: float
+    peak_rss: int | None
+    requests: dict[str, int] | None
+
+
+@dataclass(frozen=True)
+class _Searched:
+    """The search phase's outcome: the queries and the depth searched, the rankings, the
+    passages that came back with their own ids and text, the stages' trace, and the note for
+    results none of whose ids is known (None: some are)."""
+
+    queries: list[str]
+    depth: int
+    results: list[RankedList]
+    store: PassageStore
+    trace: StageTrace
+    unknown_note: str | None
+
+
+@dataclass(frozen=True)
+class _SearchCosts:
+    """Measured after the search lap: the encoder's seconds on the queries, the texts asked of
+    it, the search's backend calls, and the latency sample (overall and per stage)."""
+
+    embed_queries: float
+    asked: int
+    requests: dict[str, int] | None
+    latency: dict
+    stage_ms: dict[str, list[float]]
+
+
+def _load(
+    spec: RunSpec,
+) -> tuple[GoldenSet, list[Document], dict[str, Document], Judgements, dict[str, Any]]:
+    """The load phase: the golden set and the corpus (and its documents by id), the judgements,
+    and the golden set cut to the run's side of the split with the split's record. A slice
+    field no query has or a missing judgements file fails here, before the index is built."""
     golden, docs = load_inputs(spec)
     slice_rows = [{"source": q.source, "tags": q.tags, "meta": q.meta} for q in golden.queries]
     check_fields(spec.slices, slice_rows, golden.path)  # a typo fails before the index is built
@@ -199,28 +316,33 @@ def evaluate(
         )
     judgements = load_judgements(spec.judgements or default_path(golden.path), by_id, golden)
     golden, split = split_golden(golden, spec.split)
-    clock.lap("load_s")
-    _warn_if_invisible(spec, retriever, encoder)
-    tokenizer = load_tokenizer(spec.tokenizer_dir)
-    chunks = chunk_documents(docs, spec.chunking, tokenizer)
-    clock.lap("chunk_s")
+    return golden, docs, by_id, judgements, split
+
+
+def _resolve(
+    spec: RunSpec,
+    golden: GoldenSet,
+    docs: list[Document],
+    by_id: dict[str, Document],
+    chunks: list[Chunk],
+    judgements: Judgements,
+) -> _Units:
+    """The resolve phase: the qrels over ``chunks`` (the golden set's labels with the
+    judgements laid over them, only the run's side of a split) and the chunks' extents."""
     res = resolve(golden, by_id, chunks, spec.level)
     res = with_judgements(res, judgements, spec.labels, chunks)
     if spec.split.name != "all":  # judgements of the other side's queries stay out of qrels.trec
         kept = {q.id for q in golden.queries}
         res = Resolution({q: r for q, r in res.qrels.items() if q in kept}, res.spans, res.level)
     extents = chunk_extents(chunks, {d.id: len(d.text) for d in docs})
-    # The documents' text is not needed past this point: drop it before the index is built, so
-    # the corpus text is not held twice (documents and chunks) while embeddings fill memory.
-    n_docs, digest = len(docs), corpus_digest(docs)
-    # a deployed index returning passages with text is scored on them: their documents are
-    # needed to locate them (other runs drop the text before the index is built)
-    docs_by_id = by_id if getattr(retriever, "external", False) else None
-    del docs, by_id
-    clock.lap("resolve_s")
+    return _Units(chunks, extents, res)
 
-    if encoder is not None and query_encoder is not None:
-        encoder = check_query_model(encoder, query_encoder, spec.allow_model_mismatch)
+
+def _index(
+    retriever: Retriever, encoder: Encoder | None, chunks: list[Chunk], golden: GoldenSet
+) -> _Indexed:
+    """The index phase: the retriever indexes the chunks through the timed encoder (whose
+    cache a cluster fills first, in one pass, when the encoder runs elsewhere)."""
     timed = TimedEncoder(encoder) if encoder is not None else None
     embedded_before = _texts_encoded(encoder)  # an encoder reused across runs keeps counting
     with StagePeak() as index_peak:
@@ -229,92 +351,148 @@ def evaluate(
             timed.prefill([c.text for c in chunks], [q.query for q in golden.queries])
         retriever.index(chunks, timed)
     embed_docs = timed.seconds if timed else 0.0
-    requests_before = request_counts(retriever)
-    clock.lap("index_s")
+    return _Indexed(timed, embedded_before, embed_docs, index_peak.bytes, request_counts(retriever))
 
+
+def _search_phase(
+    spec: RunSpec,
+    retriever: Retriever,
+    golden: GoldenSet,
+    units: _Units,
+    docs_by_id: dict[str, Document] | None,
+    tokenizer,
+    judgements: Judgements,
+) -> tuple[_Searched, _Units]:
+    """The search phase: all queries searched at once (stages traced), the run's units (the
+    passages that came back, when they have ids and text of their own), and the note for
+    results of unknown ids."""
     queries = [q.query for q in golden.queries]
-    depth = search_depth(spec, res.level, [c.n_tokens for c in chunks])
+    depth = search_depth(spec, units.res.level, [c.n_tokens for c in units.chunks])
     store = PassageStore()
     with tracing(retriever, StageTrace()) as trace:
         results = _search(retriever, queries, depth, spec.query_batch, store)
-    cover = None  # the characters evidence may lie in: rageval's chunks tile their documents
     if len(store):  # passages with their own ids and text: the run's units are those
-        chunks, extents, res, cover = _passage_units(
-            spec, golden, docs_by_id, store, res, results, tokenizer, judgements
+        units = _Units(
+            *_passage_units(
+                spec, golden, docs_by_id, store, units.res, results, tokenizer, judgements
+            )
         )
-    known = {c.id for c in chunks} | {c.doc_id for c in chunks}
-    known |= {u for rel in res.qrels.values() for u in rel}
+    known = {c.id for c in units.chunks} | {c.doc_id for c in units.chunks}
+    known |= {u for rel in units.res.qrels.values() for u in rel}
     unknown_note = check_known(results, known)  # none known: one line, not a run of zeros
-    clock.lap("search_s")
-    embed_queries = (timed.seconds - embed_docs) if timed else 0.0
-    asked = timed.texts if timed else 0
-    requests = _requests_of_search(requests_before, request_counts(retriever))
-    latency, stage_ms = _latency(retriever, queries, depth, spec.latency_sample)
+    return _Searched(queries, depth, results, store, trace, unknown_note), units
 
-    clock.restart()
-    scored = score_run(spec, golden, chunks, extents, res, results, tokenizer, cover)
+
+def _measure_search(
+    spec: RunSpec, retriever: Retriever, indexed: _Indexed, searched: _Searched
+) -> _SearchCosts:
+    """What the search cost (encoder seconds and texts, backend calls), then its latency
+    sampled over single-query searches."""
+    timed = indexed.timed
+    embed_queries = (timed.seconds - indexed.embed_seconds) if timed else 0.0
+    asked = timed.texts if timed else 0
+    requests = _requests_of_search(indexed.requests, request_counts(retriever))
+    latency, stage_ms = _latency(retriever, searched.queries, searched.depth, spec.latency_sample)
+    return _SearchCosts(embed_queries, asked, requests, latency, stage_ms)
+
+
+def _score(
+    spec: RunSpec,
+    retriever: Retriever,
+    encoder: Encoder | None,
+    golden: GoldenSet,
+    units: _Units,
+    searched: _Searched,
+    tokenizer,
+    measured: _SearchCosts,
+) -> tuple[Scored, dict]:
+    """The score phase: the metrics per query (ANN recall included), and every recorded
+    stage scored like the final rankings."""
+    chunks, extents, res = units.chunks, units.extents, units.res
+    scored = score_run(spec, golden, chunks, extents, res, searched.results, tokenizer, units.cover)
     # a deployed index's passages have no vectors of rageval's: only its own exact scan counts
-    own_only = bool(len(store))
+    own_only = bool(len(searched.store))
+    queries, results = searched.queries, searched.results
     scored.values.update(
         ann_recall(retriever, chunks, queries, results, encoder, spec.ks, own_only)
     )
-    stages = _stages(spec, golden, chunks, extents, res, tokenizer, trace, scored, depth, stage_ms)
-    clock.lap("score_s")
-    clock.total()
-    facts = RunFacts(
-        k=spec.k,
-        ks=spec.ks,
-        timings=clock.timings,
-        latency=latency,
-        digests={
-            "golden": golden.digest,
-            "corpus": digest,
-            "model": getattr(encoder, "fingerprint", "") or "",
-            # which model and how it ran (backend, quantization): the fingerprint says it is another
-            "embedding": str(getattr(encoder, "description", "") or ""),
-            # the judgements the label set counted (the digest of none when there are none)
-            "judgements": judgements.digest(spec.labels),
-        },
-        counts={
-            "documents": n_docs,
-            "chunks": len(chunks),
-            "queries": len(golden.queries),
-            # texts that went through the embedding model in this run (cache misses)
-            "texts_embedded": _texts_encoded(encoder) - embedded_before,
-            **chunk_token_stats(chunks),
-        },
-        config=config or {},
-        slices=spec.slices,
-        min_slice_size=spec.min_slice_size,
+    stages = _stages(
+        spec,
+        golden,
+        chunks,
+        extents,
+        res,
+        tokenizer,
+        searched.trace,
+        scored,
+        searched.depth,
+        measured.stage_ms,
     )
-    report = summarise(golden, scored, facts)
+    return scored, stages
+
+
+def _digests(
+    golden: GoldenSet, corpus: str, encoder: Encoder | None, judgements: Judgements, labels: str
+) -> dict[str, str]:
+    """The digests of what the run read: golden set, corpus, model, embedding, judgements."""
+    return {
+        "golden": golden.digest,
+        "corpus": corpus,
+        "model": getattr(encoder, "fingerprint", "") or "",
+        # which model and how it ran (backend, quantization): the fingerprint says it is another
+        "embedding": str(getattr(encoder, "description", "") or ""),
+        # the judgements the label set counted (the digest of none when there are none)
+        "judgements": judgements.digest(labels),
+    }
+
+
+def _costs(
+    spec: RunSpec,
+    retriever: Retriever,
+    clock: _Clock,
+    indexed: _Indexed,
+    searched: _Searched,
+    measured: _SearchCosts,
+    facts: RunFacts,
+    report: EvalReport,
+) -> dict[str, float]:
+    """The report's costs block from the phases' measurements (index sizes read now)."""
     sizes = getattr(retriever, "index_bytes", None)
-    report.costs = costs_block(
+    return costs_block(
         timings=clock.timings,
-        latency=latency,
-        embed_seconds=(embed_docs, embed_queries),
-        rerank_seconds=trace.seconds.get("rerank", 0.0),
-        texts=(asked, facts.counts["texts_embedded"]) if timed else None,
-        index_bytes={**(sizes() if callable(sizes) else {}), "peak_rss": index_peak.bytes},
+        latency=measured.latency,
+        embed_seconds=(indexed.embed_seconds, measured.embed_queries),
+        rerank_seconds=searched.trace.seconds.get("rerank", 0.0),
+        texts=(measured.asked, facts.counts["texts_embedded"]) if indexed.timed else None,
+        index_bytes={**(sizes() if callable(sizes) else {}), "peak_rss": indexed.peak_rss},
         tokens_per_query=report.metrics.get(f"tokens@{spec.k}"),
-        requests=requests,
+        requests=measured.requests,
     )
-    report.stages = stages
+
+
+def _finish_report(
+    report: EvalReport,
+    spec: RunSpec,
+    golden: GoldenSet,
+    judgements: Judgements,
+    split: dict[str, Any],
+    units: _Units,
+    searched: _Searched,
+) -> None:
+    """The rest of the report: label set, judgements, warnings, split, chunks, readable ids,
+    and the passages' counts and labels when the units are passages."""
     report.label_set = spec.labels
     report.judgements = judgements_summary(judgements, spec.labels)
     report.warnings += judged_warnings(report, spec.judged_warn_below)
-    if unknown_note:
-        report.warnings.append(unknown_note)
-    for message in report.warnings:
-        warnings.warn(message, LowJudgedWarning, stacklevel=2)
+    if searched.unknown_note:
+        report.warnings.append(searched.unknown_note)
     report.split = split
-    report.chunks = chunk_rows(chunks, extents)
-    add_readable_ids(report, golden, chunks, res.spans)
-    if len(store):
-        report.counts["passages"] = len(store)
-        report.counts["passages_located"] = len(extents)
+    report.chunks = chunk_rows(units.chunks, units.extents)
+    add_readable_ids(report, golden, units.chunks, units.res.spans)
+    if len(searched.store):
+        report.counts["passages"] = len(searched.store)
+        report.counts["passages_located"] = len(units.extents)
         _passage_labels(report)
-    return report
 
 
 def _passage_units(

@@ -3,7 +3,8 @@ passage answers with a supporting quote, keep those whose quote is verbatim in t
 drop near-duplicate questions (embedding similarity against the golden set and each other).
 
 The result is ``source: synthetic`` entries labelled with evidence quotes, for a reviewer to read
-before merging; ``rageval.cli.golden_generate`` writes them to their own file, never the golden set.
+before merging; :func:`generate_file` appends them to their own file, never the golden set
+(``rageval golden generate`` prints what it did).
 """
 
 from __future__ import annotations
@@ -13,17 +14,18 @@ import random
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from rageval.authoring.chat import BudgetExhausted, ChatClient, MalformedAnswer, Rejected
 from rageval.authoring.edit import next_ids, verbatim_quote
-from rageval.errors import ConfigError, RagevalError
+from rageval.errors import ConfigError, InputError, RagevalError
 from rageval.retrieval.base import Encoder
-from rageval.types import Chunk, Document, GoldenQuery
+from rageval.types import Chunk, Document, GoldenQuery, GoldenSet
 
 SYSTEM = (
     "You write evaluation questions for a company's internal search engine. Answer with JSON only."
@@ -275,6 +277,115 @@ def generate(
     ]
     out.dropped = Counter({k: v for k, v in out.dropped.items() if v})
     return out
+
+
+def output_path(golden_path: Path, out: str | None) -> Path:
+    """The file generated questions go to: ``out``, else generated.jsonl beside the golden set;
+    never the golden set itself."""
+    path = Path(out) if out else golden_path.parent / "generated.jsonl"
+    if path.resolve() == golden_path.resolve():
+        raise ConfigError(
+            f"refusing to write generated questions into the golden set {golden_path}: they go to "
+            "their own file for review (--out), and are merged by hand",
+            path=str(path),
+        )
+    return path
+
+
+@dataclass
+class GeneratedFile:
+    """A run of :func:`generate_file`: its outcome, the file it appended to, and the golden set
+    and the file's earlier entries as they were read before (None: none)."""
+
+    outcome: Outcome
+    out: Path
+    golden: GoldenSet | None
+    earlier: GoldenSet | None
+
+
+def generate_file(
+    client: ChatClient,
+    spec: GenerateSpec,
+    golden_path: Path,
+    corpus_path: Path | None,
+    out: Path,
+    *,
+    chunk_size: int,
+    embedding_model: str,
+    make_encoder: Callable[[], Encoder],
+    progress: bool = True,
+) -> GeneratedFile:
+    """Generate questions about the corpus's chunks (of ``chunk_size`` tokens, by the embedding
+    model's tokenizer) unlike those of the golden set and of ``out``, and append them to
+    ``out``; refuses an ``out`` holding entries that are not synthetic (a golden set).
+    ``make_encoder`` builds the encoder for near-duplicates once the inputs are read."""
+    from rageval.authoring.edit import read_golden
+    from rageval.inputs.chunking import ChunkingSpec, chunk_documents, load_tokenizer
+    from rageval.embedding import resolve_model_path
+    from rageval.inputs.corpus import load_corpus
+
+    _, golden = read_golden(golden_path)
+    _, earlier = read_golden(out)
+    real = [q.id for q in (earlier.queries if earlier else ()) if q.source != "synthetic"]
+    if real:
+        raise ConfigError(
+            f"refusing to append: {len(real)} entries (e.g. {real[0]!r}) are not source synthetic, "
+            "so this looks like a golden set; pick another --out",
+            path=str(out),
+        )
+    if corpus_path is None:
+        raise InputError("no corpus to write questions about: pass --corpus")
+    existing = [*(golden.queries if golden else ()), *(earlier.queries if earlier else ())]
+    docs = load_corpus(corpus_path)
+    encoder = make_encoder()
+    tokenizer = load_tokenizer(str(resolve_model_path(embedding_model)))
+    chunks = chunk_documents(docs, ChunkingSpec(chunk_size), tokenizer)
+    result = generate(client, docs, chunks, existing, encoder, spec, progress=progress)
+    if result.entries:
+        append_entries(out, result.entries)
+    return GeneratedFile(result, out, golden, earlier)
+
+
+def append_entries(out: Path, entries: Sequence[dict[str, Any]]) -> None:
+    """Append ``entries`` to ``out`` as JSON lines, under the file's lock (what another run
+    appended meanwhile stays)."""
+    from rageval.formats.atomic import atomic_write_text, locked
+
+    lines = "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in entries)
+    with locked(out):  # what another run appended meanwhile stays
+        earlier_text = out.read_text(encoding="utf-8") if out.is_file() else ""
+        sep = "" if not earlier_text or earlier_text.endswith("\n") else "\n"
+        atomic_write_text(out, earlier_text + sep + lines)
+
+
+def merge_preview(run: GeneratedFile, golden_path: Path) -> tuple[str, str | None] | None:
+    """The synthetic share of the golden set once the file is merged into it, and the warning
+    when that is above the limit (rageval.authoring.inspect.synthetic_line); None without a
+    golden set."""
+    from rageval.authoring.inspect import synthetic_line
+    from rageval.inputs.golden import entry_from_dict
+
+    if run.golden is None:
+        return None
+    new = [entry_from_dict(e) for e in run.outcome.entries]
+    merged = [*run.golden.queries, *(run.earlier.queries if run.earlier else ()), *new]
+    return synthetic_line(merged, f"merging {run.out.name} into {golden_path.name}")
+
+
+def generation_error(run: GeneratedFile, client: ChatClient) -> RagevalError | None:
+    """The error a run ends with: the endpoint's (saying where the questions made before it
+    are), or no usable answer at all; None when it went well enough."""
+    result = run.outcome
+    if result.error is not None:
+        saved = f"; the {len(result.entries)} questions made before it are saved in {run.out}"
+        return type(result.error)(str(result.error) + (saved if result.entries else ""))
+    if not result.answered and result.malformed_example:
+        return RagevalError(
+            f"no usable answer from {client.scrub(client.cfg.url)}: "
+            f"{result.dropped['malformed answer']} malformed, e.g. {result.malformed_example}; "
+            "check --model and --api-style"
+        )
+    return None
 
 
 def _short(s: str, n: int = 80) -> str:

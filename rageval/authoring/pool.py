@@ -363,71 +363,93 @@ def pool(
     if not runs:
         raise InputError("no runs to pool")
     covered = covered or {}
-    rows = runs[0].report["per_query"]
-    wanted = select_ids(
-        ((r["id"], r.get("tags") or (), r.get("source")) for r in rows), queries, "--queries"
-    )
-    if not wanted:
-        raise ConfigError(f"--queries {queries} selects no query of the golden set")
-    rows = [r for r in rows if r["id"] in wanted]
+    rows = _selected_rows(runs[0].report["per_query"], queries)
     result = PoolResult([], len(rows), depth, [r.name for r in runs])
     for r in runs:
         most = max((len(rl.ids) for rl in r.rankings.values()), default=0)
         if most < depth:
             result.short_runs.append((r.name, most))
     for row in rows:
-        qid = row["id"]
-        passages: dict[str, dict[str, Any]] = {}
-        for r in runs:
-            labelled = set(r.qrels.get(qid, {})) | set(covered.get(r.path, {}).get(qid, ()))
-            ranking = r.rankings.get(qid)
-            for rank, unit in enumerate(ranking.ids[:depth] if ranking else (), start=1):
-                if unit in labelled:
-                    result.already_labelled += 1
-                    continue
-                doc_id, start, end, label = _unit(r, unit, docs)
-                text = docs[doc_id].text[start:end]
-                key = passage_key(text)
-                if not key:
-                    continue
-                seen = passages.get(key)
-                if seen is None:
-                    passages[key] = {
-                        "doc": doc_id,
-                        "start": start,
-                        "end": end,
-                        "chunk": label,
-                        "text": text,
-                        "best_rank": rank,
-                        "runs": {r.name: rank},
-                    }
-                    continue
-                if (seen["doc"], seen["start"]) != (doc_id, start):
-                    result.duplicates += 1  # the same text elsewhere: judged once
-                seen["runs"][r.name] = min(rank, seen["runs"].get(r.name, rank))
-                seen["best_rank"] = min(seen["best_rank"], rank)
+        passages = _query_passages(runs, row["id"], docs, depth, covered, result)
         if not passages:
             continue
         ordered = sorted(
             passages.values(), key=lambda p: (p["best_rank"], -len(p["runs"]), p["doc"], p["start"])
         )
-        result.queries.append(
-            {
-                "query_id": qid,
-                "query": row.get("query", ""),
-                "evidence": [
-                    {"doc": e["doc"], "quote": e["quote"]} for e in row.get("evidence") or []
-                ],
-                "relevant": list(row.get("relevant_labels") or []),
-                "relevant_docs": [  # document-level labels (BEIR qrels): what they say
-                    {"doc": label, "text": opening(docs[label].text)}
-                    for label in row.get("relevant_labels") or []
-                    if label in docs
-                ],
-                "passages": ordered,
-            }
-        )
+        result.queries.append(_pooled_query(row, ordered, docs))
     return result
+
+
+def _selected_rows(rows: list[dict[str, Any]], queries: str) -> list[dict[str, Any]]:
+    """The per-query rows of the queries ``queries`` selects (see ``select_ids``), in order."""
+    wanted = select_ids(
+        ((r["id"], r.get("tags") or (), r.get("source")) for r in rows), queries, "--queries"
+    )
+    if not wanted:
+        raise ConfigError(f"--queries {queries} selects no query of the golden set")
+    return [r for r in rows if r["id"] in wanted]
+
+
+def _query_passages(
+    runs: Sequence[RunFolder],
+    qid: str,
+    docs: Mapping[str, Document],
+    depth: int,
+    covered: Mapping[Path, Mapping[str, Iterable[str]]],
+    result: PoolResult,
+) -> dict[str, dict[str, Any]]:
+    """One query's pool: every run's unlabelled top-``depth`` units by their text's key (the
+    runs that retrieved it, their best ranks), counting in ``result`` the units already
+    labelled and the same text found elsewhere."""
+    passages: dict[str, dict[str, Any]] = {}
+    for r in runs:
+        labelled = set(r.qrels.get(qid, {})) | set(covered.get(r.path, {}).get(qid, ()))
+        ranking = r.rankings.get(qid)
+        for rank, unit in enumerate(ranking.ids[:depth] if ranking else (), start=1):
+            if unit in labelled:
+                result.already_labelled += 1
+                continue
+            doc_id, start, end, label = _unit(r, unit, docs)
+            text = docs[doc_id].text[start:end]
+            key = passage_key(text)
+            if not key:
+                continue
+            seen = passages.get(key)
+            if seen is None:
+                passages[key] = {
+                    "doc": doc_id,
+                    "start": start,
+                    "end": end,
+                    "chunk": label,
+                    "text": text,
+                    "best_rank": rank,
+                    "runs": {r.name: rank},
+                }
+                continue
+            if (seen["doc"], seen["start"]) != (doc_id, start):
+                result.duplicates += 1  # the same text elsewhere: judged once
+            seen["runs"][r.name] = min(rank, seen["runs"].get(r.name, rank))
+            seen["best_rank"] = min(seen["best_rank"], rank)
+    return passages
+
+
+def _pooled_query(
+    row: Mapping[str, Any], ordered: list[dict[str, Any]], docs: Mapping[str, Document]
+) -> dict[str, Any]:
+    """A query of the pool: its text, evidence and labels (document labels with their
+    opening), and its passages in order."""
+    return {
+        "query_id": row["id"],
+        "query": row.get("query", ""),
+        "evidence": [{"doc": e["doc"], "quote": e["quote"]} for e in row.get("evidence") or []],
+        "relevant": list(row.get("relevant_labels") or []),
+        "relevant_docs": [  # document-level labels (BEIR qrels): what they say
+            {"doc": label, "text": opening(docs[label].text)}
+            for label in row.get("relevant_labels") or []
+            if label in docs
+        ],
+        "passages": ordered,
+    }
 
 
 def opening(text: str, width: int = 400) -> str:

@@ -11,15 +11,12 @@ golden set itself.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 
 from rageval.authoring.chat import API_STYLES, Budget, EndpointConfig, endpoint_settings
 from rageval.cli.paths import golden_and_corpus
-from rageval.errors import ConfigError, InputError, RagevalError
-from rageval.formats.atomic import atomic_write_text
 
 # option dest -> config-file key, for the endpoint and budget settings
 OPTIONS = {
@@ -134,26 +131,14 @@ def build_encoder(model: str, cache_dir: str | None, progress: bool):
 
 def handle(args: argparse.Namespace) -> int:
     """Generate questions into their own file for review and print what was spent and dropped."""
+    from rageval.authoring import generate as gen
     from rageval.authoring.chat import ChatClient
-    from rageval.authoring.edit import read_golden
-    from rageval.authoring.generate import GenerateSpec, generate
-    from rageval.authoring.inspect import synthetic_line
-    from rageval.embedding import resolve_model_path
-    from rageval.inputs.chunking import ChunkingSpec, chunk_documents, load_tokenizer
-    from rageval.inputs.corpus import load_corpus
-    from rageval.inputs.golden import entry_from_dict
 
     golden_path, corpus_path = golden_and_corpus(args.path, args.corpus)
-    out = Path(args.out) if args.out else golden_path.parent / "generated.jsonl"
-    if out.resolve() == golden_path.resolve():
-        raise ConfigError(
-            f"refusing to write generated questions into the golden set {golden_path}: they go to "
-            "their own file for review (--out), and are merged by hand",
-            path=str(out),
-        )
+    out = gen.output_path(golden_path, args.out)
     cfg, budget = load_settings(args)
     client = ChatClient(cfg, budget)
-    spec = GenerateSpec(
+    spec = gen.GenerateSpec(
         args.chunks,
         args.per_chunk,
         args.seed,
@@ -162,31 +147,34 @@ def handle(args: argparse.Namespace) -> int:
         args.dedupe_threshold,
         args.id_prefix,
     )
-    _, golden = read_golden(golden_path)
-    earlier_text, earlier = read_golden(out)
-    real = [q.id for q in (earlier.queries if earlier else ()) if q.source != "synthetic"]
-    if real:
-        raise ConfigError(
-            f"refusing to append: {len(real)} entries (e.g. {real[0]!r}) are not source synthetic, "
-            "so this looks like a golden set; pick another --out",
-            path=str(out),
-        )
-    if corpus_path is None:
-        raise InputError("no corpus to write questions about: pass --corpus")
-    existing = [*(golden.queries if golden else ()), *(earlier.queries if earlier else ())]
-    docs = load_corpus(corpus_path)
-    encoder = build_encoder(args.embedding_model, args.cache_dir, not args.no_progress)
-    tokenizer = load_tokenizer(str(resolve_model_path(args.embedding_model)))
-    chunks = chunk_documents(docs, ChunkingSpec(args.chunk), tokenizer)
-    result = generate(client, docs, chunks, existing, encoder, spec, progress=not args.no_progress)
-    if result.entries:
-        from rageval.formats.atomic import locked
+    run = gen.generate_file(
+        client,
+        spec,
+        golden_path,
+        corpus_path,
+        out,
+        chunk_size=args.chunk,
+        embedding_model=args.embedding_model,
+        make_encoder=lambda: build_encoder(
+            args.embedding_model, args.cache_dir, not args.no_progress
+        ),
+        progress=not args.no_progress,
+    )
+    print_outcome(run.outcome, out, budget)
+    preview = gen.merge_preview(run, golden_path)
+    if preview is not None:
+        line, warn = preview
+        print(line)
+        if warn:
+            print(f"warning: {warn}", file=sys.stderr)
+    error = gen.generation_error(run, client)
+    if error is not None:
+        raise error
+    return 0
 
-        lines = "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in result.entries)
-        with locked(out):  # what another run appended meanwhile stays
-            earlier_text = out.read_text(encoding="utf-8") if out.is_file() else ""
-            sep = "" if not earlier_text or earlier_text.endswith("\n") else "\n"
-            atomic_write_text(out, earlier_text + sep + lines)
+
+def print_outcome(result, out: Path, budget: Budget) -> None:
+    """What a run wrote, dropped (and why), cleaned and spent; why it stopped early."""
     print(
         f"{len(result.entries)} new questions from {result.answered} of {result.asked} chunks asked"
         f" -> {out} (review, then merge by hand)"
@@ -207,19 +195,3 @@ def handle(args: argparse.Namespace) -> int:
     )
     if result.stopped:
         print(f"warning: stopped early: {result.stopped}", file=sys.stderr)
-    if golden is not None:
-        new = [entry_from_dict(e) for e in result.entries]
-        merged = [*golden.queries, *(earlier.queries if earlier else ()), *new]
-        line, warn = synthetic_line(merged, f"merging {out.name} into {golden_path.name}")
-        print(line)
-        if warn:
-            print(f"warning: {warn}", file=sys.stderr)
-    if result.error is not None:
-        saved = f"; the {len(result.entries)} questions made before it are saved in {out}"
-        raise type(result.error)(str(result.error) + (saved if result.entries else ""))
-    if not result.answered and result.malformed_example:
-        raise RagevalError(
-            f"no usable answer from {client.scrub(cfg.url)}: {result.dropped['malformed answer']} "
-            f"malformed, e.g. {result.malformed_example}; check --model and --api-style"
-        )
-    return 0

@@ -434,41 +434,11 @@ def compare(
         "current": current["digests"].get("golden", ""),
     }
     # phase 1: pair the queries
-    base_q = {r["id"]: r for r in baseline["per_query"]}
-    cur_q = {r["id"]: r for r in current["per_query"]}
-    shared = [q for q in base_q if q in cur_q]
-    notes = []
-    if len(shared) != len(base_q) or len(shared) != len(cur_q):
-        notes.append(
-            f"{len(base_q)} baseline queries, {len(cur_q)} current, {len(shared)} compared"
-        )
-    rows: list[MetricRow] = []
-    for m in metrics:
-        if m not in baseline["metrics"] or m not in current["metrics"]:
-            raise InputError(
-                f"metric {m!r} is missing from the baseline or the current report; gate.metrics "
-                "lists metrics both have"
-            )
-        # phases 2 and 3: the paired test (adjusted below), interval, power, win/tie/loss
-        pairs = measure(
-            np.array([_num(base_q[q].get(m)) for q in shared]),
-            np.array([_num(cur_q[q].get(m)) for q in shared]),
-            resamples,
-        )
-        base_mean, cur_mean = _num(baseline["metrics"][m]), _num(current["metrics"][m])
-        row = MetricRow(
-            m,
-            base_mean,
-            cur_mean,
-            cur_mean - base_mean,
-            tolerance_for(m, tolerance, tolerances),
-            pairs.p,
-        )
-        finish(row, pairs, alpha)
-        rows.append(row)
-    for r, p_adj in zip(rows, holm([r.p_value for r in rows]) if rows else [], strict=True):
-        r.p_value = float(p_adj)
-        r.verdict = verdict(r, float(p_adj), alpha)
+    base_q, cur_q, shared, notes = _pair(baseline, current)
+    # phases 2 and 3: each metric's paired test (Holm-adjusted), interval, power, win/tie/loss
+    rows = _metric_rows(
+        baseline, current, base_q, cur_q, shared, metrics, (tolerance, tolerances), alpha, resamples
+    )
     # phase 4: the gated slices (their own Holm family)
     slice_rows = slice_gate.compare_slices(
         base_q,
@@ -482,40 +452,10 @@ def compare(
     )
     # phase 5: the queries behind the numbers
     k = int(baseline["k"])
-    hit = f"hit_rate@{k}"
-    lost, gained, drops = [], [], []
-    for q in shared:
-        was, now = _num(base_q[q].get(hit)) > 0, _num(cur_q[q].get(hit)) > 0
-        a, b = base_q[q].get("first_relevant_rank") or 0, cur_q[q].get("first_relevant_rank") or 0
-        row = {"id": q, "query": cur_q[q].get("query", ""), "baseline_rank": a, "current_rank": b}
-        row.update(_labels(cur_q[q], k))
-        if was and not now:
-            lost.append({**row, "why": NOT_RETRIEVED if not b else OUT_OF_TOP_K})
-        elif now and not was:
-            gained.append(row)
-        elif a and (b == 0 or b > a):
-            drops.append({**row, "fall": (b or 10**6) - a})
-    drops.sort(key=lambda d: (-d["fall"], d["id"]))
-    labels = labels_problem(baseline, current)
-    if golden["baseline"] != golden["current"]:
-        status = GOLDEN_CHANGED
-        notes.append(
-            f"golden set digest {golden['baseline'][:12]} (baseline) != "
-            f"{golden['current'][:12]} (now): "
-            "promote a new baseline after reviewing the change"
-        )
-    elif labels:
-        status = LABELS_CHANGED
-        notes.append(labels)
-    else:
-        regressed = [r for r in [*rows, *slice_rows] if r.verdict == "regressed"]
-        undecided = [r for r in [*rows, *slice_rows] if r.verdict == INCONCLUSIVE]
-        if regressed:
-            status = REGRESSED
-        elif undecided and on_inconclusive != "pass":
-            status = INCONCLUSIVE
-        else:
-            status = PASS
+    lost, gained, drops = _moved_queries(base_q, cur_q, shared, k)
+    status = _status(
+        golden, labels_problem(baseline, current), rows, slice_rows, on_inconclusive, notes
+    )
     improved = [r.metric for r in rows if r.verdict == "improved"]
     if improved:
         notes.append(
@@ -538,6 +478,120 @@ def compare(
         slices=slice_rows,
         on_inconclusive=on_inconclusive,
     )
+
+
+def _pair(
+    baseline: Mapping[str, Any], current: Mapping[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any], list[str], list[str]]:
+    """Each report's per-query rows by id, the ids both hold (in the baseline's order), and
+    the notes so far: how many were compared when the two hold different queries."""
+    base_q = {r["id"]: r for r in baseline["per_query"]}
+    cur_q = {r["id"]: r for r in current["per_query"]}
+    shared = [q for q in base_q if q in cur_q]
+    notes = []
+    if len(shared) != len(base_q) or len(shared) != len(cur_q):
+        notes.append(
+            f"{len(base_q)} baseline queries, {len(cur_q)} current, {len(shared)} compared"
+        )
+    return base_q, cur_q, shared, notes
+
+
+def _metric_rows(
+    baseline: Mapping[str, Any],
+    current: Mapping[str, Any],
+    base_q: Mapping[str, Mapping[str, Any]],
+    cur_q: Mapping[str, Mapping[str, Any]],
+    shared: Sequence[str],
+    metrics: Sequence[str],
+    tolerances: tuple[float, Mapping[str, float]],
+    alpha: float,
+    resamples: int,
+) -> list[MetricRow]:
+    """A row per gate metric over the ``shared`` queries: means, the paired test, interval,
+    power and win/tie/loss, its p-value Holm-adjusted across the metrics and its verdict.
+    ``tolerances``: the default tolerance and the per-metric ones."""
+    rows: list[MetricRow] = []
+    for m in metrics:
+        if m not in baseline["metrics"] or m not in current["metrics"]:
+            raise InputError(
+                f"metric {m!r} is missing from the baseline or the current report; gate.metrics "
+                "lists metrics both have"
+            )
+        pairs = measure(
+            np.array([_num(base_q[q].get(m)) for q in shared]),
+            np.array([_num(cur_q[q].get(m)) for q in shared]),
+            resamples,
+        )
+        base_mean, cur_mean = _num(baseline["metrics"][m]), _num(current["metrics"][m])
+        row = MetricRow(
+            m,
+            base_mean,
+            cur_mean,
+            cur_mean - base_mean,
+            tolerance_for(m, *tolerances),
+            pairs.p,
+        )
+        finish(row, pairs, alpha)
+        rows.append(row)
+    for r, p_adj in zip(rows, holm([r.p_value for r in rows]) if rows else [], strict=True):
+        r.p_value = float(p_adj)
+        r.verdict = verdict(r, float(p_adj), alpha)
+    return rows
+
+
+def _moved_queries(
+    base_q: Mapping[str, Mapping[str, Any]],
+    cur_q: Mapping[str, Mapping[str, Any]],
+    shared: Sequence[str],
+    k: int,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """The queries that lost their hit at k (and why), those that gained one, and those whose
+    first relevant result fell, largest fall first."""
+    hit = f"hit_rate@{k}"
+    lost, gained, drops = [], [], []
+    for q in shared:
+        was, now = _num(base_q[q].get(hit)) > 0, _num(cur_q[q].get(hit)) > 0
+        a, b = base_q[q].get("first_relevant_rank") or 0, cur_q[q].get("first_relevant_rank") or 0
+        row = {"id": q, "query": cur_q[q].get("query", ""), "baseline_rank": a, "current_rank": b}
+        row.update(_labels(cur_q[q], k))
+        if was and not now:
+            lost.append({**row, "why": NOT_RETRIEVED if not b else OUT_OF_TOP_K})
+        elif now and not was:
+            gained.append(row)
+        elif a and (b == 0 or b > a):
+            drops.append({**row, "fall": (b or 10**6) - a})
+    drops.sort(key=lambda d: (-d["fall"], d["id"]))
+    return lost, gained, drops
+
+
+def _status(
+    golden: Mapping[str, str],
+    labels: str | None,
+    rows: Sequence[MetricRow],
+    slice_rows: Sequence[slice_gate.SliceRow],
+    on_inconclusive: str,
+    notes: list[str],
+) -> str:
+    """The gate's status: another golden set or other labels are their own verdicts (said in
+    ``notes``); else a regressed metric or slice regresses, an undecided one is inconclusive
+    (unless ``on_inconclusive`` is pass), and the rest passes."""
+    if golden["baseline"] != golden["current"]:
+        notes.append(
+            f"golden set digest {golden['baseline'][:12]} (baseline) != "
+            f"{golden['current'][:12]} (now): "
+            "promote a new baseline after reviewing the change"
+        )
+        return GOLDEN_CHANGED
+    if labels:
+        notes.append(labels)
+        return LABELS_CHANGED
+    regressed = [r for r in [*rows, *slice_rows] if r.verdict == "regressed"]
+    undecided = [r for r in [*rows, *slice_rows] if r.verdict == INCONCLUSIVE]
+    if regressed:
+        return REGRESSED
+    if undecided and on_inconclusive != "pass":
+        return INCONCLUSIVE
+    return PASS
 
 
 def _labels(row: Mapping[str, Any], k: int) -> dict[str, Any]:

@@ -465,6 +465,37 @@ def rank(
     verdict: dict[int, str] = {j.job: ("" if j.status == "ok" else "failed") for j in jobs}
     pvalues: dict[int, float] = {}
     scored = [j for j in ok if not math.isnan(j.metrics.get(metric, math.nan))]
+    values = [float(j.metrics[metric]) for j in scored]
+    saturated = len(scored) > 1 and max(values) - min(values) <= 1e-12
+    note = _rank_note(ok, scored, metric, values[0] if saturated else None)
+    if scored and not saturated:
+        decided, pvalues = _best_and_tied(scored, metric, alpha, resamples)
+        verdict.update(decided)
+    front = _front(scored, metric, pareto_cost) if scored else []
+    best_job = next((j for j, v in verdict.items() if v == "best"), None)
+    return Leaderboard(
+        metric=metric,
+        why=why,
+        keys=keys,
+        columns=columns_for(metric, jobs),
+        jobs=list(jobs),
+        verdict=verdict,
+        pvalues=pvalues,
+        alpha=alpha,
+        note=note,
+        pareto_cost=pareto_cost,
+        front=front,
+        cost_columns=cost_columns_for(jobs, pareto_cost),
+        slices=sweep_slices(jobs, metric, keys, best_job) if scored else None,
+    )
+
+
+def _rank_note(
+    ok: Sequence[Job], scored: Sequence[Job], metric: str, saturated_at: float | None
+) -> str:
+    """What the leaderboard says above its table: no job measured the metric (and the ones
+    they did), the jobs counted different label sets, every job scores ``saturated_at`` (None:
+    they differ) so none is named best."""
     note = ""
     if ok and not scored:
         have = sorted({m for j in ok for m, v in j.metrics.items() if measured(v)})
@@ -483,60 +514,56 @@ def rank(
             )
             if x
         )
-    values = [float(j.metrics[metric]) for j in scored]
-    saturated = len(scored) > 1 and max(values) - min(values) <= 1e-12
-    if saturated:  # every job scores the same: the metric cannot rank them, so no job is best
+    if saturated_at is not None:  # every job scores the same: the metric cannot rank them
         note = " ".join(
             x
             for x in (
                 note,
-                f"Saturated: every job scores {values[0]:.3f} on {metric}, which cannot rank "
+                f"Saturated: every job scores {saturated_at:.3f} on {metric}, which cannot rank "
                 "them (the corpus fits the budget, or the golden set is too easy); no job is "
                 "named best: decide by another metric with sweep.compare_metric=METRIC.",
             )
             if x
         )
-    if scored and not saturated:
-        sign = 1.0 if MetricSpec.parse(metric).higher_is_better else -1.0  # fewest tokens wins
-        best = max(scored, key=lambda j: (sign * j.metrics[metric], -j.job))
-        verdict[best.job] = "best"
-        ref = best.per_query(metric)
-        others = [j for j in scored if j is not best]
-        raw = []
-        for j in others:
-            mine = j.per_query(metric)
-            shared = sorted(set(ref) & set(mine))
-            if not shared:
-                raw.append(0.0)
-                continue
-            a, b = [ref[q] for q in shared], [mine[q] for q in shared]
-            raw.append(paired_randomization_test(a, b, n_resamples=resamples, seed=0))
-        for j, p in zip(others, holm(raw), strict=True):
-            pvalues[j.job] = p
-            if p >= alpha:
-                verdict[j.job] = "tied"
-    front: list[int] = []
-    if scored:
-        sign = 1.0 if MetricSpec.parse(metric).higher_is_better else -1.0
-        points = [
-            Point(j.job, sign * float(j.metrics[metric]), float(j.costs[pareto_cost]))
-            for j in scored
-            if j.costs.get(pareto_cost) is not None
-        ]
-        front = pareto_front(points)
-    best_job = next((j for j, v in verdict.items() if v == "best"), None)
-    return Leaderboard(
-        metric=metric,
-        why=why,
-        keys=keys,
-        columns=columns_for(metric, jobs),
-        jobs=list(jobs),
-        verdict=verdict,
-        pvalues=pvalues,
-        alpha=alpha,
-        note=note,
-        pareto_cost=pareto_cost,
-        front=front,
-        cost_columns=cost_columns_for(jobs, pareto_cost),
-        slices=sweep_slices(jobs, metric, keys, best_job) if scored else None,
-    )
+    return note
+
+
+def _best_and_tied(
+    scored: Sequence[Job], metric: str, alpha: float, resamples: int
+) -> tuple[dict[int, str], dict[int, float]]:
+    """The best job by the metric's mean (the lower job number on a tie) and the jobs the
+    paired randomization test cannot tell from it (Holm-corrected p >= alpha): their verdicts
+    ("best", "tied"), and every other job's corrected p-value."""
+    verdict: dict[int, str] = {}
+    pvalues: dict[int, float] = {}
+    sign = 1.0 if MetricSpec.parse(metric).higher_is_better else -1.0  # fewest tokens wins
+    best = max(scored, key=lambda j: (sign * j.metrics[metric], -j.job))
+    verdict[best.job] = "best"
+    ref = best.per_query(metric)
+    others = [j for j in scored if j is not best]
+    raw = []
+    for j in others:
+        mine = j.per_query(metric)
+        shared = sorted(set(ref) & set(mine))
+        if not shared:
+            raw.append(0.0)
+            continue
+        a, b = [ref[q] for q in shared], [mine[q] for q in shared]
+        raw.append(paired_randomization_test(a, b, n_resamples=resamples, seed=0))
+    for j, p in zip(others, holm(raw), strict=True):
+        pvalues[j.job] = p
+        if p >= alpha:
+            verdict[j.job] = "tied"
+    return verdict, pvalues
+
+
+def _front(scored: Sequence[Job], metric: str, pareto_cost: str) -> list[int]:
+    """The jobs on the Pareto front of the metric (signed so that more is better) against
+    ``pareto_cost``; jobs without that cost are left out."""
+    sign = 1.0 if MetricSpec.parse(metric).higher_is_better else -1.0
+    points = [
+        Point(j.job, sign * float(j.metrics[metric]), float(j.costs[pareto_cost]))
+        for j in scored
+        if j.costs.get(pareto_cost) is not None
+    ]
+    return pareto_front(points)

@@ -51,6 +51,24 @@ def pareto_png(board, path: Path) -> Path | None:
     from rageval.report.costs import COSTS
 
     spec = COSTS[board.pareto_cost]
+    rows = _plotted(board)
+    if len(rows) < 2:
+        return None
+    front = set(board.front)
+    fig, ax = plt.subplots(figsize=(8, 5.2), dpi=110)
+    _draw_points(ax, rows, front)
+    labels = _point_labels(board, rows, front)
+    _dress_axes(ax, board, spec)
+    fig.tight_layout()
+    _place_labels(ax, fig, labels)  # after the layout: boxes are measured where they end up
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def _plotted(board) -> list[tuple]:
+    """(job, cost, mean, CI low, CI high) of every finished job with both numbers."""
     rows = []
     for j in board.jobs:
         if j.status != "ok":
@@ -60,11 +78,12 @@ def pareto_png(board, path: Path) -> Path | None:
             continue
         lo, hi = (j.report.get("ci") or {}).get(board.metric) or (q, q)
         rows.append((j, float(c), float(q), float(lo), float(hi)))
-    if len(rows) < 2:
-        return None
-    front = set(board.front)
-    keys = board.keys
-    fig, ax = plt.subplots(figsize=(8, 5.2), dpi=110)
+    return rows
+
+
+def _draw_points(ax, rows: list[tuple], front: set[int]) -> None:
+    """The points with their CIs (the front's in red, the dominated in grey), the front joined
+    as steps, and a log cost axis when the costs span more than 30 times."""
     for on in (False, True):
         part = [r for r in rows if (r[0].job in front) == on]
         if not part:
@@ -96,12 +115,25 @@ def pareto_png(board, path: Path) -> Path | None:
     positive = min(costs) > 0
     if positive and max(costs) / min(costs) > 30:
         ax.set_xscale("log")
+
+
+def _point_labels(
+    board, rows: list[tuple], front: set[int]
+) -> list[tuple[str, float, float, bool]]:
+    """Each point's label (its swept values, else its job number; the best job marked), its
+    position, and whether it is on the front."""
     labels = []
     for j, c, q, _, _ in rows:
-        label = " / ".join(j.values.get(k, "") for k in keys) or f"job {j.job}"
+        label = " / ".join(j.values.get(k, "") for k in board.keys) or f"job {j.job}"
         if board.verdict.get(j.job) == "best":
             label += " (best)"
         labels.append((label, c, q, j.job in front))
+    return labels
+
+
+def _dress_axes(ax, board, spec) -> None:
+    """Axis labels (the cost's meaning and unit; bytes as kB / MB on the ticks), the title
+    naming the label fields, grid, legend and margins."""
     # bytes as kB / MB on the ticks (not 1e6 times a raw count); the unit then goes unsaid
     unit = {"s": "seconds", "ms": "ms", "bytes": "", "count": "", "tokens": "tokens"}
     if spec.unit == "bytes":
@@ -115,17 +147,12 @@ def pareto_png(board, path: Path) -> Path | None:
         f"{board.pareto_cost} ({spec.meaning}{', ' + unit[spec.unit] if unit[spec.unit] else ''})"
     )
     ax.set_ylabel(f"{board.metric} (mean, 95% CI)")
+    keys = board.keys
     title = f"{board.metric} vs {board.pareto_cost}: Pareto front of {len(board.jobs)} jobs"
     ax.set_title(title + (f"\nlabels: {' / '.join(keys)}" if keys else ""), fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(loc="lower right", fontsize=8)
     ax.margins(x=0.15, y=0.1)
-    fig.tight_layout()
-    _place_labels(ax, fig, labels)  # after the layout: boxes are measured where they end up
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
-    plt.close(fig)
-    return path
 
 
 def _spots() -> list[tuple[float, float, str]]:

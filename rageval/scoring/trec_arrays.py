@@ -105,14 +105,76 @@ def score_arrays(
     complete: bool = False,
 ) -> FileScores | None:
     """The array path (see the module docstring); None where the object path must decide."""
+    parsed = _parse(qrels_path, run_path)
+    if parsed is None:
+        return None
+    qrels, run, grades, scores = parsed
+    q_ids, r_ids = _same_width(qrels.words(0), run.words(0))
+    q_groups, r_groups = _groups(q_ids), _groups(r_ids)
+    if q_groups is None or r_groups is None:
+        return None
+    q_code, q_heads = q_groups
+    r_code, r_heads = r_groups
+    run_query = _run_queries(q_ids[q_heads], r_ids[r_heads])
+    if run_query is None:
+        return None  # a hash collision
+    same = run_query >= 0
+    shared = int(same.sum())
+    if not complete and not shared:
+        raise nothing_shared(
+            qrels_path, _decode(r_ids[r_heads[:1]])[0], _decode(q_ids[q_heads[:1]])[0]
+        )
+
+    # judgements: duplicates must agree (else the object path names the line), then the join
+    q_docs, r_docs = _same_width(qrels.words(2), run.words(2))
+    keep = _first_judgements(q_code, q_docs, grades)
+    if keep is None:
+        return None  # a hash collision or conflicting judgements
+    j_rows = np.flatnonzero(keep & (run_query[q_code] >= 0))
+    r_key = _with_query(_hash(r_docs), r_code)
+    grade = _run_grades(
+        run_query[q_code[j_rows]], q_docs[j_rows], grades[j_rows], r_code, r_docs, r_key
+    )
+    if grade is None:
+        return None  # a hash collision
+    r_code, grade, r_key = _trec_order(r_code, r_docs, scores, grade, r_key)
+
+    # ranks and the depth metrics read; a docid repeated there goes to the object path
+    n_queries = len(r_heads)
+    rank, lengths, first_rank = _ranks(r_code, grade, n_queries)
+    judged = np.bincount(q_code[keep], minlength=len(q_heads))
+    evaluated = np.arange(len(q_heads)) if complete else np.flatnonzero(same)
+    depth = max(1, min(max(ks), max(int(lengths.max()), int(judged[evaluated].max()))))
+    read = np.sort(r_key[(rank < depth) | (rank < first_rank[r_code])])
+    if bool((read[1:] == read[:-1]).any()):
+        return None  # a repeated docid (or a hash collision): the object path warns
+
+    # the grade matrix of the evaluated queries with a relevant result in their top `depth`
+    firsts, rows, matrix = _top_grades(run_query[evaluated], first_rank, rank, r_code, grade, depth)
+    scored = evaluated[rows]
+    pool = _judged_grades(grades, q_code, keep, judged, scored)
+    ideal, n_relevant = ideal_grades(pool.astype(np.float64), judged[scored], depth)
+    m = GradeMatrix(matrix, ideal, n_relevant, firsts[rows])
+    return FileScores(
+        tuple(_decode(q_ids[q_heads[evaluated]])),
+        _metric_values(m, ks, rows, len(evaluated)),
+        firsts,
+        missing=len(q_heads) - shared,
+        run_only=n_queries - shared,
+    )
+
+
+def _parse(
+    qrels_path: str | os.PathLike, run_path: str | os.PathLike
+) -> tuple[trec.Columns, trec.Columns, np.ndarray, np.ndarray] | None:
+    """Both files' columns, the qrels' grades and the run's scores; None where a line or a field
+    is not what this path reads; raises when no judgement is relevant."""
     qrels = trec.columns(qrels_path, 4, (0, 2, 3), exact=True)
     if qrels is None:
         return None
     run = trec.columns(run_path, 6, (0, 2, 4), exact=False)
     if run is None:
         return None
-
-    # qrels: grades, query numbers, judgements keyed by (query, docid)
     grade_words = qrels.words(3)
     if not _plain_integers(grade_words, qrels.lengths[3]):
         return None
@@ -126,37 +188,35 @@ def score_arrays(
         return None
     if not bool((grades >= 1).any()):
         raise no_relevant(qrels_path)
-    q_ids, r_ids = _same_width(qrels.words(0), run.words(0))
-    q_groups, r_groups = _groups(q_ids), _groups(r_ids)
-    if q_groups is None or r_groups is None:
-        return None
-    q_code, q_heads = q_groups
-    r_code, r_heads = r_groups
+    return qrels, run, grades, scores
 
-    # which run query each qrels query is (-1: none)
-    r_head_hash = _hash(r_ids[r_heads])
+
+def _run_queries(qrels_heads: np.ndarray, run_heads: np.ndarray) -> np.ndarray | None:
+    """Which run query each qrels query is (-1: none), from the id rows of each file's queries
+    in order; None on a hash collision."""
+    r_head_hash = _hash(run_heads)
+    q_head_hash = _hash(qrels_heads)
     by_hash = np.argsort(r_head_hash)
-    where = np.searchsorted(r_head_hash[by_hash], _hash(q_ids[q_heads]))
+    where = np.searchsorted(r_head_hash[by_hash], q_head_hash)
     where = np.minimum(where, len(by_hash) - 1)
     candidate = by_hash[where]
-    same = (r_head_hash[candidate] == _hash(q_ids[q_heads])) & (
-        r_ids[r_heads[candidate]] == q_ids[q_heads]
-    ).all(axis=1)
-    if bool(((r_head_hash[candidate] == _hash(q_ids[q_heads])) & ~same).any()):
-        return None  # a hash collision
-    run_query = np.where(same, candidate, -1)
-    shared = int(same.sum())
-    if not complete and not shared:
-        raise nothing_shared(
-            qrels_path, _decode(r_ids[r_heads[:1]])[0], _decode(q_ids[q_heads[:1]])[0]
-        )
+    same_hash = r_head_hash[candidate] == q_head_hash
+    same = same_hash & (run_heads[candidate] == qrels_heads).all(axis=1)
+    if bool((same_hash & ~same).any()):
+        return None
+    return np.where(same, candidate, -1)
 
-    # judgements: duplicates must agree (else the object path names the line), then the join
-    q_docs, r_docs = _same_width(qrels.words(2), run.words(2))
+
+def _first_judgements(
+    q_code: np.ndarray, q_docs: np.ndarray, grades: np.ndarray
+) -> np.ndarray | None:
+    """Which qrels lines count: all but the later copies of a repeated (query, docid)
+    judgement; None when the copies disagree or hashes collide."""
     q_key = _with_query(_hash(q_docs), q_code)
     order = np.argsort(q_key, kind="stable")
     sorted_key = q_key[order]
     repeat = np.flatnonzero(sorted_key[1:] == sorted_key[:-1])
+    keep = np.ones(len(q_key), dtype=bool)
     if len(repeat):
         a, b = order[repeat], order[repeat + 1]
         if not (
@@ -164,51 +224,75 @@ def score_arrays(
             and np.array_equal(q_docs[a], q_docs[b])
             and np.array_equal(grades[a], grades[b])
         ):
-            return None  # a hash collision or conflicting judgements
-        keep = np.ones(len(q_key), dtype=bool)
+            return None
         keep[b] = False
-    else:
-        keep = np.ones(len(q_key), dtype=bool)
+    return keep
 
-    joinable = keep & (run_query[q_code] >= 0)
-    j_rows = np.flatnonzero(joinable)
-    j_key = _with_query(_hash(q_docs[j_rows]), run_query[q_code[j_rows]])
+
+def _run_grades(
+    j_query: np.ndarray,
+    j_docs: np.ndarray,
+    j_grades: np.ndarray,
+    r_code: np.ndarray,
+    r_docs: np.ndarray,
+    r_key: np.ndarray,
+) -> np.ndarray | None:
+    """The grade of each run line (0: unjudged) from the judgements to join (their run query,
+    docid rows and grade); ``r_key``: each run line's (query, docid) hash. None on a hash
+    collision."""
+    j_key = _with_query(_hash(j_docs), j_query)
     j_order = np.argsort(j_key)
     j_sorted = j_key[j_order]
-    r_key = _with_query(_hash(r_docs), r_code)
     grade = np.zeros(len(r_key), dtype=np.int64)
-    if len(j_sorted):
-        # a bitmap of the judgements' hashes first: most run lines are unjudged, and a lookup
-        # in it costs far less than a binary search
-        bits = np.uint64((1 << max(16, min(26, 2 * len(j_sorted).bit_length()))) - 1)
-        bitmap = np.zeros(int(bits) + 1, dtype=bool)
-        bitmap[j_sorted & bits] = True
-        maybe = np.flatnonzero(bitmap[r_key & bits])
-        at = np.minimum(np.searchsorted(j_sorted, r_key[maybe]), len(j_sorted) - 1)
-        hit = j_sorted[at] == r_key[maybe]
-        line = maybe[hit]
-        match = j_rows[j_order[at[hit]]]
-        if not (
-            np.array_equal(run_query[q_code[match]], r_code[line])
-            and np.array_equal(q_docs[match], r_docs[line])
-        ):
-            return None  # a hash collision
-        grade[line] = grades[match]
+    if not len(j_sorted):
+        return grade
+    # a bitmap of the judgements' hashes first: most run lines are unjudged, and a lookup
+    # in it costs far less than a binary search
+    bits = np.uint64((1 << max(16, min(26, 2 * len(j_sorted).bit_length()))) - 1)
+    bitmap = np.zeros(int(bits) + 1, dtype=bool)
+    bitmap[j_sorted & bits] = True
+    maybe = np.flatnonzero(bitmap[r_key & bits])
+    at = np.minimum(np.searchsorted(j_sorted, r_key[maybe]), len(j_sorted) - 1)
+    hit = j_sorted[at] == r_key[maybe]
+    line = maybe[hit]
+    match = j_order[at[hit]]
+    if not (
+        np.array_equal(j_query[match], r_code[line]) and np.array_equal(j_docs[match], r_docs[line])
+    ):
+        return None
+    grade[line] = j_grades[match]
+    return grade
 
-    # order each query's results like trec_eval
+
+def _trec_order(
+    r_code: np.ndarray,
+    r_docs: np.ndarray,
+    scores: np.ndarray,
+    grade: np.ndarray,
+    r_key: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The run lines' query numbers, grades and keys with each query's results ordered like
+    trec_eval (queries in order, score descending in single precision, then docid descending);
+    unchanged when the file is already in that order."""
     key = -scores.astype(np.float32)  # trec_eval compares C floats
     same_query = r_code[1:] == r_code[:-1]
     in_order = bool((r_code[1:] >= r_code[:-1]).all()) and not bool(
         (same_query & (key[1:] <= key[:-1])).any()
     )
-    if not in_order:  # stable: copies of a docid keep their file order
-        big_endian = r_docs.byteswap()
-        doc_desc = [~big_endian[:, w] for w in reversed(range(r_docs.shape[1]))]
-        order = np.lexsort((*doc_desc, key, r_code))
-        r_code, grade, r_key = r_code[order], grade[order], r_key[order]
+    if in_order:
+        return r_code, grade, r_key
+    # stable: copies of a docid keep their file order
+    big_endian = r_docs.byteswap()
+    doc_desc = [~big_endian[:, w] for w in reversed(range(r_docs.shape[1]))]
+    order = np.lexsort((*doc_desc, key, r_code))
+    return r_code[order], grade[order], r_key[order]
 
-    # ranks, first relevant ranks, repeated docids among what metrics read
-    n_queries = len(r_heads)
+
+def _ranks(
+    r_code: np.ndarray, grade: np.ndarray, n_queries: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Of ordered run lines: each line's rank (from 0), each query's number of results, and
+    the rank (from 1) of each query's first relevant result (0: none)."""
     start = np.searchsorted(r_code, np.arange(n_queries))
     rank = np.arange(len(r_code)) - start[r_code]
     lengths = np.diff(np.append(start, len(r_code)))
@@ -216,36 +300,52 @@ def score_arrays(
     first_line = relevant[np.flatnonzero(np.diff(r_code[relevant], prepend=-1))]
     first_rank = np.zeros(n_queries, dtype=np.int64)
     first_rank[r_code[first_line]] = rank[first_line] + 1
-    judged = np.bincount(q_code[keep], minlength=len(q_heads))
-    evaluated = np.arange(len(q_heads)) if complete else np.flatnonzero(same)
-    depth = max(1, min(max(ks), max(int(lengths.max()), int(judged[evaluated].max()))))
-    read = np.sort(r_key[(rank < depth) | (rank < first_rank[r_code])])
-    if bool((read[1:] == read[:-1]).any()):
-        return None  # a repeated docid (or a hash collision): the object path warns
+    return rank, lengths, first_rank
 
-    # the grade matrix of the evaluated queries with a relevant result in their top `depth`
-    eval_run = run_query[evaluated]
+
+def _top_grades(
+    eval_run: np.ndarray,
+    first_rank: np.ndarray,
+    rank: np.ndarray,
+    r_code: np.ndarray,
+    grade: np.ndarray,
+    depth: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For the evaluated queries (their run query in ``eval_run``, -1: none): their first
+    relevant ranks, which of them (rows) have one within ``depth``, and those rows' grades at
+    ranks 1 to ``depth``."""
     firsts = np.where(eval_run >= 0, first_rank[np.maximum(eval_run, 0)], 0)
     rows = np.flatnonzero((firsts >= 1) & (firsts <= depth))
-    row_of = np.full(n_queries, -1, dtype=np.int64)
+    row_of = np.full(len(first_rank), -1, dtype=np.int64)
     row_of[eval_run[rows]] = np.arange(len(rows))
     top = np.flatnonzero((rank < depth) & (row_of[r_code] >= 0))
     matrix = np.zeros((len(rows), depth))
     matrix[row_of[r_code[top]], rank[top]] = grade[top]
+    return firsts, rows, matrix
+
+
+def _judged_grades(
+    grades: np.ndarray,
+    q_code: np.ndarray,
+    keep: np.ndarray,
+    judged: np.ndarray,
+    queries: np.ndarray,
+) -> np.ndarray:
+    """The grades of the judgements that count of the qrels queries ``queries``, query after
+    query (``judged``: each query's number of them)."""
     kept = np.flatnonzero(keep)
     by_query = kept[np.argsort(q_code[kept], kind="stable")]
     q_start = np.cumsum(judged) - judged
-    pool = grades[by_query[_ranges(q_start[evaluated[rows]], judged[evaluated[rows]])]]
-    ideal, n_relevant = ideal_grades(pool.astype(np.float64), judged[evaluated[rows]], depth)
-    m = GradeMatrix(matrix, ideal, n_relevant, firsts[rows])
+    return grades[by_query[_ranges(q_start[queries], judged[queries])]]
+
+
+def _metric_values(
+    m: GradeMatrix, ks: tuple[int, ...], rows: np.ndarray, n_evaluated: int
+) -> dict[str, np.ndarray]:
+    """Every metric at every cutoff for each evaluated query: the kernels' values on ``rows``,
+    0 for the queries without a relevant result within the depth."""
     values = {}
     for spec in (MetricSpec(name, k) for name in METRICS for k in ks):
-        values[str(spec)] = np.zeros(len(evaluated))
+        values[str(spec)] = np.zeros(n_evaluated)
         values[str(spec)][rows] = KERNELS[spec.name](m, spec.k)
-    return FileScores(
-        tuple(_decode(q_ids[q_heads[evaluated]])),
-        values,
-        firsts,
-        missing=len(q_heads) - shared,
-        run_only=n_queries - shared,
-    )
+    return values

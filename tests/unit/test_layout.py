@@ -1,7 +1,7 @@
 """The package's layout rules, read from the source with ast: no import circles (module level or
 inside functions), the edge (app, cli, tracking, gate) depends on the core and never the reverse,
 the pipeline imports no edge module, the root holds no command handler, cli/ only parses and
-calls."""
+calls, no function is longer than 80 lines."""
 
 from __future__ import annotations
 
@@ -23,6 +23,18 @@ EDGE_LIBRARIES = ("hydra", "omegaconf", "mlflow", "argparse")
 CLI_LIBRARIES: tuple[str, ...] = ()
 # cli modules that still do work instead of parsing and calling (none left)
 CLI_PENDING: set[str] = set()
+# The longest a function or method may be, from its `def` line to its last line (docstring
+# included; a nested function counts in its own length and in the enclosing one's).
+MAX_FUNCTION_LINES = 80
+# Functions still longer, being split elsewhere right now (issue #34, each in its own branch):
+# remove an entry when its split lands.
+LONG_FUNCTIONS_PENDING = {
+    "rageval.app.sweep:finish_sweep",
+    "rageval.app.study:_run_study",
+    "rageval.app.main:run_job",
+    "rageval.app.promote:promote",
+    "rageval.cli.judge:judge_with_llm",
+}
 
 
 def module_name(path: Path) -> str:
@@ -359,3 +371,60 @@ def test_every_third_party_import_is_a_declared_dependency():
             where = next(m for m, top in places if top)
             problems.append(f"{module} ({where}): imported at module level, only in an extra")
     assert problems == []
+
+
+def function_lengths(tree: ast.AST, module: str) -> dict[str, tuple[int, int]]:
+    """``module:Class.method`` (nested names joined by dots) -> (line of its ``def``, lines from
+    the ``def`` to its last line) for every function and method in ``tree``."""
+    out: dict[str, tuple[int, int]] = {}
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                name = f"{prefix}.{child.name}" if prefix else child.name
+                if not isinstance(child, ast.ClassDef):
+                    out[f"{module}:{name}"] = (child.lineno, child.end_lineno - child.lineno + 1)
+                visit(child, name)
+            else:
+                visit(child, prefix)
+
+    visit(tree, "")
+    return out
+
+
+def test_function_lengths_count_from_def_to_the_last_line():
+    source = (
+        "import functools\n"
+        "@functools.cache\n"
+        "def f(x):\n"
+        '    """Doc."""\n'
+        "    def g():\n"
+        "        return x\n"
+        "    return g\n"
+        "class C:\n"
+        "    async def m(self):\n"
+        "        if True:\n"
+        "            pass\n"
+    )
+    assert function_lengths(ast.parse(source), "m") == {
+        "m:f": (3, 5),
+        "m:f.g": (5, 2),
+        "m:C.m": (9, 3),
+    }
+
+
+def test_no_function_is_longer_than_80_lines():
+    lengths = {
+        name: where
+        for module, path in MODULES.items()
+        for name, where in function_lengths(
+            ast.parse(path.read_text(encoding="utf-8")), module
+        ).items()
+    }
+    assert len(lengths) > 500 and "rageval.pipeline:evaluate" in lengths
+    long = [
+        f"{name} (line {line}): {n} lines"
+        for name, (line, n) in sorted(lengths.items())
+        if n > MAX_FUNCTION_LINES and name not in LONG_FUNCTIONS_PENDING
+    ]
+    assert long == []

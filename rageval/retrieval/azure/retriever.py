@@ -44,6 +44,79 @@ _DOC_KEY = re.compile(r"^[A-Za-z0-9_\-=]{1,1024}$")
 _RETRYABLE_ITEM = {409, 422, 429, 503}  # per-document statuses in a 207 answer worth retrying
 
 
+def _service_problems(
+    endpoint: str,
+    mode: str,
+    existing: bool,
+    index_name: str | None,
+    retry_backoff: float,
+    timeout: float,
+) -> list[tuple[bool, str]]:
+    """(failed, message) of the settings of the service and its calls: the endpoint a URL, a
+    known mode, an existing index named (legally), a backoff >= 0 and a timeout > 0."""
+    return [
+        (
+            not re.match(r"^https?://[^/\s]+", endpoint or ""),
+            f"endpoint {endpoint!r} is not a URL like https://<service>.search.windows.net",
+        ),
+        (mode not in MODES, f"mode must be one of {', '.join(MODES)}, got {mode!r}"),
+        (existing and not index_name, "existing=true needs index_name: the index to query"),
+        (
+            bool(index_name) and not _INDEX_NAME.match(index_name or ""),
+            f"index_name {index_name!r} is not legal: use a-z, 0-9 and single dashes",
+        ),
+        (
+            not isinstance(retry_backoff, int | float) or retry_backoff < 0,
+            f"retry_backoff must be >= 0, got {retry_backoff!r}",
+        ),
+        (
+            isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0,
+            f"timeout must be a number of seconds > 0, got {timeout!r}",
+        ),
+    ]
+
+
+def _field_problems(
+    existing: bool,
+    id_field: str,
+    text_field: str,
+    vector_field: str,
+    doc_id_field: str | None,
+) -> list[tuple[bool, str]]:
+    """(failed, message) of the index's field names: legal names, and a document id field
+    only for an existing index."""
+    problems = []
+    names = {"id_field": id_field, "text_field": text_field, "vector_field": vector_field}
+    if doc_id_field is not None:
+        names["doc_id_field"] = doc_id_field
+        problems.append(
+            (
+                not existing,
+                "doc_id_field is for an existing index (existing=true): a throwaway index "
+                "holds rageval's own chunks",
+            )
+        )
+    for name, value in names.items():
+        problems.append((not _FIELD_NAME.match(value or ""), f"{name} {value!r} is not legal"))
+    return problems
+
+
+def _count_problems(
+    upload_batch_size: int, parallelism: int, max_retries: int
+) -> list[tuple[bool, str]]:
+    """(failed, message) of the whole-number settings, each within its range."""
+    counts = {
+        "upload_batch_size": (upload_batch_size, 1, 1000),
+        "parallelism": (parallelism, 1, 64),
+        "max_retries": (max_retries, 0, 50),
+    }
+    problems = []
+    for name, (value, low, high) in counts.items():
+        bad = not isinstance(value, int) or not low <= value <= high
+        problems.append((bad, f"{name} must be an integer from {low} to {high}, got {value!r}"))
+    return problems
+
+
 class AzureSearchRetriever:
     """Retriever backed by an Azure AI Search index (see docs/backends-azure.md)."""
 
@@ -68,45 +141,10 @@ class AzureSearchRetriever:
         doc_id_field: str | None = None,
     ) -> None:
         problems = [
-            (
-                not re.match(r"^https?://[^/\s]+", endpoint or ""),
-                f"endpoint {endpoint!r} is not a URL like https://<service>.search.windows.net",
-            ),
-            (mode not in MODES, f"mode must be one of {', '.join(MODES)}, got {mode!r}"),
-            (existing and not index_name, "existing=true needs index_name: the index to query"),
-            (
-                bool(index_name) and not _INDEX_NAME.match(index_name or ""),
-                f"index_name {index_name!r} is not legal: use a-z, 0-9 and single dashes",
-            ),
-            (
-                not isinstance(retry_backoff, int | float) or retry_backoff < 0,
-                f"retry_backoff must be >= 0, got {retry_backoff!r}",
-            ),
-            (
-                isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0,
-                f"timeout must be a number of seconds > 0, got {timeout!r}",
-            ),
+            *_service_problems(endpoint, mode, existing, index_name, retry_backoff, timeout),
+            *_field_problems(existing, id_field, text_field, vector_field, doc_id_field),
+            *_count_problems(upload_batch_size, parallelism, max_retries),
         ]
-        names = {"id_field": id_field, "text_field": text_field, "vector_field": vector_field}
-        if doc_id_field is not None:
-            names["doc_id_field"] = doc_id_field
-            problems.append(
-                (
-                    not existing,
-                    "doc_id_field is for an existing index (existing=true): a throwaway index "
-                    "holds rageval's own chunks",
-                )
-            )
-        for name, value in names.items():
-            problems.append((not _FIELD_NAME.match(value or ""), f"{name} {value!r} is not legal"))
-        counts = {
-            "upload_batch_size": (upload_batch_size, 1, 1000),
-            "parallelism": (parallelism, 1, 64),
-        }
-        counts["max_retries"] = (max_retries, 0, 50)
-        for name, (value, low, high) in counts.items():
-            bad = not isinstance(value, int) or not low <= value <= high
-            problems.append((bad, f"{name} must be an integer from {low} to {high}, got {value!r}"))
         for failed, message in problems:
             if failed:
                 raise ConfigError(message, path="backend (azure)")

@@ -53,6 +53,59 @@ def _mask(text: str) -> str:
     return re.sub(r"(password\s*=\s*)('[^']*'|\S+)", r"\1***", text, flags=re.IGNORECASE)
 
 
+def _choice_checks(
+    mode: str,
+    index_type: str,
+    storage: str,
+    existing: bool,
+    table: str | None,
+    doc_id_column: str | None,
+) -> list[tuple[bool, str]]:
+    """(ok, message) of the settings chosen from a list, and of an existing table's: named,
+    and the only kind with a document id column."""
+    return [
+        (mode in MODES, f"mode must be one of {', '.join(MODES)}, got {mode!r}"),
+        (
+            index_type in INDEX_TYPES,
+            f"backend.pgvector.index_type must be one of {', '.join(INDEX_TYPES)}, "
+            f"got {index_type!r}",
+        ),
+        (
+            storage in STORAGE,
+            f"backend.pgvector.storage must be vector or halfvec, got {storage!r}",
+        ),
+        (not existing or bool(table), "existing=true needs table: the table to query"),
+        (
+            doc_id_column is None or existing,
+            "doc_id_column is for an existing table (existing=true)",
+        ),
+    ]
+
+
+def _number_checks(
+    m: int, ef_construction: int, ef_search: int, probes: int, rrf_k: int, lists: int | None
+) -> list[tuple[bool, str]]:
+    """(ok, message) of the index's and the search's whole-number settings."""
+    checks = []
+    for name, value in (("m", m), ("ef_construction", ef_construction)):
+        checks.append((_whole(value, 2), f"backend.pgvector.{name} must be a whole number >= 2"))
+    for name, value in (("ef_search", ef_search), ("probes", probes), ("rrf_k", rrf_k)):
+        checks.append((_whole(value, 1), f"backend.pgvector.{name} must be a whole number >= 1"))
+    checks.append(
+        (lists is None or _whole(lists, 1), "backend.pgvector.lists must be >= 1 or null")
+    )
+    return checks
+
+
+def _name_checks(**names: str | None) -> list[tuple[bool, str]]:
+    """(ok, message) of the SQL names given (None: not given), in the order given."""
+    return [
+        (bool(_NAME.match(value)), f"{name} {value!r} is not a legal name")
+        for name, value in names.items()
+        if value is not None
+    ]
+
+
 class PgVectorRetriever:
     """pgvector retrieval (see the module docstring)."""
 
@@ -81,43 +134,17 @@ class PgVectorRetriever:
         run_key: str = "",
     ):
         checks = [
-            (mode in MODES, f"mode must be one of {', '.join(MODES)}, got {mode!r}"),
-            (
-                index_type in INDEX_TYPES,
-                f"backend.pgvector.index_type must be one of {', '.join(INDEX_TYPES)}, "
-                f"got {index_type!r}",
-            ),
-            (
-                storage in STORAGE,
-                f"backend.pgvector.storage must be vector or halfvec, got {storage!r}",
-            ),
-            (not existing or bool(table), "existing=true needs table: the table to query"),
-            (
-                doc_id_column is None or existing,
-                "doc_id_column is for an existing table (existing=true)",
+            *_choice_checks(mode, index_type, storage, existing, table, doc_id_column),
+            *_number_checks(m, ef_construction, ef_search, probes, rrf_k, lists),
+            *_name_checks(
+                table=table,
+                id_column=id_column,
+                text_column=text_column,
+                vector_column=vector_column,
+                doc_id_column=doc_id_column,
+                text_config=text_config,
             ),
         ]
-        for name, value in (("m", m), ("ef_construction", ef_construction)):
-            checks.append(
-                (_whole(value, 2), f"backend.pgvector.{name} must be a whole number >= 2")
-            )
-        for name, value in (("ef_search", ef_search), ("probes", probes), ("rrf_k", rrf_k)):
-            checks.append(
-                (_whole(value, 1), f"backend.pgvector.{name} must be a whole number >= 1")
-            )
-        checks.append(
-            (lists is None or _whole(lists, 1), "backend.pgvector.lists must be >= 1 or null")
-        )
-        for name, value in (
-            ("table", table),
-            ("id_column", id_column),
-            ("text_column", text_column),
-            ("vector_column", vector_column),
-            ("doc_id_column", doc_id_column),
-            ("text_config", text_config),
-        ):
-            if value is not None:
-                checks.append((bool(_NAME.match(value)), f"{name} {value!r} is not a legal name"))
         for ok, message in checks:
             if not ok:
                 raise ConfigError(message, path="backend (pgvector)")
