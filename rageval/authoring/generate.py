@@ -320,8 +320,8 @@ def generate_file(
     ``out``; refuses an ``out`` holding entries that are not synthetic (a golden set).
     ``make_encoder`` builds the encoder for near-duplicates once the inputs are read."""
     from rageval.authoring.edit import read_golden
-    from rageval.inputs.chunking import ChunkingSpec, chunk_documents, load_tokenizer
     from rageval.embedding import resolve_model_path
+    from rageval.inputs.chunking import ChunkingSpec, chunk_documents, load_tokenizer
     from rageval.inputs.corpus import load_corpus
 
     _, golden = read_golden(golden_path)
