@@ -66,10 +66,13 @@ class Table:
     caption: str = ""
 
     def add_row(self, *cells: Any) -> None:
-        """One row, a cell per column (a non-string cell is written with ``str``)."""
+        """One row, a cell per column (a non-string cell is written with ``str``, None as an
+        empty cell, as the csv module writes it)."""
         if len(cells) != len(self.columns):
             raise ValueError(f"a row of {len(cells)} cells in a table of {len(self.columns)}")
-        self.rows.append([c if isinstance(c, Strong) else str(c) for c in cells])
+        self.rows.append(
+            [c if isinstance(c, Strong) else "" if c is None else str(c) for c in cells]
+        )
 
     @property
     def headers(self) -> list[str]:
