@@ -14,8 +14,6 @@ against ``sweep.pareto_cost`` are marked ``front`` (rageval.report.pareto). A se
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
 import textwrap
@@ -254,9 +252,7 @@ class Leaderboard:
             head += [col, f"{col}_low", f"{col}_high", f"n [{name}]"]
         head += list(self.cost_columns)
         head += ["pareto_front", "p_value", "verdict", "status", "mlflow_run_id", "error"]
-        out = io.StringIO()
-        w = csv.writer(out, lineterminator="\n")
-        w.writerow(head)
+        table = Table([Column(h) for h in head])
         for j in self.jobs:
             row: list[Any] = [j.job, *[j.values.get(k, "") for k in self.keys]]
             for m in self.columns:
@@ -271,8 +267,8 @@ class Leaderboard:
             p = self.pvalues.get(j.job)
             row += [_num(p), self.verdict.get(j.job, ""), j.status]
             row += [j.report.get("mlflow_run_id") or "", j.error]
-            w.writerow(row)
-        return out.getvalue()
+            table.add_row(*row)
+        return table.csv()
 
     def console(self, width: int = CONSOLE_WIDTH) -> str:
         """Aligned tables that fit ``width`` columns, one line per job: the deciding metric (with
