@@ -90,11 +90,6 @@ class Table:
         return console(self, width, look=look, rule=rule, indent=indent)
 
 
-def columns(headers: Sequence[str], align: Align = "left") -> list[Column]:
-    """A column per header, all aligned alike."""
-    return [Column(h, align) for h in headers]
-
-
 def md_cell(text: object, *, escape_lt: bool = True) -> str:
     """``text`` safe in a markdown table cell: pipes escaped, line breaks folded into spaces and,
     unless ``escape_lt`` is false, every ``<`` written ``&lt;`` (no tag, comment or image reaches
