@@ -31,6 +31,7 @@ from rageval.authoring.judge_llm import Grade, Item
 from rageval.authoring.pool import select_ids
 from rageval.errors import ConfigError
 from rageval.inputs.judgements import Judgement
+from rageval.report.table import Column, Table
 from rageval.scoring.relevance import pick_occurrence, quote_occurrences
 from rageval.types import Document, GoldenQuery
 
@@ -275,6 +276,11 @@ def markdown(r: Mapping[str, Any]) -> str:
         return "n/a" if x is None else f"{x:.3f}"
 
     c = r["confusion"]
+    confusion = Table([Column(""), Column("judged relevant"), Column("judged not relevant")])
+    for known in ("known_relevant", "known_not_relevant"):
+        confusion.add_row(
+            known.replace("_", " "), c[known]["judged_relevant"], c[known]["judged_not_relevant"]
+        )
     lines = [
         f"# LLM judge calibration: {r.get('judge', '')}",
         "",
@@ -288,12 +294,7 @@ def markdown(r: Mapping[str, Any]) -> str:
         "",
         "Agreement on relevant (grade >= 1) vs not relevant:",
         "",
-        "| | judged relevant | judged not relevant |",
-        "|---|---|---|",
-        f"| known relevant | {c['known_relevant']['judged_relevant']} "
-        f"| {c['known_relevant']['judged_not_relevant']} |",
-        f"| known not relevant | {c['known_not_relevant']['judged_relevant']} "
-        f"| {c['known_not_relevant']['judged_not_relevant']} |",
+        confusion.markdown().rstrip("\n"),
         "",
         f"- Cohen's kappa (binary): {f(r['kappa'])} (accepted from {r['min_kappa']:g})",
         f"- precision of the judge's 'relevant': {f(r['precision'])}",

@@ -101,12 +101,14 @@ def handle(args: argparse.Namespace) -> int:
 
 def format_table(means: dict[str, float], ks: tuple[int, ...], n_queries: int) -> str:
     """A small aligned table: one row per metric, one column per k, then the query count."""
+    from rageval.report.table import Column, Table
+
     metrics = list(dict.fromkeys(key.rpartition("@")[0] for key in means))
-    width = max(len(m) for m in metrics)
-    header = "metric".ljust(width) + "".join(f"{'@' + str(k):>9}" for k in ks)
-    lines = [header]
+    # a k column: two spaces and at least 7 characters, so 0.1234 right-aligned in 9
+    table = Table(
+        [Column("metric"), *[Column(f"@{k}", "right", min_width=7) for k in ks]],
+        caption=f"queries: {n_queries}",
+    )
     for metric in metrics:
-        cells = "".join(f"{means[f'{metric}@{k}']:>9.4f}" for k in ks)
-        lines.append(metric.ljust(width) + cells)
-    lines.append(f"queries: {n_queries}")
-    return "\n".join(lines)
+        table.add_row(metric, *[f"{means[f'{metric}@{k}']:.4f}" for k in ks])
+    return table.console()

@@ -28,6 +28,7 @@ from typing import Any
 
 from rageval.errors import InputError
 from rageval.formats.atomic import atomic_write_text
+from rageval.report.table import Column, Table
 
 SCHEMA = 2
 # summary keys copied from the report
@@ -163,17 +164,15 @@ def per_query_csv(report: Mapping[str, Any]) -> str:
     ranked = [c for c in RANKING_COLUMNS if any(c in r for r in rows)]
     k = int(report.get("k") or 0) or None
     columns = [*ID_COLUMNS, *slices, *ranked, *_metric_columns(report)]
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(columns)
+    table = Table([Column(c) for c in columns])
     for row in report["per_query"]:
-        writer.writerow(
-            [
+        table.add_row(
+            *[
                 _compact(row.get(c), k) if c in RANKING_COLUMNS else _text(row.get(c))
                 for c in columns
             ]
         )
-    return out.getvalue()
+    return table.csv()
 
 
 def _compact(values: Any, k: int | None) -> str:

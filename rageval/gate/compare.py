@@ -35,6 +35,7 @@ from rageval.errors import ConfigError, InputError
 from rageval.gate import slices as slice_gate
 from rageval.gate.baseline import config_summary
 from rageval.gate.paired import INCONCLUSIVE, Change, finish, measure, verdict
+from rageval.report.table import Column, Table
 from rageval.scoring.spec import MetricSpec
 from rageval.scoring.stats import holm
 
@@ -122,6 +123,35 @@ class Comparison:
             lines.append("Labels: " + labels_text(self.labels))
         return lines
 
+    def table(self) -> Table:
+        """The metric table of gate.md and the console: a row per gated metric."""
+        table = Table(
+            [
+                Column("metric"),
+                Column("baseline", "right", min_width=8),
+                Column("current", "right", min_width=8),
+                Column("delta", "right", min_width=8),
+                Column("tolerance", "right"),
+                Column("detects", "right"),
+                Column("p (Holm)", "right"),
+                Column("win/tie/loss", "right", min_width=12),
+                Column("verdict"),
+            ]
+        )
+        for r in self.rows:
+            table.add_row(
+                r.metric,
+                f"{r.baseline:.4f}",
+                f"{r.current:.4f}",
+                f"{r.delta:+.4f}",
+                f"{r.tolerance:.4f}",
+                f"{r.detects:.4f}",
+                f"{r.p_value:.3g}",
+                f"{r.wins}/{r.ties}/{r.losses}",
+                r.verdict,
+            )
+        return table
+
     def markdown(self) -> str:
         """The verdict as Markdown (gate.md): header, metric table, then the queries that moved."""
         head = {
@@ -138,18 +168,7 @@ class Comparison:
         if self.status == INCONCLUSIVE:
             lines += [f"**Inconclusive:** {r.line()}" for r in self.inconclusive()] + [""]
         lines += [f"- {_user(line, md=True)}" for line in self.header_lines()]
-        lines += [
-            "",
-            "| metric | baseline | current | delta | tolerance | detects | p (Holm) "
-            "| win/tie/loss | verdict |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---|",
-        ]
-        for r in self.rows:
-            lines.append(
-                f"| {r.metric} | {r.baseline:.4f} | {r.current:.4f} | {r.delta:+.4f} | "
-                f"{r.tolerance:.4f} | {r.detects:.4f} | {r.p_value:.3g} | "
-                f"{r.wins}/{r.ties}/{r.losses} | {r.verdict} |"
-            )
+        lines += ["", self.table().markdown().rstrip("\n")]
         lines += ["", *[f"_{n}_" for n in detection_notes(self.rows, self.n_queries)]]
         lines += slice_gate.markdown(self.slices)
         sections = [
@@ -172,17 +191,7 @@ class Comparison:
     def console(self) -> str:
         """The verdict as terminal text, ending in a PASS / FAIL / GOLDEN SET CHANGED line."""
         out = list(self.header_lines())
-        w = max([len(r.metric) for r in self.rows] + [6])
-        out.append(
-            f"{'metric':<{w}}  baseline   current     delta  tolerance  detects  p (Holm)  "
-            "win/tie/loss  verdict"
-        )
-        for r in self.rows:
-            wtl = f"{r.wins}/{r.ties}/{r.losses}"
-            out.append(
-                f"{r.metric:<{w}}  {r.baseline:8.4f}  {r.current:8.4f}  {r.delta:+8.4f}  "
-                f"{r.tolerance:9.4f}  {r.detects:7.4f}  {r.p_value:8.3g}  {wtl:>12}  {r.verdict}"
-            )
+        out.append(self.table().console())
         out += detection_notes(self.rows, self.n_queries)
         out += slice_gate.console(self.slices)
         for items, line in (

@@ -15,6 +15,7 @@ import numpy as np
 
 from rageval.errors import InputError
 from rageval.gate.score_files import Scores, read_scores
+from rageval.report.table import Column, Table
 from rageval.scoring.power import FAIL, METHOD, Paired, mde, one_run_sd, paired, queries_needed
 
 GATE_FAMILIES = ("precision", "recall", "hit_rate", "mrr", "ndcg", "map")
@@ -151,17 +152,19 @@ class Plan:
             f"Golden-set size for a drop of {self.drop:g} at {self.power:.0%} power, alpha "
             f"{self.alpha:g} ({METHOD}); sd: of the per-query differences, {self.basis}",
         ]
-        w = max([len(r.metric) for r in self.rows] + [6])
-        pw = max([len(r.pair) for r in self.rows] + [4])
-        lines.append(
-            f"{'metric':<{w}}  {'pair':<{pw}}  {'n':>5}  {'sd':>6}  {'detects (n)':>11}  "
-            f"{'queries for ' + format(self.drop, 'g'):>16}"
+        table = Table(
+            [
+                Column("metric"),
+                Column("pair"),
+                Column("n", "right", min_width=5),
+                Column("sd", "right", min_width=6),
+                Column("detects (n)", "right"),
+                Column("queries for " + format(self.drop, "g"), "right", min_width=16),
+            ]
         )
         for r in self.rows:
-            lines.append(
-                f"{r.metric:<{w}}  {r.pair:<{pw}}  {r.n:>5}  {r.sd:6.3f}  {r.mde:11.3f}  "
-                f"{r.needed:>16,}"
-            )
+            table.add_row(r.metric, r.pair, r.n, f"{r.sd:.3f}", f"{r.mde:.3f}", f"{r.needed:,}")
+        lines.append(table.console())
         by_metric: dict[str, list[PlanRow]] = {}
         for r in self.rows:
             by_metric.setdefault(r.metric, []).append(r)

@@ -31,6 +31,7 @@ import numpy as np
 
 from rageval.errors import ConfigError, InputError
 from rageval.gate.paired import Change, finish, measure, verdict
+from rageval.report.table import Column, Table
 from rageval.scoring.slices import (
     DEFAULT_MIN_SIZE,
     SliceGroup,
@@ -278,50 +279,64 @@ def _interval(r: SliceRow) -> str:
     return f"[{r.low:+.3f}, {r.high:+.3f}]" if math.isfinite(r.low) else "n/a"
 
 
+def _table(rows: Sequence[SliceRow], *, md: bool) -> Table:
+    """The slice rows: gate.md's names the values an ``other`` slice pooled and has the
+    win/tie/loss column; the console's is narrower."""
+    from rageval.formats.textio import printable
+
+    table = Table(
+        [
+            Column("slice"),
+            Column("n", "right", min_width=5),
+            Column("metric", min_width=6),
+            Column("baseline", "right", min_width=8),
+            Column("current", "right", min_width=8),
+            Column("delta", "right", min_width=8),
+            Column("interval", min_width=18),
+            Column("tolerance", "right"),
+            Column("detects", "right"),
+            Column("p (Holm)", "right"),
+            *([Column("win/tie/loss", "right")] if md else []),
+            Column("verdict"),
+        ]
+    )
+    for r in rows:
+        pooled = f" ({', '.join(r.pooled)})" if md and r.pooled else ""
+        table.add_row(
+            printable(r.slice + pooled),
+            r.n,
+            r.metric,
+            f"{r.baseline:.4f}",
+            f"{r.current:.4f}",
+            f"{r.delta:+.4f}",
+            _interval(r),
+            f"{r.tolerance:.4f}",
+            f"{r.detects:.4f}",
+            f"{r.p_value:.3g}",
+            *([f"{r.wins}/{r.ties}/{r.losses}"] if md else []),
+            r.verdict,
+        )
+    return table
+
+
 def markdown(rows: Sequence[SliceRow]) -> list[str]:
     """gate.md's slice section (empty without gated slices)."""
     if not rows:
         return []
-    from rageval.formats.textio import printable
-    from rageval.report.markdown import cell
-
-    lines = [
+    return [
         "",
         f"**Slices** (tolerance: absolute drop of the slice's mean; interval: 95% paired t; "
         f"p: paired randomization test, Holm-adjusted over the {len(rows)} slice tests)",
         "",
-        "| slice | n | metric | baseline | current | delta | interval | tolerance | detects "
-        "| p (Holm) | win/tie/loss | verdict |",
-        "|---|---:|---|---:|---:|---:|---|---:|---:|---:|---:|---|",
+        *_table(rows, md=True).markdown().rstrip("\n").split("\n"),
     ]
-    for r in rows:
-        name = cell(printable(r.slice + (f" ({', '.join(r.pooled)})" if r.pooled else "")))
-        lines.append(
-            f"| {name} | {r.n} | {r.metric} | {r.baseline:.4f} | "
-            f"{r.current:.4f} | {r.delta:+.4f} | {_interval(r)} | {r.tolerance:.4f} | "
-            f"{r.detects:.4f} | {r.p_value:.3g} | {r.wins}/{r.ties}/{r.losses} | {r.verdict} |"
-        )
-    return lines
 
 
 def console(rows: Sequence[SliceRow]) -> list[str]:
     """The slice rows as aligned terminal lines (none without gated slices)."""
     if not rows:
         return []
-    from rageval.formats.textio import printable
-
-    names = [printable(r.slice) for r in rows]
-    w = max([len(n) for n in names] + [5])
-    mw = max([len(r.metric) for r in rows] + [6])
-    out = [
+    return [
         f"Slices (p Holm-adjusted over the {len(rows)} slice tests):",
-        f"{'slice':<{w}}  {'n':>5}  {'metric':<{mw}}  baseline   current     delta  "
-        f"{'interval':<18}  tolerance  detects  p (Holm)  verdict",
+        *_table(rows, md=False).console().split("\n"),
     ]
-    for name, r in zip(names, rows, strict=True):
-        out.append(
-            f"{name:<{w}}  {r.n:>5}  {r.metric:<{mw}}  {r.baseline:8.4f}  {r.current:8.4f}  "
-            f"{r.delta:+8.4f}  {_interval(r):<18}  {r.tolerance:9.4f}  {r.detects:7.4f}  "
-            f"{r.p_value:8.3g}  {r.verdict}"
-        )
-    return out

@@ -5,8 +5,6 @@ forms."""
 from __future__ import annotations
 
 import copy
-import csv
-import io
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -17,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from rageval.formats.atomic import atomic_write_text
+from rageval.report.table import Column, Table
 from rageval.scoring.slices import (
     DEFAULT_FIELDS,
     DEFAULT_MIN_SIZE,
@@ -116,7 +115,7 @@ class EvalReport:
         """A console table of the summary metrics with 95% CIs, the condensed-list value beside
         each headline metric, then the label set and any warnings."""
         condensed = dict(zip(HEADLINE, CONDENSED, strict=True))
-        rows = [("metric", "mean", "95% CI", "condensed")]
+        rows = []
         for name in self.summary_names():
             lo, hi = self.ci.get(name, [float("nan")] * 2)
             fmt = ".1f" if name.startswith("tokens@") else ".4f"
@@ -130,12 +129,13 @@ class EvalReport:
                     "" if _unmeasured(cond) else f"{cond:.4f}",
                 )
             )
-        if not any(r[3] for r in rows[1:]):
-            rows = [r[:3] for r in rows]
-        w = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-        lines = ["  ".join(c.ljust(w[i]) for i, c in enumerate(r)).rstrip() for r in rows]
-        lines.insert(1, "  ".join("-" * x for x in w))
-        lines.append(self.labels_line())
+        head = ["metric", "mean", "95% CI", "condensed"]
+        if not any(r[3] for r in rows):
+            head, rows = head[:3], [r[:3] for r in rows]
+        table = Table([Column(h) for h in head])
+        for r in rows:
+            table.add_row(*r)
+        lines = [table.console(rule=True), self.labels_line()]
         lines += [f"warning: {w}" for w in self.warnings]
         return "\n".join(lines)
 
@@ -144,14 +144,14 @@ class EvalReport:
         any warnings (for a pull-request comment or a notebook)."""
         from rageval.report.markdown import cell
 
-        lines = ["| metric | mean | 95% CI |", "|---|---:|---|"]
+        table = Table([Column("metric"), Column("mean", "right"), Column("95% CI")])
         for name in self.summary_names():
             lo, hi = self.ci.get(name, [float("nan")] * 2)
             fmt = ".1f" if name.startswith("tokens@") else ".4f"
             value = self.metrics[name]
             ci = "" if _unmeasured(value) else f"[{lo:{fmt}}, {hi:{fmt}}]"
-            lines.append(f"| {cell(name)} | {_shown(value, fmt)} | {ci} |")
-        lines += ["", cell(self.labels_line())]
+            table.add_row(name, _shown(value, fmt), ci)
+        lines = [table.markdown().rstrip("\n"), "", cell(self.labels_line())]
         lines += [f"- warning: {cell(w)}" for w in self.warnings]
         return "\n".join(lines) + "\n"
 
@@ -348,21 +348,23 @@ def slice_console(report: EvalReport, width: int = SLICE_WIDTH) -> str:
     name_w = min(max(len(printable(r["slice"])) for r in rows), 32)
     while shown and name_w + 7 + 22 * len(shown) > width:
         shown.pop()
-    head = ["slice".ljust(name_w), f"{'n':>5}", *[m.rjust(20) for m in shown]]
-    lines = [
-        f"Slices by {', '.join(block.get('fields', []))} (95% bootstrap CIs; slices under "
+    table = Table(
+        [
+            Column("slice", min_width=name_w),
+            Column("n", "right", min_width=5),
+            *[Column(m, "right", min_width=20) for m in shown],
+        ],
+        title=f"Slices by {', '.join(block.get('fields', []))} (95% bootstrap CIs; slices under "
         f"{block.get('min_slice_size')} queries pooled into <field>=other)",
-        "  ".join(head),
-        "  ".join("-" * len(h) for h in head),
-    ]
+    )
     for r in rows:
         label = printable(r["slice"])
-        name = label if len(label) <= name_w else label[: name_w - 1] + "…"
-        cells = [name.ljust(name_w), f"{r['n']:>5}"]
+        cells = [label if len(label) <= name_w else label[: name_w - 1] + "…", str(r["n"])]
         for m in shown:
             mean, (lo, hi) = r["metrics"].get(m, math.nan), r["ci"].get(m, [math.nan] * 2)
-            cells.append(f"{mean:.3f} [{lo:.2f}, {hi:.2f}]".rjust(20))
-        lines.append("  ".join(cells).rstrip())
+            cells.append(f"{mean:.3f} [{lo:.2f}, {hi:.2f}]")
+        table.add_row(*cells)
+    lines = [table.console(rule=True)]
     for r in rows:
         if r.get("pooled"):
             text = printable(f"{r['slice']} pools {len(r['pooled'])}: {', '.join(r['pooled'])}")
@@ -377,17 +379,15 @@ def slice_csv(block: Mapping[str, Any]) -> str:
     head = ["slice", "field", "value", "n", "mlflow_prefix"]
     for m in metrics:
         head += [m, f"{m}_low", f"{m}_high"]
-    out = io.StringIO()
-    w = csv.writer(out, lineterminator="\n")
-    w.writerow([*head, "pooled"])
+    table = Table([Column(h) for h in [*head, "pooled"]])
     for r in block.get("rows") or []:
         prefix = f"{KEY_PREFIX}/{key_part(r['field'])}.{key_part(r['value'])}"
         row: list[Any] = [r["slice"], r["field"], r["value"], r["n"], prefix]
         for m in metrics:
             lo, hi = r["ci"].get(m, [math.nan] * 2)
             row += [_cell(r["metrics"].get(m)), _cell(lo), _cell(hi)]
-        w.writerow([*row, " ".join(r.get("pooled") or [])])
-    return out.getvalue()
+        table.add_row(*row, " ".join(r.get("pooled") or []))
+    return table.csv()
 
 
 def _cell(x: Any) -> str:

@@ -8,20 +8,9 @@ console output (leaderboard.md, .csv) keep every column.
 
 from __future__ import annotations
 
-import io
 from collections.abc import Callable, Sequence
-from typing import Any
 
-WIDE = 10_000  # a console this wide draws any table at its natural width
-
-
-def render(table: Any, width: int) -> str:
-    """The rich ``table`` as plain text in a console ``width`` columns wide, trailing spaces cut."""
-    from rich.console import Console
-
-    buf = io.StringIO()
-    Console(file=buf, width=width, no_color=True, highlight=False).print(table)
-    return "\n".join(line.rstrip() for line in buf.getvalue().splitlines()).strip("\n")
+from rageval.report.table import WIDE, Column, Table, console
 
 
 def widest(text: str) -> int:
@@ -30,7 +19,7 @@ def widest(text: str) -> int:
 
 
 def fit_table(
-    build: Callable[[list[str]], Any],
+    build: Callable[[list[str]], Table],
     columns: Sequence[str],
     drop_order: Sequence[str],
     width: int,
@@ -42,24 +31,20 @@ def fit_table(
     shown = list(columns)
     queue = [c for c in drop_order if c in shown]
     dropped: list[str] = []
-    text = render(build(shown), WIDE)
+    text = console(build(shown), WIDE, look="boxed")
     while widest(text) > width and queue:
         name = queue.pop(0)
         shown.remove(name)
         dropped.append(name)
-        text = render(build(shown), WIDE)
+        text = console(build(shown), WIDE, look="boxed")
     if widest(text) > width:
-        text = render(build(shown), width)
+        text = console(build(shown), width, look="boxed")
     return text, dropped
 
 
-def job_table(keys: Sequence[str]) -> Any:
+def job_table(keys: Sequence[str]) -> Table:
     """A sweep's console table with its first columns: the job number and each swept key."""
-    from rich import box
-    from rich.table import Table
-
-    table = Table(box=box.SIMPLE_HEAD)
-    table.add_column("job", justify="right", no_wrap=True)
-    for k in keys:  # search.bm25.k1 over two lines, search. over bm25.k1: folded at the dot
-        table.add_column(k.replace(".", ".\n", 1), overflow="fold")
-    return table
+    # search.bm25.k1 over two lines, search. over bm25.k1: folded at the dot
+    return Table(
+        [Column("job", "right"), *[Column(k.replace(".", ".\n", 1), fold=True) for k in keys]]
+    )

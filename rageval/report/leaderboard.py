@@ -14,8 +14,6 @@ against ``sweep.pareto_cost`` are marked ``front`` (rageval.report.pareto). A se
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
 import textwrap
@@ -29,6 +27,7 @@ from rageval.report.costs import COSTS, DEFAULT_PARETO_COST, cost_spec
 from rageval.report.fit import fit_table, job_table
 from rageval.report.pareto import Point, pareto_front
 from rageval.report.sweep_slices import sweep_slices
+from rageval.report.table import Column, Table
 from rageval.scoring.spec import MetricSpec
 from rageval.scoring.stats import holm, paired_randomization_test
 
@@ -201,7 +200,7 @@ class Leaderboard:
         """A markdown table (means with 95% CIs), headed by the verdict line."""
         costs = [COSTS[c].header for c in self.cost_columns]
         head = ["job", *self.keys, *self.columns, *costs, "pareto", "verdict"]
-        lines = [f"{self.header()}\n", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        table = Table([Column(h) for h in head])
         for j in self.jobs:
             cells = [str(j.job), *[j.values.get(k, "") for k in self.keys]]
             if j.status == "ok":
@@ -211,7 +210,9 @@ class Leaderboard:
                 cells.append(self.verdict.get(j.job, ""))
             else:
                 cells += [""] * (len(self.columns) + len(costs) + 1) + [f"FAILED: {j.error}"]
-            lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+            table.add_row(*cells)
+        # leaderboard.md keeps a "<" as it is, as it always has
+        lines = [f"{self.header()}\n", table.markdown(escape_lt=False).rstrip("\n")]
         if self.front:  # what the pareto column means, before the slices' section
             lines.append(self.pareto_note().rstrip("\n"))
         if self.slices is not None:
@@ -251,9 +252,7 @@ class Leaderboard:
             head += [col, f"{col}_low", f"{col}_high", f"n [{name}]"]
         head += list(self.cost_columns)
         head += ["pareto_front", "p_value", "verdict", "status", "mlflow_run_id", "error"]
-        out = io.StringIO()
-        w = csv.writer(out, lineterminator="\n")
-        w.writerow(head)
+        table = Table([Column(h) for h in head])
         for j in self.jobs:
             row: list[Any] = [j.job, *[j.values.get(k, "") for k in self.keys]]
             for m in self.columns:
@@ -268,24 +267,22 @@ class Leaderboard:
             p = self.pvalues.get(j.job)
             row += [_num(p), self.verdict.get(j.job, ""), j.status]
             row += [j.report.get("mlflow_run_id") or "", j.error]
-            w.writerow(row)
-        return out.getvalue()
+            table.add_row(*row)
+        return table.csv()
 
     def console(self, width: int = CONSOLE_WIDTH) -> str:
         """Aligned tables that fit ``width`` columns, one line per job: the deciding metric (with
         its CI) first, then the headline, span and token columns that fit (leaderboard.md and .csv
         have them all); then the section by slice and the costs."""
-        from rich.table import Table
 
         def build(shown: list[str]) -> Table:
             ci = CI in shown  # the deciding metric's CI: the last to give way
             metrics = [m for m in shown if m != CI]
             table = job_table(self.keys)
-            for i, m in enumerate(metrics):
-                table.add_column(
-                    _two_lines(m), justify="right", style="bold" if i == 0 else "", no_wrap=True
-                )
-            table.add_column("verdict", no_wrap=True)
+            table.columns += [
+                Column(_two_lines(m), "right", bold=i == 0) for i, m in enumerate(metrics)
+            ]
+            table.columns.append(Column("verdict"))
             for j in self.jobs:
                 cells = [str(j.job), *[j.values.get(k, "") for k in self.keys]]
                 if j.status == "ok":
@@ -312,22 +309,16 @@ class Leaderboard:
     def costs_console(self, width: int = CONSOLE_WIDTH) -> str:
         """The costs of each job as a second aligned table (one line per job, the costs that fit
         ``width`` columns; the Pareto cost always), the Pareto front marked."""
-        from rich.table import Table
-
         shown = [c for c in self.cost_columns if c in CONSOLE_COSTS or c == self.pareto_cost]
         if not shown:
             return ""
 
         def build(names: list[str]) -> Table:
             table = job_table(self.keys)
-            for c in names:
-                table.add_column(
-                    COSTS[c].header,
-                    justify="right",
-                    style="bold" if c == self.pareto_cost else "",
-                    no_wrap=True,
-                )
-            table.add_column("pareto", no_wrap=True)
+            table.columns += [
+                Column(COSTS[c].header, "right", bold=c == self.pareto_cost) for c in names
+            ]
+            table.columns.append(Column("pareto"))
             for j in self.jobs:
                 cells = [str(j.job), *[j.values.get(k, "") for k in self.keys]]
                 if j.status == "ok":

@@ -8,14 +8,13 @@ be read by eye or joined in a spreadsheet.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from rageval.formats.atomic import atomic_write_text
+from rageval.report.table import Column, Table
 from rageval.types import Chunk
 
 # Columns a person reads first; metric columns follow, content ids last.
@@ -64,11 +63,10 @@ def table(rows: Sequence[dict[str, Any]]) -> dict[str, list]:
 def per_query_csv(rows: Sequence[dict[str, Any]]) -> str:
     """The per-query table as CSV text."""
     cols = table(rows)
-    buf = io.StringIO()
-    w = csv.writer(buf)
-    w.writerow(cols)
-    w.writerows(zip(*cols.values(), strict=True))
-    return buf.getvalue()
+    out = Table([Column(c) for c in cols])
+    for row in zip(*cols.values(), strict=True):
+        out.add_row(*row)
+    return out.csv(lineterminator="\r\n")  # the csv module's default, as this file always had
 
 
 def shown_chunk_ids(rows: Iterable[dict[str, Any]], qrels: dict[str, dict[str, int]]) -> set[str]:

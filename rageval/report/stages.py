@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from rageval.report.table import Column, Table
 from rageval.scoring.stats import paired_randomization_test
 
 # Differences this small are ties (float noise between two scorings of equal rankings).
@@ -114,21 +115,16 @@ def stages_table(block: Mapping[str, Any], width: int = 120) -> str:
     if not block or not block.get("order"):
         return ""
     metrics = list(block.get("metrics", []))
-    head = ["stage", "depth", "recall@depth", *metrics, "p50 ms", "p95 ms", "batch s"]
-    rows = [head]
+    head = ["depth", "recall@depth", *metrics, "p50 ms", "p95 ms", "batch s"]
+    table = Table([Column("stage"), *[Column(h, "right") for h in head]])
     for name in block["order"]:
         r = block["stages"][name]
         cells = [name, str(r["depth"]), _f(r.get("recall@depth"))]
         cells += [_f(r.get(m)) for m in metrics]
         cells += [_f(r.get("latency_p50_ms"), 2), _f(r.get("latency_p95_ms"), 2)]
         cells.append(_f(r.get("seconds"), 2))
-        rows.append(cells)
-    w = [max(len(r[i]) for r in rows) for i in range(len(head))]
-    lines = [
-        "  ".join(c.ljust(w[i]) if i == 0 else c.rjust(w[i]) for i, c in enumerate(r)).rstrip()
-        for r in rows
-    ]
-    lines.insert(1, "  ".join("-" * x for x in w))
+        table.add_row(*cells)
+    lines = table.console(rule=True).split("\n")
     by_pair: dict[tuple[str, str], list[str]] = {}
     for x in block.get("lift", []):
         if x.get("delta") is not None:

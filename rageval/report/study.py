@@ -26,6 +26,7 @@ import numpy as np
 
 from rageval.errors import InputError
 from rageval.inputs.split import HOLDOUT, TUNE, side_of
+from rageval.report.table import Column, Table
 from rageval.scoring.spec import MetricSpec
 from rageval.scoring.stats import bootstrap_ci, difference_ci, paired_randomization_test
 
@@ -146,9 +147,10 @@ class StudySummary:
             f"baseline: {self.baseline_source}",
             "",
         ]
-        table = [("", "tune", "holdout"), *self.rows()]
-        w = [max(len(r[i]) for r in table) for i in range(3)]
-        lines += ["  " + "  ".join(c.ljust(w[i]) for i, c in enumerate(r)).rstrip() for r in table]
+        table = Table([Column(""), Column("tune"), Column("holdout")])
+        for row in self.rows():
+            table.add_row(*row)
+        lines += [table.console(indent=2)]
         lines += ["", self.optimism_line(), self.verdict()]
         return "\n".join(lines)
 
@@ -164,11 +166,17 @@ class StudySummary:
             f"- **Best**: trial {self.best_trial} (`{' '.join(self.best_overrides)}`)",
             f"- **Baseline**: {self.baseline_source}",
             "",
-            f"| configuration | tune ({s.get(TUNE)} queries) "
-            f"| holdout ({s.get(HOLDOUT)} queries) |",
-            "|---|---:|---:|",
         ]
-        lines += [f"| {a} | {b} | {c} |" for a, b, c in self.rows()]
+        table = Table(
+            [
+                Column("configuration"),
+                Column(f"tune ({s.get(TUNE)} queries)", "right"),
+                Column(f"holdout ({s.get(HOLDOUT)} queries)", "right"),
+            ]
+        )
+        for row in self.rows():
+            table.add_row(*row)
+        lines += [table.markdown().rstrip("\n")]
         lines += [
             "",
             f"Means of `{self.metric}` over every query of each side, with 95% bootstrap CIs. The "

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rageval.report.fit import fit_table, job_table
+from rageval.report.table import Cell, Column, Strong, Table
 from rageval.scoring.slices import slice_table
 from rageval.scoring.spec import MetricSpec
 
@@ -80,16 +81,16 @@ class SweepSlices:
             f"Slices by {', '.join(self.fields)} (95% bootstrap CIs; slices under "
             f"{self.min_size} queries pooled into <field>=other); the best job per slice in bold.",
             "",
-            "| " + " | ".join(h.replace("|", "\\|") for h in head) + " |",
-            "|" + "---|" * len(head),
         ]
+        table = Table([Column(h) for h in head])
         for job, cells in self.cells.items():
-            row = [str(job), *[self.values[job].get(k, "") for k in self.keys]]
+            row: list[Cell] = [str(job), *[self.values[job].get(k, "") for k in self.keys]]
             for name in self.names:
                 c = cells.get(name)
                 text = "" if c is None or math.isnan(c[1]) else _fmt(c)
-                row.append(f"**{text}**" if text and best.get(name) == job else text)
-            lines.append("| " + " | ".join(x.replace("|", "\\|") for x in row) + " |")
+                row.append(Strong(text) if text and best.get(name) == job else text)
+            table.add_row(*row)
+        lines.append(table.markdown(escape_lt=False).rstrip("\n"))
         lines += [""] + [f"- {line}" for line in self.beaten()]
         for name, values in self.pooled.items():
             lines.append(f"- {name} pools: {', '.join(values)}")
@@ -98,14 +99,11 @@ class SweepSlices:
     def console(self, width: int = CONSOLE_WIDTH) -> str:
         """Job by slice means that fit ``width`` columns (leaderboard.md has the CIs and all
         slices); the best per slice marked with ``*``."""
-        from rich.table import Table
-
         best = self.best_per_slice()
 
         def build(shown: list[str]) -> Table:
             table = job_table(self.keys)
-            for name in shown:
-                table.add_column(f"{name}\n{self.n_of(name)}", justify="right", no_wrap=True)
+            table.columns += [Column(f"{name}\n{self.n_of(name)}", "right") for name in shown]
             for job, cells in self.cells.items():
                 row = [str(job), *[self.values[job].get(k, "") for k in self.keys]]
                 for name in shown:
