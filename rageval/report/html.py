@@ -176,7 +176,7 @@ def _row(r, cells: list[Cell], chunks: dict, *, miss: bool, changed: bool, dropp
     """A query's row (the template's ``row``): id, query with its top results, slices, then
     ``cells``; ``data-slices`` a JSON list, as a slice value may hold spaces."""
     return {
-        "id_cell": Cell(r["id"], v=r["id"]),
+        "id_cell": Cell(r["id"], v=_text(r["id"])),  # every query cell sorts, by "" at least
         "query": r.get("query"),
         "chunks": chunks,
         "dropped": dropped,
