@@ -1,5 +1,7 @@
 """The per-query page: one self-contained HTML file (inline CSS and JS, no network) that shows a
-run's queries worst first, or the difference between two runs of the same golden set.
+run's queries worst first, or the difference between two runs of the same golden set. This module
+gathers what the page shows; the page itself is the template rageval/report/pages/queries.html.j2
+(with queries.css and queries.js), which escapes every value it prints.
 
 Every query row holds its top-k chunks (``doc-id:ordinal``, relevant ones marked, the evidence
 quote highlighted in the chunk text) in a ``<details>`` element, so the page reads without
@@ -9,25 +11,21 @@ slice, misses / changed only) narrow the rows.
 
 from __future__ import annotations
 
-import html
 import json
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rageval.config_schema import measures
 from rageval.formats.atomic import atomic_write_text
-from rageval.formats.page_csp import with_csp
+from rageval.report.pages import render_page
 from rageval.scoring.slices import field_values
 from rageval.scoring.spec import HEADLINE
 
 # Metric columns shown per query, in order, when the report has them (at the run's k).
 SHOWN = ("ndcg", "recall", "mrr", "hit_rate", "evidence_recall")
-
-
-def _esc(x: Any) -> str:
-    return html.escape("" if x is None else str(x), quote=True)
 
 
 def _number(v: Any) -> float | None:
@@ -68,54 +66,46 @@ def highlight_ranges(chunk: Mapping[str, Any], row: Mapping[str, Any]) -> list[t
     return sorted(out)
 
 
-def _marked(text: str, ranges: Sequence[tuple[int, int]]) -> str:
+def _segments(text: str, ranges: Sequence[tuple[int, int]]) -> list[tuple[str, bool]]:
+    """``text`` cut at ``ranges``: (piece, whether it is highlighted) in order."""
     parts, pos = [], 0
     for lo, hi in ranges:
         lo = max(lo, pos)
         if lo >= hi:
             continue
-        parts += [_esc(text[pos:lo]), f"<mark>{_esc(text[lo:hi])}</mark>"]
+        parts += [(text[pos:lo], False), (text[lo:hi], True)]
         pos = hi
-    parts.append(_esc(text[pos:]))
-    return "".join(parts)
+    parts.append((text[pos:], False))
+    return parts
 
 
-def _chunk_list(row, chunks, level: str, moves: Mapping[str, str] | None = None) -> str:
+def _chunk_list(row, chunks, level: str, moves: Mapping[str, str] | None = None) -> dict:
+    """A query's top results as the page lists them (the template's ``chunk_list``)."""
     relevant = set(row.get("relevant_labels") or [])
     ids = row.get("retrieved") or []
     labels = row.get("retrieved_labels") or ids
     items = []
     for rank, (cid, label) in enumerate(zip(ids, labels, strict=False), 1):
         c = chunks.get(cid) or {}
-        rel = label in relevant or cid in relevant
         text = c.get("text")
-        body = (
-            f'<div class="text">{_marked(text, highlight_ranges(c, row))}</div>'
-            if text
-            else '<div class="text none">'
-            f"({'document' if level == 'doc' else 'no text stored'})</div>"
-        )
-        move = (
-            f' <span class="move">{_esc(moves[label])}</span>' if moves and label in moves else ""
-        )
         items.append(
-            f'<li class="{"rel" if rel else "nonrel"}"><span class="rank">#{rank}</span> '
-            f'<span class="label">{_esc(label)}</span>'
-            f"{' <b class=mark>relevant</b>' if rel else ''}{move}{body}</li>"
+            {
+                "rank": rank,
+                "label": label,
+                "rel": label in relevant or cid in relevant,
+                "move": moves.get(label) if moves else None,
+                "segments": _segments(text, highlight_ranges(c, row)) if text else None,
+                "missing": "document" if level == "doc" else "no text stored",
+            }
         )
-    if not items:
-        items.append("<li>(nothing retrieved)</li>")
-    expected = ", ".join(row.get("expected_docs") or []) or "none"
-    quotes = "".join(
-        f'<blockquote><span class="label">{_esc(e.get("doc"))}</span> '
-        f"{_esc(e.get('quote'))}</blockquote>"
-        for e in row.get("evidence") or []
-    )
-    return (
-        f'<div class="exp">expected documents: {_esc(expected)}; relevant units: '
-        f"{_esc(', '.join(sorted(relevant)) or 'none')}</div>{quotes}"
-        f'<ol class="chunks">{"".join(items)}</ol>'
-    )
+    return {
+        "expected": ", ".join(row.get("expected_docs") or []) or "none",
+        "relevant": ", ".join(sorted(relevant)) or "none",
+        "quotes": [
+            {"doc": e.get("doc"), "quote": e.get("quote")} for e in row.get("evidence") or []
+        ],
+        "results": items,
+    }
 
 
 def _slices(row) -> list[str]:
@@ -173,6 +163,30 @@ def _rank(value: Any) -> int | None:
     return None
 
 
+@dataclass(frozen=True)
+class Cell:
+    """A table cell: its text, its class and the value it sorts by (``data-v``)."""
+
+    text: Any
+    cls: str | None = None
+    v: Any = None
+
+
+def _row(r, cells: list[Cell], chunks: dict, *, miss: bool, changed: bool, dropped=None) -> dict:
+    """A query's row (the template's ``row``): id, query with its top results, slices, then
+    ``cells``; ``data-slices`` a JSON list, as a slice value may hold spaces."""
+    return {
+        "id_cell": Cell(r["id"], v=_text(r["id"])),  # every query cell sorts, by "" at least
+        "query": r.get("query"),
+        "chunks": chunks,
+        "dropped": dropped,
+        "cells": [Cell(", ".join(_slices(r)), v=" ".join(_slices(r))), *cells],
+        "slices_json": json.dumps(_slices(r)),
+        "miss": int(miss),
+        "changed": int(changed),
+    }
+
+
 def render(report: Mapping[str, Any], chunks: Mapping[str, Mapping[str, Any]]) -> str:
     """The page of one run (``report`` as in report.json, ``chunks`` as in chunks.jsonl)."""
     names = _metric_names(report)
@@ -183,15 +197,11 @@ def render(report: Mapping[str, Any], chunks: Mapping[str, Mapping[str, Any]]) -
         rank = _rank(r.get("first_relevant_rank"))
         miss = rank is None or rank > (k or 0)
         cells = [
-            f'<td data-v="{_esc(r["id"])}">{_esc(r["id"])}</td>',
-            f'<td data-v="{_esc(r.get("query"))}"><details>'
-            f"<summary>{_esc(r.get('query'))}</summary>"
-            f"{_chunk_list(r, chunks, report.get('level', 'chunk'))}</details></td>",
-            f'<td data-v="{_esc(" ".join(_slices(r)))}">{_esc(", ".join(_slices(r)))}</td>',
-            f'<td class="n" data-v="{rank or 1e9}">{rank or "-"}</td>',
-            *(f'<td class="n" data-v="{_sortkey(r.get(m))}">{_num(r.get(m))}</td>' for m in names),
+            Cell(rank or "-", "n", rank or 1e9),
+            *(Cell(_num(r.get(m)), "n", _sortkey(r.get(m))) for m in names),
         ]
-        rows.append(_tr(r, cells, miss=miss, changed=False))
+        listed = _chunk_list(r, chunks, report.get("level", "chunk"))
+        rows.append(_row(r, cells, listed, miss=miss, changed=False))
     summary = " · ".join(
         f"{m} {report['metrics'][m]:.4f}"
         for m in names
@@ -205,7 +215,7 @@ def render(report: Mapping[str, Any], chunks: Mapping[str, Mapping[str, Any]]) -
         _all_slices(report),
         decide_col=len(head) - len(names),
         toggle="misses only",
-        before=run_slice_section(report, names),
+        run_slices=_run_slices(report, names),
     )
 
 
@@ -266,27 +276,19 @@ def render_diff(
             if n
         )
         fa, fb = _rank(ra.get("first_relevant_rank")) or 0, _rank(r.get("first_relevant_rank")) or 0
-        drop_list = (
-            f'<div class="dropped">dropped from {_esc(a_name)}\'s top {k}: '
-            f"{_esc(', '.join(dropped))}</div>"
-            if dropped
-            else ""
-        )
+        direction = "n down" if (delta or 0) < 0 else "n up" if (delta or 0) > 0 else "n"
         cells = [
-            f'<td data-v="{_esc(r["id"])}">{_esc(r["id"])}</td>',
-            f'<td data-v="{_esc(r.get("query"))}"><details>'
-            f"<summary>{_esc(r.get('query'))}</summary>"
-            f"{drop_list}{_chunk_list(r, b_chunks, b.get('level', 'chunk'), moves)}</details></td>",
-            f'<td data-v="{_esc(" ".join(_slices(r)))}">{_esc(", ".join(_slices(r)))}</td>',
-            f'<td class="n" data-v="{_sortkey(va)}">{_num(va)}</td>',
-            f'<td class="n" data-v="{_sortkey(vb)}">{_num(vb)}</td>',
-            f'<td class="n {"down" if (delta or 0) < 0 else "up" if (delta or 0) > 0 else ""}" '
-            f'data-v="{_sortkey(delta)}">{"" if delta is None else f"{delta:+.3f}"}</td>',
-            f'<td class="n" data-v="{fb or 1e9}">{fa or "-"} → {fb or "-"}</td>',
-            f'<td data-v="{news + ups + downs + len(dropped)}">{_esc(moved) or "="}</td>',
+            Cell(_num(va), "n", _sortkey(va)),
+            Cell(_num(vb), "n", _sortkey(vb)),
+            Cell("" if delta is None else f"{delta:+.3f}", direction, _sortkey(delta)),
+            Cell(f"{fa or '-'} → {fb or '-'}", "n", fb or 1e9),
+            Cell(moved or "=", None, news + ups + downs + len(dropped)),
         ]
         changed = bool(delta) or bool(dropped) or any(v != "=" for v in moves.values())
-        rows.append(_tr(r, cells, miss=not fb or fb > (k or 0), changed=changed))
+        listed = _chunk_list(r, b_chunks, b.get("level", "chunk"), moves)
+        gone = {"run": a_name, "k": k, "labels": ", ".join(dropped)} if dropped else None
+        miss = not fb or fb > (k or 0)
+        rows.append(_row(r, cells, listed, miss=miss, changed=changed, dropped=gone))
     ma, mb = (a.get("metrics") or {}).get(decide), (b.get("metrics") or {}).get(decide)
     summary = f"{decide}: {a_name} {_num(ma)} → {b_name} {_num(mb)}"
     return _page(
@@ -297,15 +299,8 @@ def render_diff(
         _all_slices(b),
         decide_col=5,
         toggle="changed only",
-        before=verdict_section(verdict) + slice_section(slice_rows),
-    )
-
-
-def _tr(r, cells, *, miss: bool, changed: bool) -> str:
-    slices = _esc(json.dumps(_slices(r)))  # a JSON list: a value may hold spaces
-    return (
-        f'<tr data-slices="{slices}" data-miss="{int(miss)}" data-changed="{int(changed)}">'
-        f"{''.join(cells)}</tr>"
+        verdict=list(verdict),
+        gate_slices=_gate_slices(slice_rows),
     )
 
 
@@ -316,76 +311,17 @@ def _all_slices(report) -> list[str]:
     return sorted(out)
 
 
-CSS = """
-body{font:14px/1.4 system-ui,sans-serif;margin:1.2em;color:#222}
-h1{font-size:1.2em;margin:.2em 0} h2{font-size:1.05em;margin:.8em 0 .2em}
-.summary{color:#555;margin-bottom:.6em}
-.filters{display:flex;gap:.8em;align-items:center;margin:.6em 0;flex-wrap:wrap}
-table{border-collapse:collapse;width:100%} th,td{border-bottom:1px solid #ddd;padding:.3em .5em;
-vertical-align:top;text-align:left} th{cursor:pointer;background:#f4f4f4;position:sticky;top:0;
-user-select:none} th.asc::after{content:" ▲"} th.desc::after{content:" ▼"} td.n{text-align:right;
-font-variant-numeric:tabular-nums;white-space:nowrap} td.down{color:#b00020} td.up{color:#0a7a2f}
-tr[data-miss="1"] td:first-child{border-left:3px solid #b00020}
-summary{cursor:pointer} ol.chunks{padding-left:1.2em} ol.chunks li{margin:.4em 0;list-style:none}
-li.rel{border-left:3px solid #0a7a2f;padding-left:.5em} li.nonrel{border-left:3px solid #ccc;
-padding-left:.5em} .label{font-family:ui-monospace,monospace;background:#eef;padding:0 .3em}
-.rank{color:#777} b.mark{color:#0a7a2f} .move{font-family:ui-monospace,monospace;color:#555}
-.text{white-space:pre-wrap;font-size:.92em;color:#333;margin-top:.2em} .text.none{color:#999}
-mark{background:#ffe066} blockquote{margin:.3em 0;padding:.2em .6em;border-left:3px solid #ffe066;
-background:#fffbe6} .exp,.dropped{color:#555;font-size:.92em} .count{color:#555}
-"""
-
-JS = """
-(function(){
-const table=document.getElementById('q'), body=table.tBodies[0];
-const rows=Array.from(body.rows);
-function sortBy(col, dir){
-  const ths=table.tHead.rows[0].cells;
-  for(const th of ths){th.classList.remove('asc','desc');}
-  ths[col].classList.add(dir>0?'asc':'desc');
-  const key=r=>r.cells[col].dataset.v;
-  const num=rows.every(r=>key(r)===''||!isNaN(parseFloat(key(r))));
-  rows.sort((a,b)=>{
-    const x=key(a), y=key(b);
-    if(x===''&&y!=='') return 1; if(y===''&&x!=='') return -1;
-    return (num?(parseFloat(x)-parseFloat(y)):x.localeCompare(y))*dir;
-  });
-  for(const r of rows) body.appendChild(r);
-}
-for(const [i,th] of Array.from(table.tHead.rows[0].cells).entries()){
-  th.addEventListener('click',()=>sortBy(i, th.classList.contains('asc')?-1:1));
-}
-const text=document.getElementById('text'), slice=document.getElementById('slice'),
-      only=document.getElementById('only'), count=document.getElementById('count');
-function filter(){
-  const t=text.value.toLowerCase(), s=slice.value, o=only.checked, attr=only.dataset.attr;
-  let n=0;
-  for(const r of rows){
-    const show=(!t||r.cells[0].textContent.toLowerCase().includes(t)||
-                r.cells[1].querySelector('summary').textContent.toLowerCase().includes(t))
-      &&(!s||JSON.parse(r.dataset.slices).includes(s))&&(!o||r.dataset[attr]==='1');
-    r.style.display=show?'':'none'; if(show) n++;
-  }
-  count.textContent=n+' of '+rows.length+' queries';
-}
-text.addEventListener('input',filter); slice.addEventListener('change',filter);
-only.addEventListener('change',filter);
-sortBy(parseInt(table.dataset.decide), 1); filter();
-})();
-"""
-
-
 def _span(low: Any, high: Any) -> str:
     """``[-0.041, +0.017]``; empty when there is no interval (one query)."""
     ok = all(isinstance(v, int | float) and math.isfinite(v) for v in (low, high))
     return f"[{low:+.3f}, {high:+.3f}]" if ok else ""
 
 
-def slice_section(rows: Sequence[Mapping[str, Any]]) -> str:
-    """The gate's slice results (rageval.gate.slices rows as dicts) as a table above the queries;
-    empty without gated slices."""
+def _gate_slices(rows: Sequence[Mapping[str, Any]]) -> dict | None:
+    """The gate's slice results (rageval.gate.slices rows as dicts) as the table above the
+    queries; None without gated slices."""
     if not rows:
-        return ""
+        return None
     head = ["slice", "n", "metric", "baseline", "current", "change", "95% interval", "tolerance"]
     head += ["detects", "p (Holm)", "verdict"]
     body = []
@@ -393,100 +329,87 @@ def slice_section(rows: Sequence[Mapping[str, Any]]) -> str:
         delta = r.get("delta")
         cls = "down" if r.get("verdict") == "regressed" else "up" if (delta or 0) > 0 else ""
         pooled = f" ({', '.join(r['pooled'])})" if r.get("pooled") else ""
-        cells = [
-            f"<td>{_esc(r.get('slice'))}{_esc(pooled)}</td>",
-            f'<td class="n">{_esc(r.get("n"))}</td>',
-            f"<td>{_esc(r.get('metric'))}</td>",
-            f'<td class="n">{_num(r.get("baseline"))}</td>',
-            f'<td class="n">{_num(r.get("current"))}</td>',
-            f'<td class="n {cls}">{"" if delta is None else f"{delta:+.3f}"}</td>',
-            f'<td class="n">{_span(r.get("low"), r.get("high"))}</td>',
-            f'<td class="n">{_num(r.get("tolerance"))}</td>',
-            f'<td class="n">{_num(r.get("detects"))}</td>',
-            f'<td class="n">{float(r.get("p_value", 1.0)):.3g}</td>',
-            f'<td class="{cls}">{_esc(r.get("verdict"))}</td>',
-        ]
-        body.append(f"<tr>{''.join(cells)}</tr>")
-    ths = "".join(f"<th>{_esc(h)}</th>" for h in head)
-    return (
-        f'<h2>Slices</h2><div class="summary">Gated slices (gate.slices): p is the paired '
-        f"randomization test, Holm-adjusted over the {len(rows)} slice tests.</div>"
-        f'<table class="slices"><thead><tr>{ths}</tr></thead><tbody>{"".join(body)}</tbody>'
-        "</table><h2>Queries</h2>"
-    )
+        body.append(
+            [
+                Cell(f"{_text(r.get('slice'))}{pooled}"),
+                Cell(r.get("n"), "n"),
+                Cell(r.get("metric")),
+                Cell(_num(r.get("baseline")), "n"),
+                Cell(_num(r.get("current")), "n"),
+                Cell("" if delta is None else f"{delta:+.3f}", f"n {cls}".strip()),
+                Cell(_span(r.get("low"), r.get("high")), "n"),
+                Cell(_num(r.get("tolerance")), "n"),
+                Cell(_num(r.get("detects")), "n"),
+                Cell(f"{float(r.get('p_value', 1.0)):.3g}", "n"),
+                Cell(r.get("verdict"), cls),
+            ]
+        )
+    return {"head": head, "rows": body}
 
 
-def run_slice_section(report: Mapping[str, Any], names: Sequence[str]) -> str:
-    """A run's slices (report.json ``slices``) as a table above its queries: n and each shown
-    metric as mean [95% CI]; empty for a report without slices."""
+def _run_slices(report: Mapping[str, Any], names: Sequence[str]) -> dict | None:
+    """A run's slices (report.json ``slices``) as the table above its queries: n and each shown
+    metric as mean [95% CI]; None for a report without slices."""
     block = report.get("slices")
     rows = block.get("rows") if isinstance(block, Mapping) else None
     if not rows:
-        return ""
+        return None
     shown = [m for m in names if m in (block.get("metrics") or [])]
-    ths = "".join(f"<th>{_esc(h)}</th>" for h in ["slice", "n", *shown])
     body = []
     for r in rows:
         pooled = f" ({', '.join(r['pooled'])})" if r.get("pooled") else ""
-        cells = [
-            f"<td>{_esc(r['slice'])}{_esc(pooled)}</td>",
-            f'<td class="n">{_esc(r.get("n"))}</td>',
-        ]
+        cells = [Cell(f"{_text(r['slice'])}{pooled}"), Cell(r.get("n"), "n")]
         for m in shown:
             mean, (lo, hi) = r["metrics"].get(m), r["ci"].get(m, [None, None])
             ci = "" if lo is None or hi is None else f" [{_num(lo)}, {_num(hi)}]"
-            cells.append(f'<td class="n">{_num(mean)}{ci}</td>')
-        body.append(f"<tr>{''.join(cells)}</tr>")
-    return (
-        f'<h2>Slices</h2><div class="summary">By {_esc(", ".join(block.get("fields", [])))}: '
-        f"means with 95% bootstrap CIs; slices under {_esc(block.get('min_slice_size'))} queries "
-        f'pooled into &lt;field&gt;=other.</div><table class="slices"><thead><tr>{ths}</tr>'
-        f"</thead><tbody>{''.join(body)}</tbody></table><h2>Queries</h2>"
-    )
+            cells.append(Cell(f"{_num(mean)}{ci}", "n"))
+        body.append(cells)
+    return {
+        "fields": ", ".join(block.get("fields", [])),
+        "min_slice_size": block.get("min_slice_size"),
+        "head": ["slice", "n", *shown],
+        "rows": body,
+    }
+
+
+def _text(x: Any) -> str:
+    """A value as the page prints it: None as nothing."""
+    return "" if x is None else str(x)
 
 
 def _page(
     title: str,
     summary: str,
     head: list[str],
-    rows: list[str],
+    rows: list[dict],
     slices: list[str],
     *,
     decide_col: int,
     toggle: str,
-    before: str = "",
+    verdict: Sequence[str] = (),
+    gate_slices: dict | None = None,
+    run_slices: dict | None = None,
 ) -> str:
-    attr = "miss" if toggle.startswith("misses") else "changed"
-    options = "".join(f'<option value="{_esc(s)}">{_esc(s)}</option>' for s in slices)
-    ths = "".join(f"<th>{_esc(h)}</th>" for h in head)
-    return with_csp(f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>{_esc(title)}</title>
-<style>{CSS}</style></head><body>
-<h1>{_esc(title)}</h1><div class="summary">{_esc(summary)}. Worst queries first; click a column
-to sort, a query to see its top results (evidence highlighted, relevant ones marked).</div>
-{before}<div class="filters">
-<input id="text" type="search" placeholder="filter by id or query text">
-<select id="slice"><option value="">all slices</option>{options}</select>
-<label><input id="only" type="checkbox" data-attr="{attr}"> {_esc(toggle)}</label>
-<span id="count" class="count">{len(rows)} queries</span></div>
-<table id="q" data-decide="{decide_col}"><thead><tr>{ths}</tr></thead>
-<tbody>{"".join(rows)}</tbody></table>
-<script>{JS}</script></body></html>
-""")
+    return render_page(
+        "queries.html.j2",
+        title=title,
+        summary=summary,
+        head=head,
+        rows=rows,
+        slice_options=slices,
+        decide_col=decide_col,
+        toggle=toggle,
+        only_attr="miss" if toggle.startswith("misses") else "changed",
+        verdict=verdict,
+        gate_slices=gate_slices,
+        run_slices=run_slices,
+    )
 
 
 def write_page(path: Path, report: Mapping[str, Any], chunks: Mapping[str, Any]) -> Path:
     """Write the page of one run to ``path``."""
     atomic_write_text(path, render(report, chunks))
     return Path(path)
-
-
-def verdict_section(lines: Sequence[str]) -> str:
-    """The gate's verdict lines as a list above the queries (empty without them)."""
-    if not lines:
-        return ""
-    items = "".join(f"<li>{_esc(line)}</li>" for line in lines)
-    return f'<h2>Verdict</h2><ul class="summary">{items}</ul>'
 
 
 def write_diff_page(

@@ -95,6 +95,12 @@ def test_rageval_comes_from_the_wheel_with_its_configs_and_demo(installed):
     assert (Path(conf) / "rageval.yaml").is_file() and (Path(conf) / "hydra" / "sweeper").is_dir()
     assert (Path(demo) / "retriever.jsonl").is_file() and (Path(demo) / "baseline.json").is_file()
     assert len(list((Path(demo) / "corpus").rglob("*.md"))) == 41
+    # the pages' templates, scripts and styles (package data of rageval.report.pages)
+    out = run([python, "-c", "import rageval.report.pages as p; print(p.FOLDER)"], empty, env)
+    folder = Path(out.strip().splitlines()[-1])
+    assert str(ROOT) not in str(folder) and "site-packages" in str(folder)
+    checkout = ROOT / "rageval" / "report" / "pages"
+    assert all((folder / f.name).is_file() for f in checkout.iterdir() if f.is_file())
 
 
 def test_the_demo_runs_from_an_empty_folder(installed):
@@ -110,6 +116,8 @@ def test_the_demo_runs_from_an_empty_folder(installed):
     here = rageval.evaluate("bm25", DEMO_DIR / "retriever.jsonl", chunk=256)
     assert re.search(rf"ndcg@5\s+{here.metrics['ndcg@5']:.4f}", out), out[-2000:]
     assert "labels: gold (golden set + 63 human judgements" in out and "Traceback" not in out
+    (page,) = empty.rglob("report.html")  # rendered from the installed templates
+    assert '<table id="q"' in page.read_text(encoding="utf-8")
     out = run([python, "-m", "rageval", "run", "--help"], empty, env)
     assert "search     bm25, hybrid, semantic, [vector]" in out
 
