@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from rageval.errors import ConfigError, InputError
+from rageval.errors import did_you_mean as _did_you_mean
 from rageval.types import Chunk, Document, Evidence, GoldenSet
 
 LEVELS = ("auto", "chunk", "doc")
@@ -385,8 +386,7 @@ def quote_not_found(doc_id: str, quote: str, text: str, cache: dict | None = Non
 
 def did_you_mean(name: str, docs: Mapping[str, Document]) -> str:
     """`` (did you mean 'x'?)`` for the closest document id, else an empty string."""
-    close = difflib.get_close_matches(name, list(docs), n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+    return _did_you_mean(name, docs, quoted=True)
 
 
 def _short(s: str, n: int = 60) -> str:

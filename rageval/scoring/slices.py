@@ -14,7 +14,6 @@ are sliced by the same code.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import math
 import re
@@ -26,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from rageval.errors import ConfigError
+from rageval.errors import did_you_mean as _did_you_mean
 from rageval.scoring.spec import mlflow_key
 from rageval.scoring.stats import bootstrap_ci
 
@@ -185,10 +185,7 @@ def slice_fields(rows: Sequence[Mapping[str, Any]]) -> list[str]:
 def did_you_mean(word: str, choices: Sequence[str], prefix: str = "") -> str:
     """`` (did you mean x?)`` naming the closest of ``choices`` (case-insensitive, each written
     after ``prefix``), or ``""`` when none is close."""
-    lower = {c.lower(): c for c in choices}
-    close = difflib.get_close_matches(word.lower(), list(lower), n=2, cutoff=0.6)
-    said = " or ".join(prefix + lower[c] for c in close)
-    return f" (did you mean {said}?)" if close else ""
+    return _did_you_mean(word, choices, n=2, ignore_case=True, prefix=prefix)
 
 
 def _values(rows: Sequence[Mapping[str, Any]], metric: str, index: Sequence[int]) -> np.ndarray:

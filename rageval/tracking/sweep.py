@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from rageval.config_schema import override_key
 from rageval.tracking.keys import run_name, swept_keys
 from rageval.tracking.log import DESCRIPTION_TAG, fit_description, log_batched, run_url
 
@@ -64,7 +65,8 @@ def summarise_sweep(
     link = ""
     if best is not None:
         tags["rageval.best_job"] = str(best["job"])
-        chosen = dict(o.lstrip("+~").split("=", 1) for o in best.get("overrides") or [] if "=" in o)
+        lines = [o for o in best.get("overrides") or [] if "=" in o]
+        chosen = {override_key(o): o.split("=", 1)[1] for o in lines}
         params = {k: chosen[k] for k in keys if k in chosen}
         if best.get("run_id"):
             child = client.get_run(best["run_id"])
