@@ -358,8 +358,7 @@ def run_app(argv: list[str]) -> int:
     from omegaconf import OmegaConf
 
     from rageval.app.callbacks import OUTCOME_ENV, read_outcome
-    from rageval.app.config import check_overrides
-    from rageval.app.overrides import prepare_overrides
+    from rageval.app.overrides import preflight
 
     register_resolvers()
     from rageval.app.help import run_help, wants_help
@@ -371,11 +370,9 @@ def run_app(argv: list[str]) -> int:
     # Hydra echoes overrides in its own errors (and --cfg prints the config): mask secrets there
     secrets = command_line_secrets(argv)
     try:
-        argv = prepare_overrides(argv, CONF_DIR, GROUPS)  # one line with a "did you mean"
-        check_overrides(argv)  # a bad override is one line and exit 2, before any job starts
-        from rageval.app.tuning import check_study
-
-        check_study(argv, CONF_DIR)  # a tuning study's settings and search space, likewise
+        # a bad override, sweep value or study setting: one line with a "did you mean", exit 2,
+        # before any job starts
+        argv = preflight(argv, CONF_DIR, GROUPS)
     except ConfigError as err:
         raise ConfigError(scrub(str(err), secrets)) from None
     main = hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")(
