@@ -301,8 +301,8 @@ def check_overrides(argv: Sequence[str], cfg=None) -> None:
     if all(len(values) == 1 for values in choices):
         return  # one job: rageval.app.overrides.prepare_overrides composed it already
     first = [line(o, values[0][0]) for o, values in zip(parsed, choices, strict=True)]
-    if cfg is None or any(override_key(a).startswith("hydra") for a in given):
-        cfg = compose(first)  # Hydra's own settings are part of the first job here
+    if cfg is None or any(not is_override(a) or override_key(a).startswith("hydra") for a in given):
+        cfg = compose(first)  # the first job has lines prepare_overrides did not compose with
     cost_spec((cfg.get("sweep") or {}).get("pareto_cost") or DEFAULT_PARETO_COST)  # from a file
     for i, (o, values) in enumerate(zip(parsed, choices, strict=True)):
         for text, value in values[1:]:
