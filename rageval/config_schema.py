@@ -20,6 +20,7 @@ reads it without importing Hydra or OmegaConf.
 
 from __future__ import annotations
 
+import re
 from dataclasses import MISSING as NO_DEFAULT
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
@@ -140,12 +141,21 @@ def execution_keys() -> tuple[str, ...]:
 
 
 _EXECUTION = execution_keys()
+# an override line's prefix: + (add), ++ (add or change), ~ (delete)
+_PREFIX = re.compile(r"^[+~]+")
+
+
+def override_key(line: str) -> str:
+    """The config key of a stored override line (``+search.bm25.k1=1.2`` -> ``search.bm25.k1``):
+    its text before the first ``=``, without the ``+``/``++``/``~`` prefix. The core's one way to
+    read a key back from a file; the command line is parsed in rageval/app/override.py."""
+    return _PREFIX.sub("", line.split("=", 1)[0], count=1)
 
 
 def measures(key: str) -> bool:
     """Whether the config key ``key`` (a dotted path, an override's ``+``/``~`` allowed) changes
     what a run measures."""
-    path = key.lstrip("+~").split("=", 1)[0].strip()
+    path = override_key(key).strip()
     if path.rsplit(".", 1)[-1] in ANY_DEPTH:
         return False
     return not any(path == p or path.startswith(p + ".") for p in _EXECUTION)

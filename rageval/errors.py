@@ -52,3 +52,40 @@ class NotConfirmedError(RagevalError):
     """A tuning study's holdout does not confirm its best configuration's gain. Exit code 1."""
 
     exit_code = 1
+
+
+def did_you_mean(
+    word: str,
+    choices,
+    *,
+    n: int = 1,
+    quoted: bool = False,
+    ignore_case: bool = False,
+    prefix: str = "",
+    first=(),
+    clause: bool = False,
+) -> str:
+    """The one "did you mean" of every message: `` (did you mean x?)`` naming the closest of
+    ``choices`` (at most ``n``; ``first``: names to offer before them, e.g. those containing
+    ``word``), ``"; did you mean x?"`` when ``clause``; each name ``repr``-quoted when ``quoted``
+    and written after ``prefix``; ``""`` when none is close."""
+    import difflib
+
+    names = list(choices)
+    if ignore_case:
+        lower = {c.lower(): c for c in names}
+        found = difflib.get_close_matches(word.lower(), list(lower), n=n, cutoff=0.6)
+        close = [lower[c] for c in found]
+    else:
+        close = difflib.get_close_matches(word, names, n=n, cutoff=0.6)
+    close = list(dict.fromkeys([*first, *close]))
+    if not close:
+        return ""
+    said = " or ".join(prefix + (repr(c) if quoted else c) for c in close)
+    return f"; did you mean {said}?" if clause else f" (did you mean {said}?)"
+
+
+def install_hint(extra: str | None = None, *, package: str | None = None) -> str:
+    """The one install hint: ``pip install 'rageval[extra]'`` for an extra of rageval,
+    ``pip install package`` for a package outside it."""
+    return f"pip install {package}" if package else f"pip install 'rageval[{extra}]'"

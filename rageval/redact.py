@@ -17,6 +17,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from rageval.config_schema import override_key
+
 MASK = "***"
 SECRET_KEY = re.compile(
     r"key|secret|token|password|passwd|connection_string|credential|authorization", re.I
@@ -119,6 +121,13 @@ def override_secrets(overrides: Iterable[str]) -> set[str]:
     return found
 
 
+def command_line_secrets(argv: Iterable[str], environ: Mapping[str, str] | None = None) -> set[str]:
+    """The secrets of a command line, taken out of it once for everything that prints or logs it
+    (the CLI's errors, the Hydra app's console, a job's log): each override's secret values
+    (:func:`override_secrets`) and the secret-looking environment variables."""
+    return override_secrets(argv) | secret_values(None, environ)
+
+
 def _structured(value: str) -> bool:
     """A dict, list or sweep value, whose parts must be looked at one by one."""
     return value[:1] in "{[" or "," in value or value.startswith(("choice(", "range(", "glob("))
@@ -188,7 +197,7 @@ def _url_secrets(text: str) -> set[str]:
 
 
 def _secret_override_key(key: str) -> bool:
-    return any(is_secret_key(part) for part in key.lstrip("+~").split("."))
+    return any(is_secret_key(part) for part in override_key(key).split("."))
 
 
 def scrub(text: str, secrets: Iterable[str]) -> str:

@@ -22,6 +22,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from rageval.config_schema import override_key
 from rageval.errors import InputError, RagevalError
 
 MARKER = ".rageval-incomplete"
@@ -121,7 +122,7 @@ def check_output_dirs(argv: list[str]) -> None:
     """Refuse, before Hydra starts, a ``hydra.run.dir`` or ``hydra.sweep.dir`` given on the
     command line that cannot be created (Hydra would fail with a traceback when making it)."""
     for arg in argv:
-        key, sep, value = arg.lstrip("+").partition("=")
+        key, sep, value = override_key(arg), *arg.partition("=")[1:]
         if not sep or key not in ("hydra.run.dir", "hydra.sweep.dir") or "${" in value:
             continue
         folder = Path(value).expanduser().absolute()

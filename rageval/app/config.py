@@ -11,6 +11,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from rageval.config_schema import override_key
 from rageval.errors import ConfigError
 from rageval.project import find_project, project_root
 
@@ -20,8 +21,6 @@ CONF_DIR = PACKAGE_DIR / "conf"
 DEMO_DIR = PACKAGE_DIR / "demo"
 # The config groups, in the order the defaults list composes them.
 GROUPS = ("dataset", "embedding", "backend", "search", "rerank")
-# Hydra flags after which the command line is Hydra's business (help, --cfg, another config dir).
-_MULTIRUN_FLAGS = ("-m", "--multirun")
 
 
 def default_cache_dir() -> str:
@@ -47,7 +46,7 @@ def search_path_dirs(argv: Sequence[str]) -> tuple[list[Path], list[str]] | None
             dirs.append(Path(argv[i + 1]))
         elif arg.startswith("--config-dir="):
             dirs.append(Path(arg.split("=", 1)[1]))
-        elif arg.lstrip("+~").startswith("hydra.searchpath="):
+        elif "=" in arg and override_key(arg) == "hydra.searchpath":
             lines.append(arg)
             for entry in arg.split("=", 1)[1].strip("[]").split(","):
                 entry = entry.strip().strip("'\"")
@@ -86,82 +85,6 @@ def compose(overrides: Sequence[str], return_hydra_config: bool = False):
             )
     except (HydraException, OmegaConfBaseException) as err:
         raise ConfigError(f"bad override ({' '.join(overrides)}): {describe_error(err)}") from None
-
-
-def check_overrides(argv: Sequence[str]) -> None:
-    """Check every value of every sweep override in ``argv`` (the others at their first value):
-    Hydra's schema and group checks fail here, as one ConfigError, before a job starts.
-    Command lines with other Hydra flags (--help, --cfg, --config-dir...) are left to Hydra.
-
-    The first job is composed; the other values of a sweep are checked against that config (a
-    group option's file, a value's type), and composed only when that cannot tell."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-    from hydra.errors import HydraException
-
-    if any(a.startswith("-") and a not in _MULTIRUN_FLAGS for a in argv):
-        return
-    given = [a for a in argv if a not in _MULTIRUN_FLAGS]
-    try:
-        parsed = OverridesParser.create().parse_overrides(given)
-        if any(o.is_interval_sweep() for o in parsed):
-            return  # an optimiser's search space (hydra/sweeper=optuna): it checks its trials
-        choices = [
-            list(zip(o.sweep_string_iterator(), o.sweep_iterator(), strict=True))
-            if o.is_sweep_override()
-            else [(None, None)]
-            for o in parsed
-        ]
-    except HydraException as err:
-        raise ConfigError(f"bad override ({' '.join(given)}): {describe_error(err)}") from None
-    except Exception:  # a sweep Hydra's basic sweeper cannot list (ranges for an optimiser)
-        return
-
-    def line(o, text: str | None) -> str:
-        return o.input_line if text is None else f"{o.get_key_element()}={text}"
-
-    from rageval.report.costs import DEFAULT_PARETO_COST, cost_spec
-
-    # the sweep's own settings: Hydra only warns when a callback raises, and the jobs would run
-    for o, values in zip(parsed, choices, strict=True):
-        if o.get_key_element().lstrip("+~") == "sweep.pareto_cost":
-            for text, value in values:
-                cost_spec(str(value if text is not None else o.value()))
-    if all(len(values) == 1 for values in choices):
-        return  # one job: rageval.app.overrides.prepare_overrides composed it already
-    first = [line(o, values[0][0]) for o, values in zip(parsed, choices, strict=True)]
-    cfg = compose(first)
-    cost_spec((cfg.get("sweep") or {}).get("pareto_cost") or DEFAULT_PARETO_COST)  # from a file
-    for i, (o, values) in enumerate(zip(parsed, choices, strict=True)):
-        for text, value in values[1:]:
-            if not _fits(cfg, o, text, value):
-                try:
-                    compose([*first[:i], line(o, text), *first[i + 1 :]])
-                except ConfigError as err:
-                    reason = str(err).split("): ", 1)[-1]
-                    raise ConfigError(f"bad override ({line(o, text)}): {reason}") from None
-
-
-def _fits(cfg, override, text: str, value) -> bool:
-    """True when ``override`` set to this sweep value surely composes: the group option's file
-    exists in conf/, or the value merges into ``cfg`` with the schema's types. False: compose."""
-    import copy
-
-    from hydra.core.override_parser.types import OverrideType
-    from omegaconf import OmegaConf
-
-    key = override.key_or_group
-    if override.package is not None or override.type != OverrideType.CHANGE:
-        return False
-    dirs = [d for d in config_dirs() if (d / key).is_dir()]
-    if dirs:
-        return any((d / key / f"{text}.yaml").is_file() for d in dirs)
-    if key.startswith("hydra") or "/" in key:
-        return False
-    try:
-        OmegaConf.update(copy.deepcopy(cfg), key, value, merge=True)
-    except Exception:
-        return False
-    return True
 
 
 def describe_error(err: BaseException) -> str:

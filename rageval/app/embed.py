@@ -56,10 +56,10 @@ class Filled:
 def jobs(argv: Sequence[str]) -> list[list[str]]:
     """The override lines of every run ``argv`` describes (each sweep value once, in Hydra's
     basic-sweeper order: the cartesian product, last override fastest)."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import HydraException
 
     from rageval.app.config import CONF_DIR, GROUPS
+    from rageval.app.override import parse
     from rageval.app.overrides import prepare_overrides
 
     given = [a for a in argv if a not in ("-m", "--multirun")]
@@ -70,15 +70,11 @@ def jobs(argv: Sequence[str]) -> list[list[str]]:
         )
     given = prepare_overrides(given, CONF_DIR, GROUPS)  # unknown keys and options: one line
     try:
-        parsed = OverridesParser.create().parse_overrides(given)
         choices = []
-        for o in parsed:
-            if o.is_sweep_override():
-                prefix = o.input_line[: len(o.input_line) - len(o.input_line.lstrip("+~"))]
-                key = o.get_key_element()
-                choices.append([f"{prefix}{key}={v}" for v in o.sweep_string_iterator()])
-            else:
-                choices.append([o.input_line])
+        for o in (parse(a) for a in given):
+            # an optimiser's interval lists no values: Hydra's error says so
+            values = o.hydra.sweep_string_iterator() if o.is_interval else o.values
+            choices.append([o.with_value(v) for v in values] if o.is_sweep else [o.line])
     except HydraException as err:
         raise ConfigError(f"bad override ({' '.join(given)}): {err}") from None
     return [list(c) for c in itertools.product(*choices)]

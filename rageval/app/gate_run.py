@@ -23,7 +23,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from rageval.config_schema import measures
+from rageval.config_schema import measures, override_key
 from rageval.errors import ConfigError
 
 # top-level keys that are not replayed from the baseline
@@ -37,14 +37,13 @@ def _groups() -> tuple[str, ...]:
 
 def effective_choices(baseline: Mapping[str, Any], overrides: Sequence[str]) -> dict[str, str]:
     """The baseline's group choices with the user's group overrides on top."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
+    from rageval.app.override import parse_all
     from rageval.app.overrides import normalize_tolerances
 
     choices = {str(g): str(c) for g, c in (baseline.get("choices") or {}).items()}
-    for o in OverridesParser.create().parse_overrides(normalize_tolerances(overrides)):
-        if o.key_or_group in _groups():
-            choices[o.key_or_group] = o.get_value_element_as_str()
+    for o in parse_all(normalize_tolerances(overrides)):
+        if o.key in _groups():
+            choices[o.key] = o.hydra.get_value_element_as_str()
     return choices
 
 
@@ -53,28 +52,22 @@ def compose_from_baseline(
 ):
     """The composed config (a DictConfig) that re-runs ``baseline`` with ``overrides`` on top."""
     from hydra import compose, initialize_config_dir
-    from hydra._internal.config_loader_impl import ConfigLoaderImpl
-    from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import HydraException
     from omegaconf import OmegaConf, open_dict
     from omegaconf.errors import OmegaConfBaseException
 
     from rageval.app.config import CONF_DIR, register_resolvers
-    from rageval.app.overrides import config_keys, explain, prepare_overrides
+    from rageval.app.override import apply_to_config, parse_all
+    from rageval.app.overrides import config_keys, explain, preflight
     from rageval.app.removed_keys import refuse_removed_keys
 
     refuse_removed_keys(overrides)  # one line naming the key to write instead
     groups = _groups()
-    overrides = prepare_overrides(list(overrides), CONF_DIR, groups)
-    parser = OverridesParser.create()
-    parsed = parser.parse_overrides(overrides)
-    if any(o.is_sweep_override() for o in parsed):
-        raise ConfigError(
-            "rageval check re-runs one configuration: give one value per override, not a sweep"
-        )
+    overrides = preflight(list(overrides), CONF_DIR, groups, one_config=True)
+    parsed = parse_all(overrides)
     choices = effective_choices(baseline, overrides)
     changed = {g for g, c in choices.items() if (baseline.get("choices") or {}).get(g) != c}
-    rest = [o for o in parsed if o.key_or_group not in groups]
+    rest = [o for o in parsed if o.key not in groups]
     register_resolvers()
     try:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
@@ -88,16 +81,14 @@ def compose_from_baseline(
     with open_dict(cfg):
         replay_values(cfg, baseline.get("config") or {}, skip=changed)
         try:
-            ConfigLoaderImpl._apply_overrides_to_config(rest, cfg)
+            apply_to_config(rest, cfg)
         except (HydraException, OmegaConfBaseException) as err:
-            raise explain(
-                err, [o.input_line or "" for o in rest], config_keys(cfg), groups
-            ) from None
+            raise explain(err, [o.line for o in rest], config_keys(cfg), groups) from None
     from rageval.app.config import absolute_paths
 
     absolute_paths(cfg)  # a project's relative paths are the project root's
     OmegaConf.set_struct(cfg, True)
-    if not mlflow and not any(o.key_or_group == "mlflow.enabled" for o in rest):
+    if not mlflow and not any(o.key == "mlflow.enabled" for o in rest):
         cfg.mlflow.enabled = False
     return cfg
 
@@ -286,7 +277,7 @@ def _over(base: Sequence[str], top: Sequence[str]) -> list[str]:
     lines: dict[str, str] = {}
     kept = [o for o in base if measures(o)]
     for o in [*kept, *top]:
-        key = o.lstrip("+~").split("=", 1)[0]
+        key = override_key(o)
         lines.pop(key, None)
         lines[key] = o
     return list(lines.values())

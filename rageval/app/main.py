@@ -23,7 +23,7 @@ from rageval.app.config import CONF_DIR, GROUPS, default_cache_dir, register_res
 from rageval.errors import ConfigError, RagevalError
 from rageval.redact import (
     ScrubbingStream,
-    override_secrets,
+    command_line_secrets,
     redact,
     redact_override,
     redact_yaml_file,
@@ -290,7 +290,7 @@ def job_context() -> JobContext:
         choices={g: str(hc.runtime.choices.get(g) or "none") for g in GROUPS},
         sweep_dir=str(hc.sweep.dir) if multirun else None,
         launch_dir=str(hc.runtime.cwd) if multirun else None,
-        override_secrets=frozenset(override_secrets(hc.overrides.task)),
+        override_secrets=frozenset(command_line_secrets(hc.overrides.task)),
         raw_overrides=tuple(hc.overrides.task),
         job=int(hc.job.num) if multirun else None,
     )
@@ -388,8 +388,7 @@ def run_app(argv: list[str]) -> int:
     from omegaconf import OmegaConf
 
     from rageval.app.callbacks import OUTCOME_ENV, read_outcome
-    from rageval.app.config import check_overrides
-    from rageval.app.overrides import prepare_overrides
+    from rageval.app.overrides import preflight
 
     register_resolvers()
     from rageval.app.help import run_help, wants_help
@@ -399,16 +398,14 @@ def run_app(argv: list[str]) -> int:
         return 0
     rundir.check_output_dirs(argv)  # Hydra would make them with a traceback on failure
     # Hydra echoes overrides in its own errors (and --cfg prints the config): mask secrets there
-    secrets = override_secrets(argv) | secret_values()
+    secrets = command_line_secrets(argv)
     try:
         from rageval.app.removed_keys import refuse_removed_keys
 
         refuse_removed_keys(argv)  # one line naming the key to write instead
-        argv = prepare_overrides(argv, CONF_DIR, GROUPS)  # one line with a "did you mean"
-        check_overrides(argv)  # a bad override is one line and exit 2, before any job starts
-        from rageval.app.tuning import check_study
-
-        check_study(argv, CONF_DIR)  # a tuning study's settings and search space, likewise
+        # a bad override, sweep value or study setting: one line with a "did you mean", exit 2,
+        # before any job starts
+        argv = preflight(argv, CONF_DIR, GROUPS)
     except ConfigError as err:
         raise ConfigError(scrub(str(err), secrets)) from None
     main = hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")(

@@ -48,6 +48,7 @@ from rageval.app.tuning import (
     study_lock,
     study_name,
 )
+from rageval.config_schema import override_key
 from rageval.errors import ConfigError
 
 
@@ -148,7 +149,7 @@ def fixed_values(fixed: Sequence[str], config=None) -> dict[str, str | None]:
 
     lines = {}
     for line in fixed:
-        key, _, value = line.lstrip("+~").partition("=")
+        key, value = override_key(line), line.partition("=")[2]
         lines[key.strip()] = value.strip()
 
     def default(key: str) -> str | None:
@@ -721,7 +722,7 @@ def _final_run(
     from rageval.app.gate_run import replay_values
     from rageval.app.main import run_job
 
-    lines = [o for o in overrides if o.split("=", 1)[0].lstrip("+~") not in ("split",)]
+    lines = [o for o in overrides if override_key(o) not in ("split",)]
     lines.append("split=all")
     loader = sweeper.hydra_context.config_loader
     cfg = loader.load_sweep_config(sweeper.config, lines)

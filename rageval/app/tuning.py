@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rageval.errors import ConfigError
+from rageval.errors import ConfigError, did_you_mean
 
 SWEEPER_TARGET = "hydra_plugins.rageval_optuna.sweeper.OptunaSweeper"
 STUDY_FILE = "study.json"
@@ -78,55 +78,6 @@ class StudySettings:
         return s
 
 
-def check_study(argv: Sequence[str], conf_dir: str | Path) -> None:
-    """Before Hydra starts: when the command line selects rageval's Optuna sweeper, check its
-    settings and search space, so a mistake is one line and exit 2 before any trial runs."""
-    given = [a for a in argv if not a.startswith("-")]
-    if not any(a.split("=", 1)[0] == "hydra/sweeper" for a in given):
-        return
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-    from hydra.errors import HydraException
-    from omegaconf.errors import OmegaConfBaseException
-
-    from rageval.app.config import register_resolvers
-
-    if GlobalHydra.instance().is_initialized():
-        return
-    register_resolvers()  # the schema conf/config.yaml extends
-    hydra_args = [a for a in given if a.lstrip("+~").startswith("hydra")]
-    try:
-        with initialize_config_dir(config_dir=str(Path(conf_dir).resolve()), version_base="1.3"):
-            cfg = compose("config", overrides=hydra_args, return_hydra_config=True)
-    except (HydraException, OmegaConfBaseException) as err:
-        _explain_sweeper_key(err, hydra_args)
-        return  # Hydra itself says what is wrong with its other settings
-    if is_study(cfg):
-        s = StudySettings.of(cfg)
-        _check_sampler(s)
-        space, fixed = search_space(s.params, [a for a in given if a not in hydra_args])
-        _check_not_running(conf_dir, hydra_args, space, fixed, s)
-
-
-def _check_not_running(conf_dir, hydra_args, space, fixed, s: StudySettings) -> None:
-    """A study another command is running stops here, in one line, before Hydra starts (the
-    study holds its lock while it runs: :func:`study_lock`)."""
-    from hydra import compose, initialize_config_dir
-    from hydra.errors import HydraException
-    from omegaconf.errors import OmegaConfBaseException
-
-    try:
-        with initialize_config_dir(config_dir=str(Path(conf_dir).resolve()), version_base="1.3"):
-            cfg = compose("config", overrides=[*hydra_args, *fixed], return_hydra_config=True)
-    except (HydraException, OmegaConfBaseException):
-        return  # the override checks say what is wrong
-    storage, name = storage_of(cfg, s), study_name(cfg, space, fixed, s)
-    if storage.startswith("sqlite:///") and not Path(storage[len("sqlite:///") :]).exists():
-        return  # a new storage: no study runs there yet, and the check leaves no file behind
-    with study_lock(storage, name):
-        readable_storage(storage)
-
-
 def readable_storage(storage: str) -> None:
     """ConfigError (one line) when ``storage`` is not a database Optuna can read (a truncated or
     corrupt optuna.db): found before any trial or MLflow run starts."""
@@ -148,46 +99,7 @@ def readable_storage(storage: str) -> None:
         ) from None
 
 
-def _explain_sweeper_key(err: Exception, hydra_args: Sequence[str]) -> None:
-    """A mistyped ``hydra.sweeper.KEY`` (or ``hydra.sweeper.sampler.KEY``) on the command line:
-    one ConfigError with the closest keys, instead of Hydra's multi-line struct error."""
-    import re
-
-    found = re.search(r"Key '([^']+)' is not in struct", str(err)) or re.search(
-        r"Could not override '([^']+)'", str(err)
-    )
-    full = re.search(r"full_key: (\S+)", str(err))
-    key = full.group(1) if full else (found.group(1) if found else "")
-    if not key.startswith("hydra.sweeper."):
-        return
-    culprit = next((a for a in hydra_args if a.lstrip("+~").split("=", 1)[0] == key), key)
-    if key.startswith("hydra.sweeper.sampler."):
-        arg = key.rsplit(".", 1)[1]
-        chosen = [
-            a.split("=", 1)[1] for a in hydra_args if a.startswith("hydra.sweeper.sampler.name=")
-        ]
-        sampler = chosen[-1] if chosen and chosen[-1] in SAMPLERS else "tpe"
-        raise ConfigError(
-            f"override {culprit!r}: the sampler's settings have no {arg!r}"
-            f"{_closest(arg, _sampler_args(sampler))}; to pass the {sampler} sampler an argument "
-            f"the conf file does not set, write +{culprit.lstrip('+~')}"
-        )
-    known = sorted(StudySettings.__dataclass_fields__)
-    name = key[len("hydra.sweeper.") :]
-    raise ConfigError(
-        f"override {culprit!r}: hydra.sweeper has no key {name!r}{_closest(name, known)} "
-        f"(keys: {', '.join(known)})"
-    )
-
-
-def _closest(word: str, choices: Sequence[str]) -> str:
-    import difflib
-
-    near = difflib.get_close_matches(word, list(choices), n=2, cutoff=0.6)
-    return f"; did you mean {' or '.join(near)}?" if near else ""
-
-
-def _sampler_args(name: str) -> list[str]:
+def sampler_args(name: str) -> list[str]:
     """The keyword arguments of the Optuna sampler ``name`` (grid's space is built from ours)."""
     import inspect
 
@@ -198,17 +110,17 @@ def _sampler_args(name: str) -> list[str]:
     return [p for p in inspect.signature(cls.__init__).parameters if p not in skip]
 
 
-def _check_sampler(s: StudySettings) -> None:
+def check_sampler(s: StudySettings) -> None:
     """The sampler's arguments (``hydra.sweeper.sampler`` minus ``name``) against the Optuna
     sampler's own: a misspelt one is a ConfigError naming the closest, before any trial runs."""
     args = dict(s.sampler or {})
     name = args.pop("name", "tpe")
-    accepted = _sampler_args(name)
+    accepted = sampler_args(name)
     for arg in args:
         if arg not in accepted:
             raise ConfigError(
                 f"hydra.sweeper.sampler.{arg}: the {name} sampler ({SAMPLERS[name]}) has no "
-                f"argument {arg!r}{_closest(arg, accepted)} (its arguments: "
+                f"argument {arg!r}{did_you_mean(arg, accepted, n=2, clause=True)} (its arguments: "
                 f"{', '.join(accepted)}); drop it (a conf file's key: ~hydra.sweeper.sampler.{arg})"
             )
 

@@ -10,7 +10,6 @@ under any other. Labels that resolve to no chunk are reported.
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 from collections import defaultdict
@@ -19,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rageval.errors import ConfigError, InputError
+from rageval.errors import ConfigError, InputError, did_you_mean
 from rageval.formats.atomic import atomic_write_text, locked
 from rageval.inputs.golden import entry_from_dict, load_golden
 from rageval.scoring.relevance import locate_quote, resolve
@@ -59,8 +58,7 @@ def read_golden(path: Path) -> tuple[str, GoldenSet | None]:
 
 def doc_hint(name: str, docs: Iterable[str]) -> str:
     """A " (did you mean 'x'?)" suffix naming the closest of ``docs``, or "" if none is."""
-    close = difflib.get_close_matches(name, list(docs), n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+    return did_you_mean(name, docs, quoted=True)
 
 
 def add_query(

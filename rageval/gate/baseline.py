@@ -306,6 +306,7 @@ def config_summary(report: Mapping[str, Any]) -> str:
     """``chunk=256 search=hybrid backend=faiss ... search.fusion=weighted``: what a person reads
     to know the config: chunking and k, each group's choice, then the run's own overrides of
     keys inside them (a tuned ``search.bm25.k1``), secrets masked."""
+    from rageval.config_schema import override_key
     from rageval.redact import redact_override
     from rageval.report.html import shown_override
 
@@ -314,8 +315,8 @@ def config_summary(report: Mapping[str, Any]) -> str:
     parts += [f"{g}={c}" for g, c in (report.get("choices") or {}).items()]
     shown = {p.split("=", 1)[0] for p in parts} | {"split"}
     for o in report.get("overrides") or []:
-        key = o.lstrip("+~").split("=", 1)[0]
+        key = override_key(o)
         if "=" in o and key not in shown and shown_override(o):
-            parts.append(redact_override(o.lstrip("+~")))
+            parts.append(redact_override(f"{key}={o.split('=', 1)[1]}"))
             shown.add(key)
     return " ".join(parts) or "(config not recorded)"

@@ -29,14 +29,13 @@ from typing import Any
 
 import numpy as np
 
-from rageval.errors import ConfigError, InputError
+from rageval.errors import ConfigError, InputError, did_you_mean
 from rageval.gate.paired import Change, finish, measure, verdict
 from rageval.report.table import Column, Table
 from rageval.scoring.slices import (
     DEFAULT_MIN_SIZE,
     SliceGroup,
     canonical_field,
-    did_you_mean,
     find_group,
     group_rows,
     slice_fields,
@@ -143,9 +142,10 @@ def _groups(
     groups = group_rows(rows, [canonical_field(key)], min_size)
     if not groups:
         fields = slice_fields(rows)
+        hint = did_you_mean(key, fields, n=2, ignore_case=True)
         raise ConfigError(
             f"gate.slices names the field {key!r}, which no query of the golden set has"
-            f"{did_you_mean(key, fields)}; write <field>=<value> (source=adversarial) or a field "
+            f"{hint}; write <field>=<value> (source=adversarial) or a field "
             f"the queries have: {', '.join(fields)}"
         )
     return groups
@@ -172,7 +172,7 @@ def _refuse_metric(
     names += [f"{f}@{k.group(1)}" for f in FAMILIES] if k else list(FAMILIES)
     raise ConfigError(
         f"gate.slices[{key!r}]: {tail!r} after the slice {head!r} is no metric"
-        f"{did_you_mean(tail.replace('_at_', '@'), names)}; write "
+        f"{did_you_mean(tail.replace('_at_', '@'), names, n=2, ignore_case=True)}; write "
         f"gate.slices.{head}.<metric>=<tolerance> with a metric such as "
         f"{', '.join(str(MetricSpec.parse(m)) for m in gate_metrics[:3]) or 'recall@5'}"
     ) from error
@@ -198,9 +198,11 @@ def check_spec(
         missing = [m for m in tolerances if m not in have]
         if missing:
             have = [m for m in dict.fromkeys(str(MetricSpec.parse(g)) for g in gate_metrics)]
+            gated = sorted(m for m in have if "@" in m)
+            hint = did_you_mean(missing[0], gated, n=2, ignore_case=True)
             raise ConfigError(
                 f"gate.slices[{key!r}]: the baseline's per-query rows have no {missing[0]!r}"
-                f"{did_you_mean(missing[0], sorted(m for m in have if '@' in m))}; gate a "
+                f"{hint}; gate a "
                 f"metric the baseline measured, e.g. {', '.join(have[:3]) or 'recall@5'}"
             )
 

@@ -36,13 +36,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from rageval.errors import ConfigError, InputError
+from rageval.errors import ConfigError, InputError, did_you_mean
 from rageval.formats.atomic import atomic_write_text, locked
 from rageval.formats.textio import lines, loads, read_text
 from rageval.scoring.relevance import (
     Span,
     chunks_for_span,
-    did_you_mean,
     pick_occurrence,
     quote_not_found,
     quote_occurrences,
@@ -312,11 +311,11 @@ def resolve_judgement(
         return InputError(f"query {j.query_id!r}: {msg}", path=path, line=j.line or None)
 
     if j.query_id not in query_ids:
-        close = did_you_mean(j.query_id, dict.fromkeys(query_ids))  # type: ignore[arg-type]
+        close = did_you_mean(j.query_id, query_ids, quoted=True)
         raise fail(f"unknown query id{close}; judgements name queries of the golden set")
     doc = docs.get(j.doc)
     if doc is None:
-        raise fail(f"unknown document {j.doc!r}{did_you_mean(j.doc, docs)}")
+        raise fail(f"unknown document {j.doc!r}{did_you_mean(j.doc, docs, quoted=True)}")
     matches = quote_occurrences(doc.text, j.quote, cache)
     if not matches:
         raise fail(quote_not_found(j.doc, j.quote, doc.text, cache))

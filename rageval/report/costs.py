@@ -78,11 +78,10 @@ def cost_spec(name: str, what: str = "sweep.pareto_cost") -> CostSpec:
     word = str(name).strip()
     spec = COSTS.get(word)
     if spec is None:
-        import difflib
+        from rageval.errors import did_you_mean
 
-        close = [c for c in COSTS if word and word.lower() in c]  # p95 -> latency_p95_ms
-        close += difflib.get_close_matches(word.lower(), list(COSTS), n=2, cutoff=0.6)
-        hint = f" (did you mean {' or '.join(dict.fromkeys(close))}?)" if close else ""
+        contains = [c for c in COSTS if word and word.lower() in c]  # p95 -> latency_p95_ms
+        hint = did_you_mean(word, COSTS, n=2, ignore_case=True, first=contains)
         raise ConfigError(
             f"{what}={name!r} is not a cost{hint}; valid costs: {', '.join(COSTS)} (docs/costs.md)"
         )

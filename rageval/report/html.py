@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rageval.config_schema import measures
+from rageval.config_schema import measures, override_key
 from rageval.formats.atomic import atomic_write_text
 from rageval.report.pages import render_page
 from rageval.scoring.slices import field_values
@@ -133,7 +133,7 @@ PATH_KEYS = ("dataset.corpus", "dataset.golden")
 def shown_override(override: str) -> bool:
     """Whether an override line belongs in a run's title: it changes what is measured
     (rageval.config_schema.measures) and is not a data path."""
-    return measures(override) and not override.lstrip("+~").startswith(PATH_KEYS)
+    return measures(override) and not override_key(override).startswith(PATH_KEYS)
 
 
 PLUMBING = (

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from rageval.errors import BackendError, ConfigError, RagevalError
+from rageval.errors import BackendError, ConfigError, RagevalError, did_you_mean
 from rageval.retrieval.passages import Passage, has_text, read_passage
 from rageval.types import Chunk
 
@@ -64,10 +64,7 @@ def load_object(path: str, key: str) -> Any:
     for part in attr.split("."):
         if not hasattr(obj, part):
             names = [n for n in dir(module) if not n.startswith("_")]
-            import difflib
-
-            close = difflib.get_close_matches(part, names, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            hint = did_you_mean(part, names, quoted=True)
             raise ConfigError(f"{key}={path!r}: {module_name!r} has no {part!r}{hint}")
         obj = getattr(obj, part)
     return obj

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rageval.errors import ConfigError
+from rageval.errors import ConfigError, install_hint
 
-STEMMER_HINT = "search.bm25.stemmer needs PyStemmer: pip install PyStemmer"
+STEMMER_HINT = f"search.bm25.stemmer needs PyStemmer: {install_hint(package='PyStemmer')}"
 
 
 def quiet_bm25s() -> None:

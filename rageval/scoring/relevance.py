@@ -19,7 +19,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from rageval.errors import ConfigError, InputError
+from rageval.errors import ConfigError, InputError, did_you_mean
 from rageval.types import Chunk, Document, Evidence, GoldenSet
 
 LEVELS = ("auto", "chunk", "doc")
@@ -248,9 +248,8 @@ def resolve(
             add(chunk.doc_id if level == "doc" else chunk.id, grade)
         for doc_id, grade in q.relevant_docs.items():
             if doc_id not in docs:
-                raise fail(
-                    f"relevant_docs names unknown document {doc_id!r}{did_you_mean(doc_id, docs)}"
-                )
+                hint = did_you_mean(doc_id, docs, quoted=True)
+                raise fail(f"relevant_docs names unknown document {doc_id!r}{hint}")
             if level == "doc":
                 add(doc_id, grade)
             else:
@@ -260,9 +259,8 @@ def resolve(
         for i, ev in enumerate(q.evidence):
             doc = docs.get(ev.doc)
             if doc is None:
-                raise fail(
-                    f"evidence[{i}] names unknown document {ev.doc!r}{did_you_mean(ev.doc, docs)}"
-                )
+                hint = did_you_mean(ev.doc, docs, quoted=True)
+                raise fail(f"evidence[{i}] names unknown document {ev.doc!r}{hint}")
             matches = quote_occurrences(doc.text, ev.quote, norm_cache)
             if not matches:
                 raise fail(_not_found(i, ev, doc, norm_cache))
@@ -381,12 +379,6 @@ def quote_not_found(doc_id: str, quote: str, text: str, cache: dict | None = Non
         line, passage, ratio = near
         msg += f"; nearest passage (line {line}, {ratio:.0%} alike): {_short(passage, 120)!r}"
     return msg + "; copy the quote verbatim from the document"
-
-
-def did_you_mean(name: str, docs: Mapping[str, Document]) -> str:
-    """`` (did you mean 'x'?)`` for the closest document id, else an empty string."""
-    close = difflib.get_close_matches(name, list(docs), n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def _short(s: str, n: int = 60) -> str:

@@ -14,7 +14,6 @@ are sliced by the same code.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import math
 import re
@@ -25,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from rageval.errors import ConfigError
+from rageval.errors import ConfigError, did_you_mean
 from rageval.scoring.spec import mlflow_key
 from rageval.scoring.stats import bootstrap_ci
 
@@ -161,14 +160,15 @@ def find_group(
         return raw[value]
     if not raw:
         fields = slice_fields(rows)
+        hint = did_you_mean(field, fields, n=2, ignore_case=True)
         raise ConfigError(
             f"no query is in slice {name!r}: no query has the field {field!r}"
-            f"{did_you_mean(field, fields)}; the golden set's slice fields: {', '.join(fields)}"
+            f"{hint}; the golden set's slice fields: {', '.join(fields)}"
         )
     values = sorted(raw)
     if any(g.value == OTHER for g in group_rows(rows, [field], min_size)):
         values.append(OTHER)
-    close = did_you_mean(value, values, prefix=f"{field}=")
+    close = did_you_mean(value, values, n=2, ignore_case=True, prefix=f"{field}=")
     raise ConfigError(
         f"no query is in slice {name!r}{close}; the slices of {field}: {', '.join(values)}"
     )
@@ -180,15 +180,6 @@ def slice_fields(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     meta = sorted({str(k) for r in rows for k in (r.get("meta") or {})})
     top = [f for f in TOP_FIELDS if any(field_values(r, f) for r in rows)]
     return top + [f"meta.{k}" if k in TOP_FIELDS else k for k in meta]
-
-
-def did_you_mean(word: str, choices: Sequence[str], prefix: str = "") -> str:
-    """`` (did you mean x?)`` naming the closest of ``choices`` (case-insensitive, each written
-    after ``prefix``), or ``""`` when none is close."""
-    lower = {c.lower(): c for c in choices}
-    close = difflib.get_close_matches(word.lower(), list(lower), n=2, cutoff=0.6)
-    said = " or ".join(prefix + lower[c] for c in close)
-    return f" (did you mean {said}?)" if close else ""
 
 
 def _values(rows: Sequence[Mapping[str, Any]], metric: str, index: Sequence[int]) -> np.ndarray:

@@ -19,7 +19,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rageval.config_schema import measures
+from rageval.config_schema import measures, override_key
 from rageval.errors import ConfigError
 from rageval.redact import redact_override
 from rageval.scoring.spec import FAMILIES, MetricSpec
@@ -240,7 +240,8 @@ def run_name(
     keys), then the job number, secrets masked. A run without such overrides is named after its
     chunk and search mode."""
     # masked first: a name is shown everywhere (runs table, tags), a secret never is
-    parts = [redact_override(o).lstrip("+~") for o in overrides if "=" in o]
+    masked = [redact_override(o) for o in overrides if "=" in o]
+    parts = [f"{override_key(o)}={o.split('=', 1)[1]}" for o in masked]
     if keys is not None:
         parts = [o for o in parts if o.split("=", 1)[0] in keys]
     else:  # paths and plumbing (cache_dir=..., hydra.run.dir=...) make no name

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from rageval.config_schema import override_key
 from rageval.redact import redact_override
 from rageval.tracking.client import client_for, ensure_experiment, git_info, source_tags
 from rageval.tracking.keys import run_name, swept_keys
@@ -160,7 +161,8 @@ def summarise_sweep(
     link = ""
     if best is not None:
         tags["rageval.best_job"] = str(best["job"])
-        chosen = dict(o.lstrip("+~").split("=", 1) for o in best.get("overrides") or [] if "=" in o)
+        lines = [o for o in best.get("overrides") or [] if "=" in o]
+        chosen = {override_key(o): o.split("=", 1)[1] for o in lines}
         params = {k: chosen[k] for k in keys if k in chosen}
         if best.get("run_id"):
             child = client.get_run(best["run_id"])

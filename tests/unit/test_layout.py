@@ -6,6 +6,7 @@ calls, no function is longer than 80 lines."""
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from pathlib import Path
 
@@ -428,3 +429,96 @@ def test_no_function_is_longer_than_80_lines():
         if n > MAX_FUNCTION_LINES and name not in LONG_FUNCTIONS_PENDING
     ]
     assert long == []
+
+
+# The one module that parses an override line (its key, its +/++/~ prefix, a sweep's values).
+OVERRIDE_PARSER = "rageval.app.override"
+# `.lstrip("+~")`, `.lstrip("+")`, `.lstrip('~+')`...: an override's prefix taken off by hand
+PREFIX_STRIP = re.compile(r"""\.lstrip\(\s*(['"])[+~]+\1\s*\)""")
+
+
+def prefix_strips(source: str) -> list[int]:
+    """The lines of ``source`` that strip an override's prefix by hand."""
+    return [i for i, text in enumerate(source.splitlines(), 1) if PREFIX_STRIP.search(text)]
+
+
+def test_the_prefix_rule_can_fail():
+    for text in ('k = o.lstrip("+~")', "o.lstrip('+')", 'o.lstrip("~+")', 'x.lstrip( "~" )'):
+        assert prefix_strips(f"a = 1\n{text}\n") == [2], text
+    assert prefix_strips('o.strip()\no.lstrip("-")\no.lstrip()\n') == []
+
+
+def test_override_prefixes_are_taken_off_in_the_parser_module_only():
+    bad = [
+        f"{MODULES[m].relative_to(PACKAGE.parent)}:{line}"
+        for m in MODULES
+        if m != OVERRIDE_PARSER
+        for line in prefix_strips(MODULES[m].read_text(encoding="utf-8"))
+    ]
+    assert bad == []
+    assert prefix_strips(MODULES[OVERRIDE_PARSER].read_text(encoding="utf-8")), "moved?"
+
+
+HYDRA_LIBRARIES = ("hydra", "omegaconf")
+PLUGINS = PACKAGE.parent / "hydra_plugins"
+
+
+def _private(name: str) -> bool:
+    return any(p.startswith("_") and not p.startswith("__") for p in name.split("."))
+
+
+def private_hydra_uses(source: str) -> list[str]:
+    """Private Hydra or OmegaConf names ``source`` uses: an import from a ``_module`` or of a
+    ``_name``, an imported object's ``_attribute``, or Hydra's config loader (ConfigLoaderImpl)."""
+    tree = ast.parse(source)
+    imported: set[str] = set()
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.split(".")[0] in HYDRA_LIBRARIES:
+                    imported.add((a.asname or a.name).split(".")[0])
+                    if _private(a.name):
+                        found.append(f"{node.lineno}: import {a.name}")
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in (
+            HYDRA_LIBRARIES
+        ):
+            for a in node.names:
+                imported.add(a.asname or a.name)
+                if _private(node.module or "") or _private(a.name):
+                    found.append(f"{node.lineno}: from {node.module} import {a.name}")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name | ast.Attribute):
+            name = node.id if isinstance(node, ast.Name) else node.attr
+            if name == "ConfigLoaderImpl":
+                found.append(f"{node.lineno}: {name}")
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in imported
+            and _private(node.attr)
+        ):
+            found.append(f"{node.lineno}: {node.value.id}.{node.attr}")
+    return found
+
+
+def test_the_private_hydra_rule_can_fail():
+    assert private_hydra_uses(
+        "from hydra._internal.config_loader_impl import ConfigLoaderImpl\n"
+        "ConfigLoaderImpl._apply_overrides_to_config([], cfg)\n"
+    )
+    assert private_hydra_uses("import hydra\nhydra._internal.x()\n")
+    assert private_hydra_uses("from omegaconf import OmegaConf\nOmegaConf._set_flag(c)\n")
+    assert private_hydra_uses("from hydra.core.x import _helper\n")
+    public = "from omegaconf import OmegaConf\nOmegaConf.update(c, 'k', 1)\n"
+    assert private_hydra_uses(public) == []
+
+
+def test_no_module_uses_a_private_hydra_name():
+    files = [*MODULES.values(), *sorted(PLUGINS.rglob("*.py"))]
+    bad = [
+        f"{p.relative_to(PACKAGE.parent)}:{use}"
+        for p in files
+        for use in private_hydra_uses(p.read_text(encoding="utf-8"))
+    ]
+    assert len(files) > 60 and bad == []

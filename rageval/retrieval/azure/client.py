@@ -15,11 +15,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from rageval.errors import RagevalError
+from rageval.errors import RagevalError, install_hint
 
 log = logging.getLogger(__name__)
 
-INSTALL_HINT = "pip install 'rageval[azure]'"
+INSTALL_HINT = install_hint("azure")
 INDEX_NAME = re.compile(r"^(?!.*--)[a-z0-9](?:[a-z0-9-]{0,126}[a-z0-9])?$")
 
 

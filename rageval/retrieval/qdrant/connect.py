@@ -9,9 +9,9 @@ import re
 import uuid
 from typing import Any
 
-from rageval.errors import RagevalError
+from rageval.errors import RagevalError, install_hint
 
-INSTALL_HINT = "pip install 'rageval[qdrant]'"
+INSTALL_HINT = install_hint("qdrant")
 
 
 def qdrant_module() -> Any:

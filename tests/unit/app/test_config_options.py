@@ -10,7 +10,8 @@ from beir_fixture import make_beir
 from hydra.utils import get_class, get_method
 
 from rageval.app.build import Components, build
-from rageval.app.config import CONF_DIR, GROUPS, check_overrides, compose
+from rageval.app.config import CONF_DIR, GROUPS, compose
+from rageval.app.overrides import check_overrides
 from rageval.errors import ConfigError
 from rageval.retrieval.fusion import HybridRetriever
 from rageval.retrieval.local.dense import FaissRetriever

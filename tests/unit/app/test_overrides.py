@@ -130,3 +130,27 @@ def test_options_from_a_teams_own_config_folder_are_choices(tmp_path):
         prepare_overrides([search, "backend=inhose"], CONF_DIR, GROUPS)
     with pytest.raises(ConfigError, match="has no option 'inhouse'"):
         prepare_overrides(["backend=inhouse"], CONF_DIR, GROUPS)  # without the folder: unknown
+
+
+def test_one_preflight_composes_once_for_a_sweep_and_answers_every_caller(monkeypatch):
+    import rageval.app.config as config
+    from rageval.app.overrides import preflight
+
+    calls = []
+    real = config.compose
+    monkeypatch.setattr(
+        config, "compose", lambda lines, *a, **k: calls.append(lines) or real(lines)
+    )
+    assert preflight(["-m", "chunk=32,64", "search=vector,bm25"]) == [
+        "-m",
+        "chunk=32,64",
+        "search=vector,bm25",
+    ]
+    assert calls == []  # the other values were checked against the first job's config
+    with pytest.raises(ConfigError, match=r"bad override \(chunk=abc\)"):
+        preflight(["-m", "chunk=32,abc"])
+    with pytest.raises(ConfigError, match="did you mean chunk"):
+        preflight(["chunks=3"])
+    with pytest.raises(ConfigError, match="re-runs one configuration"):
+        preflight(["chunk=32,64"], one_config=True)
+    assert preflight(["chunk=32"], one_config=True) == ["chunk=32"]
