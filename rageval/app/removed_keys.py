@@ -13,11 +13,13 @@ def refuse_removed_keys(argv: Sequence[str]) -> None:
     """A removed key (rageval.config_schema.REMOVED_KEYS) set on the command line or in a YAML
     file of the project's config folder: one ConfigError naming the key to write instead, not
     Hydra's struct error."""
-    from rageval.config_schema import REMOVED_KEYS, removed_key_message
+    from rageval.app.override import is_override
+    from rageval.config_schema import REMOVED_KEYS, override_key, removed_key_message
 
     for arg in argv:
-        key, sep, value = arg.lstrip("+~").partition("=")
-        if sep and key in REMOVED_KEYS:
+        key = override_key(arg)
+        if is_override(arg) and key in REMOVED_KEYS:
+            value = arg.split("=", 1)[1]
             raise ConfigError(removed_key_message(key, value, f"override {arg!r}"))
     from rageval.project import find_project
 
