@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -202,15 +202,23 @@ def _evidence(value: Any, qid: str, fail) -> tuple[Evidence, ...]:
                 f"{', '.join(sorted(EVIDENCE_KEYS))}"
             )
         grade = _grade(item.get("grade", 1), where, fail)
-        occurrence, start = item.get("occurrence"), item.get("start")
-        if occurrence is not None and not _whole(occurrence, 1):
-            raise fail(f'{where}: "occurrence" must be a whole number >= 1 (got {occurrence!r})')
-        if start is not None and not _whole(start, 0):
-            raise fail(f'{where}: "start" must be a character offset >= 0 (got {start!r})')
-        if occurrence is not None and start is not None:
-            raise fail(f'{where}: give "occurrence" or "start", not both')
+        occurrence, start = quote_place(item, where, fail)
         out.append(Evidence(doc, quote, grade, occurrence, start))
     return tuple(out)
+
+
+def quote_place(item: Mapping[str, Any], where: str, fail) -> tuple[int | None, int | None]:
+    """The ``occurrence`` and ``start`` that pin a quote found more than once in its document
+    (an evidence item, a judgement): each optional, whole numbers, not both; ``fail(message)``
+    builds the error to raise."""
+    occurrence, start = item.get("occurrence"), item.get("start")
+    if occurrence is not None and not _whole(occurrence, 1):
+        raise fail(f'{where}: "occurrence" must be a whole number >= 1 (got {occurrence!r})')
+    if start is not None and not _whole(start, 0):
+        raise fail(f'{where}: "start" must be a character offset >= 0 (got {start!r})')
+    if occurrence is not None and start is not None:
+        raise fail(f'{where}: give "occurrence" or "start", not both')
+    return occurrence, start
 
 
 def _whole(value: Any, least: int) -> bool:

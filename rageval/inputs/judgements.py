@@ -39,6 +39,7 @@ from typing import Any
 from rageval.errors import ConfigError, InputError, did_you_mean
 from rageval.formats.atomic import atomic_write_text, locked
 from rageval.formats.textio import lines, loads, read_text
+from rageval.inputs.golden import quote_place
 from rageval.scoring.relevance import (
     Span,
     chunks_for_span,
@@ -275,13 +276,7 @@ def parse_judgement(obj: Any, *, path: str = "<judgements>", lineno: int = 0) ->
             f'{where}: "rationale" is {len(rationale):,} characters, above the '
             f"{MAX_RATIONALE:,} a judgement keeps; shorten it (a sentence or two says why)"
         )
-    occurrence, start = obj.get("occurrence"), obj.get("start")
-    if occurrence is not None and not _whole(occurrence, 1):
-        raise fail(f'{where}: "occurrence" must be a whole number >= 1 (got {occurrence!r})')
-    if start is not None and not _whole(start, 0):
-        raise fail(f'{where}: "start" must be a character offset >= 0 (got {start!r})')
-    if occurrence is not None and start is not None:
-        raise fail(f'{where}: give "occurrence" or "start", not both')
+    occurrence, start = quote_place(obj, where, fail)
     return Judgement(
         query_id=qid,
         doc=obj["doc"],
@@ -468,7 +463,3 @@ def _parse_time(value: Any) -> datetime:
     if t.tzinfo is None:
         raise ValueError(f"needs a time zone, e.g. {value}Z for UTC (got {value!r})")
     return t
-
-
-def _whole(value: Any, least: int) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= least
