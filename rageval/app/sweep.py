@@ -13,7 +13,7 @@ from typing import Any
 from rageval.formats.atomic import atomic_write_text
 from rageval.redact import redact_override, scrub
 from rageval.tracking.client import tracking_uri
-from rageval.tracking.log import ui_command
+from rageval.tracking.log import ui_command, view_url
 
 # The hand-off from the launching process to its jobs: the parent run's id in the environment
 # (inherited by joblib workers and a local Ray cluster) and in a file in the sweep folder (read by
@@ -265,7 +265,7 @@ def _close_parent_run(config, sweep_dir: Path, jobs, board, study, *, broken, st
             }
             for j in jobs
         ]
-        close_parent_run(
+        view = close_parent_run(
             uri,
             parent,
             rows,
@@ -276,7 +276,10 @@ def _close_parent_run(config, sweep_dir: Path, jobs, board, study, *, broken, st
             study_file=Path(sweep_dir) / STUDY_FILE,
             failed=bool((broken and study is None) or stopped or (study or {}).get("error")),
         )
-        print(f"MLflow parent run {parent}; see it with: {ui_command(scrub(uri, ()))}")
+        print(
+            f"MLflow parent run {parent}; see it with: {ui_command(scrub(uri, ()))}, the runs "
+            f"sorted by {board.metric}: {view_url(scrub(uri, ()), view)}"
+        )
     except Exception as err:  # the leaderboard is on disk already
         _mlflow_warning("closing the sweep's parent run", uri, err)
 

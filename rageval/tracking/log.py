@@ -225,6 +225,15 @@ def run_url(uri: str, experiment_id: str, run_id: str) -> str:
     return path
 
 
+def view_url(uri: str, path: str) -> str:
+    """``path`` (``#/experiments/...``) under the MLflow UI of ``uri``: absolute for an http(s)
+    tracking server, else the path to open under ``mlflow ui`` (http://127.0.0.1:5000/ by
+    default)."""
+    if uri.startswith(("http://", "https://")):
+        return f"{uri.rstrip('/')}/{path}"
+    return f"http://127.0.0.1:5000/{path}"
+
+
 def ui_command(uri: str) -> str:
     """How to look at ``uri``: ``mlflow ui --backend-store-uri sqlite:///...`` (a server: its
     URL)."""

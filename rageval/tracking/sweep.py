@@ -15,7 +15,7 @@ from typing import Any
 from rageval.config_schema import override_key
 from rageval.redact import redact_override
 from rageval.tracking.client import client_for, ensure_experiment, git_info, source_tags
-from rageval.tracking.keys import run_name, swept_keys
+from rageval.tracking.keys import metric_key, run_name, swept_keys
 from rageval.tracking.log import DESCRIPTION_TAG, fit_description, log_batched, run_url
 
 # Files of the sweep folder logged on the parent run.
@@ -81,9 +81,10 @@ def close_parent_run(
     study: Mapping[str, Any] | None,
     study_file: Path,
     failed: bool,
-) -> None:
+) -> str:
     """The sweep's verdict on its parent run (:func:`summarise_sweep`, the Pareto front, a
-    study's outcome from ``study_file``), then the run closed: FAILED when ``failed``."""
+    study's outcome from ``study_file``), then the run closed: FAILED when ``failed``. Returns
+    the path of the sweep's view of the runs table (:func:`share_sweep_view`)."""
     from rageval.tracking.study import log_outcome
 
     client = client_for(uri)
@@ -102,6 +103,34 @@ def close_parent_run(
     if study is not None:
         log_outcome(client, parent, study_file, study, uri=uri)
     client.set_terminated(parent, "FAILED" if failed else "FINISHED")
+    return share_sweep_view(client, client.get_run(parent).info.experiment_id, parent, board)
+
+
+# The experiment tag MLflow's UI keeps a shared view of the runs table in (its Share button);
+# opened with ``?viewStateShareKey=<key>`` on the experiment's page.
+SHARED_VIEW_TAG = "mlflow.sharedViewState."
+
+
+def sweep_view_state(metric: str, pareto_cost: str | None) -> dict[str, Any]:
+    """The runs table a sweep is read in: sorted by its deciding metric, best first, with that
+    metric (and the Pareto front's cost) among the columns. Only keys MLflow's shared view
+    reads (search facets and the table's columns)."""
+    decided = f"metrics.`{metric_key(metric)}`"
+    columns = [decided]
+    if pareto_cost:
+        columns.append(f"metrics.`costs/{pareto_cost}`")
+    return {"orderByKey": decided, "orderByAsc": False, "selectedColumns": columns}
+
+
+def share_sweep_view(client, experiment_id: str, parent: str, board) -> str:
+    """Store the sweep's view of the runs table on its experiment (one key per sweep); the path
+    that opens it under the MLflow UI."""
+    import json
+
+    key = f"rageval-{parent[:16]}"
+    state = sweep_view_state(board.metric, getattr(board, "pareto_cost", None))
+    client.set_experiment_tag(experiment_id, SHARED_VIEW_TAG + key, json.dumps(state))
+    return f"#/experiments/{experiment_id}?viewStateShareKey={key}"
 
 
 def tag_pareto_front(client, parent: str, rows: Sequence[dict[str, Any]], board) -> None:
