@@ -15,7 +15,7 @@ from typing import Any
 from rageval.config_schema import override_key
 from rageval.redact import redact_override
 from rageval.tracking.client import client_for, ensure_experiment, git_info, source_tags
-from rageval.tracking.keys import metric_key, run_name, swept_keys
+from rageval.tracking.keys import find_metric, metric_key, run_name, swept_keys
 from rageval.tracking.log import DESCRIPTION_TAG, fit_description, log_batched, run_url
 
 # Files of the sweep folder logged on the parent run.
@@ -103,7 +103,13 @@ def close_parent_run(
     if study is not None:
         log_outcome(client, parent, study_file, study, uri=uri)
     client.set_terminated(parent, "FAILED" if failed else "FINISHED")
-    return share_sweep_view(client, client.get_run(parent).info.experiment_id, parent, board)
+    logged: dict[str, float] = {}
+    for r in rows:  # the key the jobs logged the deciding metric under (headline or cutoffs)
+        if r.get("run_id") and r.get("status", "ok") == "ok":
+            logged = client.get_run(r["run_id"]).data.metrics
+            break
+    experiment = client.get_run(parent).info.experiment_id
+    return share_sweep_view(client, experiment, parent, board, logged)
 
 
 # The experiment tag MLflow's UI keeps a shared view of the runs table in (its Share button);
@@ -111,24 +117,30 @@ def close_parent_run(
 SHARED_VIEW_TAG = "mlflow.sharedViewState."
 
 
-def sweep_view_state(metric: str, pareto_cost: str | None) -> dict[str, Any]:
+def sweep_view_state(
+    metric: str, pareto_cost: str | None, logged: Mapping[str, float] | None = None
+) -> dict[str, Any]:
     """The runs table a sweep is read in: sorted by its deciding metric, best first, with that
     metric (and the Pareto front's cost) among the columns. Only keys MLflow's shared view
-    reads (search facets and the table's columns)."""
-    decided = f"metrics.`{metric_key(metric)}`"
+    reads (search facets and the table's columns). ``logged``: a job's metrics, to use the key
+    the jobs logged the metric under."""
+    found = find_metric(logged or {}, metric)
+    decided = f"metrics.`{found[0] if found else metric_key(metric)}`"
     columns = [decided]
     if pareto_cost:
         columns.append(f"metrics.`costs/{pareto_cost}`")
     return {"orderByKey": decided, "orderByAsc": False, "selectedColumns": columns}
 
 
-def share_sweep_view(client, experiment_id: str, parent: str, board) -> str:
+def share_sweep_view(
+    client, experiment_id: str, parent: str, board, logged: Mapping[str, float] | None = None
+) -> str:
     """Store the sweep's view of the runs table on its experiment (one key per sweep); the path
     that opens it under the MLflow UI."""
     import json
 
     key = f"rageval-{parent[:16]}"
-    state = sweep_view_state(board.metric, getattr(board, "pareto_cost", None))
+    state = sweep_view_state(board.metric, getattr(board, "pareto_cost", None), logged)
     client.set_experiment_tag(experiment_id, SHARED_VIEW_TAG + key, json.dumps(state))
     return f"#/experiments/{experiment_id}?viewStateShareKey={key}"
 

@@ -143,6 +143,13 @@ def test_sweep_2x2_nests_four_runs_under_a_parent_with_the_leaderboard(
     }
     assert parents[0].data.tags["rageval.pareto_cost"] == "latency_p95_ms"
     assert set(parents[0].data.tags["rageval.pareto_front"].split()) == on_front != set()
+    # MLflow's shared view: the runs table sorted by the deciding metric, its column shown
+    key = f"rageval-{parent[:16]}"
+    view = json.loads(c.get_experiment(exp.experiment_id).tags[f"mlflow.sharedViewState.{key}"])
+    decided = view["orderByKey"]
+    assert decided.startswith("metrics.`") and view["orderByAsc"] is False
+    assert decided[len("metrics.`") : -1] in children[0].data.metrics  # a key the jobs logged
+    assert view["selectedColumns"] == [decided, "metrics.`costs/latency_p95_ms`"]
     md = (sweep / "leaderboard.md").read_text()
     table = md.split("\n\n")[1]  # the leaderboard itself (the slices and costs notes follow)
     assert (
@@ -151,6 +158,7 @@ def test_sweep_2x2_nests_four_runs_under_a_parent_with_the_leaderboard(
     )
     out = capsys.readouterr().out
     assert "Sweep of 4 jobs (0 failed), decided by evidence_recall@1024t" in out
+    assert f"?viewStateShareKey={key}" in out
     # the fixture's corpus fits the 1,024-token budget: every job finds all the evidence, so the
     # deciding metric is saturated and no job is named best (by that metric nothing is better)
     assert md.count("| best |") == 0 and "Saturated: every job scores 1.000" in out
