@@ -142,7 +142,10 @@ def share_sweep_view(
     key = f"rageval-{parent[:16]}"
     state = sweep_view_state(board.metric, getattr(board, "pareto_cost", None), logged)
     client.set_experiment_tag(experiment_id, SHARED_VIEW_TAG + key, json.dumps(state))
-    return f"#/experiments/{experiment_id}?viewStateShareKey={key}"
+    # the runs tab in MLflow 3's "model training" view, which the shared view's columns belong to
+    return (
+        f"#/experiments/{experiment_id}/runs?workflowType=machine_learning&viewStateShareKey={key}"
+    )
 
 
 def tag_pareto_front(client, parent: str, rows: Sequence[dict[str, Any]], board) -> None:

@@ -45,7 +45,7 @@ WORDS = [
 ]
 
 
-def corpus(n: int = 480) -> list[str]:
+def corpus(n: int = 240) -> list[str]:
     """Texts of 12 to 70 words, a few repeated (each distinct text is embedded once)."""
     rng = np.random.default_rng(7)
     texts = [

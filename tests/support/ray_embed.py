@@ -27,7 +27,7 @@ from pathlib import Path
 
 import rageval  # noqa: F401  (first: MKL's reproducible mode, before torch, here and in workers)
 
-WRITE_EVERY = 24
+WRITE_EVERY = 12
 WORKER_TAG = "MapWorker(MapBatches(EmbedWorker))"
 
 
