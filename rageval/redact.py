@@ -41,8 +41,15 @@ def is_secret_key(key: str) -> bool:
     return bool(SECRET_KEY.search(key)) and not key.lower().endswith("_env")
 
 
+# query names that look secret and are not: MLflow's shared view of a runs table names an
+# experiment tag (rageval prints one after a sweep)
+PUBLIC_QUERY = {"viewstatesharekey"}
+
+
 def _secret_query(name: str) -> bool:
     low = name.lower()
+    if low in PUBLIC_QUERY:
+        return False
     return is_secret_key(name) or low in SECRET_QUERY or low.endswith(SECRET_QUERY_SUFFIX)
 
 

@@ -158,7 +158,7 @@ def test_sweep_2x2_nests_four_runs_under_a_parent_with_the_leaderboard(
     )
     out = capsys.readouterr().out
     assert "Sweep of 4 jobs (0 failed), decided by evidence_recall@1024t" in out
-    assert f"?viewStateShareKey={key}" in out
+    assert f"runs?workflowType=machine_learning&viewStateShareKey={key}" in out
     # the fixture's corpus fits the 1,024-token budget: every job finds all the evidence, so the
     # deciding metric is saturated and no job is named best (by that metric nothing is better)
     assert md.count("| best |") == 0 and "Saturated: every job scores 1.000" in out
