@@ -144,6 +144,12 @@ def shoot(d, url: str, out: Path) -> None:
     d.get(url)
     wait = WebDriverWait(d, 120)
     expander = (By.CSS_SELECTOR, "button[data-component-id*='runnamecellrenderer']")
+    if "viewStateShareKey" in url:  # the sweep's view: runs sorted flat by the deciding metric
+        wait.until(ec.presence_of_element_located((By.XPATH, "//*[contains(text(), 'Sort:')]")))
+        time.sleep(5)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        d.save_screenshot(str(out))
+        return
     wait.until(ec.element_to_be_clickable(expander))
     time.sleep(2)
     for close in d.find_elements(By.CSS_SELECTOR, "[aria-label='Close']"):  # the assistant panel
