@@ -137,14 +137,25 @@ def workers_for(
     if requested is not None and int(requested) < 1:
         raise ConfigError(f"embedding.ray_workers must be >= 1 (or null), got {requested}")
     if free is None:
-        import ray
-
-        free = float(ray.available_resources().get("CPU", 0.0))
+        free = _free_cpus(cpus_per_worker)
     fits = int(free // max(cpus_per_worker, 1e-9))
     if fits < 1:
         raise NoFreeCPU(f"{free:g} CPUs free, {cpus_per_worker:g} needed per worker")
     n = int(requested) if requested is not None else fits
     return max(1, min(n, groups))
+
+
+def _free_cpus(needed: float, wait: float = 30.0) -> float:
+    """The cluster's free CPUs, waiting up to ``wait`` seconds for ``needed`` of them: the actors
+    of a fill that just ended give their CPUs back a moment after it."""
+    import ray
+
+    deadline = time.monotonic() + wait
+    while True:
+        free = float(ray.available_resources().get("CPU", 0.0))
+        if free >= needed or time.monotonic() >= deadline:
+            return free
+        time.sleep(0.2)
 
 
 def fill(
