@@ -13,11 +13,22 @@ import sys as _sys
 if "torch" not in _sys.modules:
     _os.environ.setdefault("MKL_CBWR", "AUTO,STRICT")
 
-__version__ = "0.1.0"
 __all__ = ["Report", "compare", "evaluate"]
 
 
+def _version() -> str:
+    """The installed distribution's version: the git tag it was built from (setuptools-scm)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("rageval")
+    except PackageNotFoundError:  # imported from a source tree that was never installed
+        return "0+unknown"
+
+
 def __getattr__(name: str):
+    if name == "__version__":  # read on first use: `import rageval` scans no metadata
+        return _version()
     # the API's imports (numpy, the pipeline) load on first use: `rageval score` stays light
     if name in __all__:
         from rageval import api

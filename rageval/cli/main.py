@@ -81,6 +81,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _dispatch(argv: list[str], secrets: set[str]) -> int:
+    if argv[:1] in (["--version"], ["-V"]):
+        import rageval
+
+        print(f"rageval {rageval.__version__}")
+        return 0
     if argv and argv[0] == "run":
         return _exit(lambda: _run_hydra(argv[1:]), secrets)
     if not argv or argv[0] not in COMMANDS and argv[0] not in ("-h", "--help"):
@@ -91,6 +96,7 @@ def _dispatch(argv: list[str], secrets: set[str]) -> int:
         "`rageval [run] KEY=VALUE ...` evaluates (the Hydra app; `rageval run --help` lists its "
         "config); the commands below do the rest.",
     )
+    parser.add_argument("-V", "--version", action="store_true", help="print the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.add_parser("run", help="run the Hydra app (the default): rageval run chunk=512 search=bm25")
     for name, (module, help_text) in COMMANDS.items():

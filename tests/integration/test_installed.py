@@ -1,6 +1,6 @@
-"""rageval as a team installs it: a wheel built from this checkout, in an environment where
-rageval comes only from that wheel (its dependencies are reused from the test environment, so the
-test stays fast), used from empty folders far from the checkout.
+"""rageval as a team installs it: a release built from this checkout (the sdist, then the wheel
+from it), in an environment where rageval comes only from that wheel (its dependencies are reused
+from the test environment, so the test stays fast), used from empty folders far from the checkout.
 
 The demo runs from anywhere (its numbers equal the checkout's); ``rageval init`` makes a project
 whose own backend option (its example retriever) runs under ``python -m rageval`` and the
@@ -39,19 +39,33 @@ def run(args, cwd, env, code=0, timeout=300):
     return done.stdout + done.stderr
 
 
+def build_release(dist: Path) -> Path:
+    """The release as .github/workflows/release.yml builds it: ``python -m build`` (the sdist,
+    then the wheel built from that sdist, so package data missing from the sdist is missing from
+    the wheel; no build isolation: nothing downloaded), checked by ``twine check --strict``."""
+    subprocess.run(
+        [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(dist), str(ROOT)],
+        check=True,
+        capture_output=True,
+        cwd=dist.parent,
+    )
+    (sdist,) = dist.glob("rageval-*.tar.gz")
+    (wheel,) = dist.glob("rageval-*.whl")
+    checked = subprocess.run(
+        [sys.executable, "-m", "twine", "check", "--strict", sdist, wheel],
+        capture_output=True,
+        text=True,
+    )
+    assert checked.returncode == 0 and checked.stdout.count("PASSED") == 2, checked.stdout
+    return wheel
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
     """(the environment's python, its bin folder, an environment for subprocesses)."""
     tmp = tmp_path_factory.mktemp("installed")
     wheels = tmp / "wheels"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation"]
-        + ["-w", str(wheels), str(ROOT)],
-        check=True,
-        capture_output=True,
-        cwd=tmp,
-    )
-    (wheel,) = wheels.glob("rageval-*.whl")
+    wheel = build_release(wheels)
     env_dir = tmp / "env"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", env_dir], check=True)
     python = env_dir / "bin" / "python"
@@ -82,9 +96,17 @@ def installed(tmp_path_factory):
 
 
 def test_rageval_comes_from_the_wheel_with_its_configs_and_demo(installed):
-    python, _, env, tmp = installed
+    python, bin_dir, env, tmp = installed
     empty = tmp / "empty"
     empty.mkdir()
+    # one version, the checkout's git tag (or the commits since it): setuptools-scm's, the
+    # files' names, `rageval --version` and rageval.__version__ of the installed wheel
+    scm = run([sys.executable, "-m", "setuptools_scm"], ROOT, env).strip().splitlines()[-1]
+    names = {p.name.removeprefix("rageval-") for p in (tmp / "wheels").iterdir()}
+    assert names == {f"{scm}.tar.gz", f"{scm}-py3-none-any.whl"}
+    assert run([bin_dir / "rageval", "--version"], empty, env).strip() == f"rageval {scm}"
+    out = run([python, "-c", "import rageval; print(rageval.__version__)"], empty, env)
+    assert out.strip() == scm
     out = run(
         [python, "-c", "import rageval.app.config as c; print(c.CONF_DIR, c.DEMO_DIR)"],
         empty,
