@@ -16,19 +16,11 @@ if "torch" not in _sys.modules:
 __all__ = ["Report", "compare", "evaluate"]
 
 
-def _version() -> str:
-    """The installed distribution's version: the git tag it was built from (setuptools-scm)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("rageval")
-    except PackageNotFoundError:  # imported from a source tree that was never installed
-        return "0+unknown"
-
-
 def __getattr__(name: str):
     if name == "__version__":  # read on first use: `import rageval` scans no metadata
-        return _version()
+        from rageval.scaffold import installed_version
+
+        return installed_version()
     # the API's imports (numpy, the pipeline) load on first use: `rageval score` stays light
     if name in __all__:
         from rageval import api

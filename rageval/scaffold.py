@@ -2,9 +2,10 @@
 
 The template (rageval/templates/project) holds the project file, a config folder layered on the
 packaged configs (a dataset and a backend of the project's own), a small corpus and golden set in
-the evidence-quote format, an example retriever, a pytest test of the gate and CI jobs for GitHub
-Actions and GitLab. Files that exist are kept, never overwritten; .gitignore gains the lines of
-rageval's outputs it lacks.
+the evidence-quote format, an example retriever, a pytest test of the gate, CI jobs for GitHub
+Actions and GitLab and the requirements file they install (rageval pinned to the version that
+wrote the project, pytest, the retriever's own dependencies). Files that exist are kept, never
+overwritten; .gitignore gains the lines of rageval's outputs it lacks.
 """
 
 from __future__ import annotations
@@ -26,6 +27,29 @@ GITIGNORE = (
     "optuna.db.*.lock",
     ".rageval-cache/",
 )
+
+
+# --retriever: the adapter the team's retriever runs under (docs/your-retriever.md) -> the lines
+# requirements-retrieval.txt starts its retriever section with
+RETRIEVERS: dict[str, tuple[str, ...]] = {
+    "class": (
+        "# (the example retriever, my_retriever.py, needs nothing more; add your own packages)",
+    ),
+    "function": (
+        "# backend=function imports your search function: its package and what it imports,",
+        "# e.g. `-e .` for this repository's own package, or myapp==1.4.2",
+    ),
+    "langchain": (
+        "langchain-core>=0.3",
+        "# and what your factory's retriever imports, e.g. langchain-community (BM25Retriever,",
+        "# vector stores), rank-bm25, your embedding provider's package",
+    ),
+    "llamaindex": (
+        "llama-index-core>=0.12",
+        "# and what your factory's retriever imports, e.g. llama-index-retrievers-bm25,",
+        "# your vector store's and embedding provider's llama-index-* packages",
+    ),
+}
 
 
 @dataclass
@@ -53,6 +77,8 @@ class Scaffolded:
             "  rageval promote --best ndcg@5    # the best run becomes golden/baseline.json",
             "  rageval check                    # the gate: exit 1 when retrieval got worse",
             "  pytest tests/test_retrieval.py   # the same gate from your test suite",
+            "in CI: pip install -r requirements-retrieval.txt (after CPU torch; add your "
+            "retriever's dependencies there)",
         ]
         return "\n".join(lines)
 
@@ -68,13 +94,36 @@ def target_of(relative: Path) -> Path:
     return Path(*(p.replace("dot-", ".", 1) if p.startswith("dot-") else p for p in relative.parts))
 
 
-def init_project(folder: str | Path) -> Scaffolded:
-    """Write the template into ``folder`` (created when missing); existing files are kept."""
+def installed_version() -> str:
+    """The installed rageval's version (``rageval.__version__``): the git tag it was built from
+    (setuptools-scm), or the commits since (``0.2.1.dev3+g<commit>``)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("rageval")
+    except PackageNotFoundError:  # imported from a source tree that was never installed
+        return "0+unknown"
+
+
+def rageval_requirement() -> str:
+    """``rageval==<the version running>``: what the project's CI installs."""
+    return f"rageval=={installed_version()}"
+
+
+def init_project(folder: str | Path, retriever: str = "class") -> Scaffolded:
+    """Write the template into ``folder`` (created when missing); existing files are kept.
+    ``retriever`` (a key of RETRIEVERS) pre-fills the retriever's dependencies."""
+    if retriever not in RETRIEVERS:
+        raise InputError(f"unknown retriever {retriever!r}; one of {', '.join(RETRIEVERS)}")
     root = Path(folder).expanduser()
     if root.exists() and not root.is_dir():
         raise InputError("is a file; name a folder for the project", path=str(root))
     done = Scaffolded(root)
-    name = project_name(root)
+    values = {
+        "project": project_name(root),
+        "rageval_requirement": rageval_requirement(),
+        "retriever_requirements": "\n".join(RETRIEVERS[retriever]),
+    }
     for source in sorted(p for p in TEMPLATE.rglob("*") if p.is_file()):
         if "__pycache__" in source.parts:
             continue
@@ -84,7 +133,9 @@ def init_project(folder: str | Path) -> Scaffolded:
             done.kept.append(relative.as_posix())
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
-        text = source.read_text(encoding="utf-8").replace("{{project}}", name)
+        text = source.read_text(encoding="utf-8")
+        for key, value in values.items():
+            text = text.replace("{{" + key + "}}", value)
         target.write_text(text, encoding="utf-8")
         done.written.append(relative.as_posix())
     done.gitignore = _extend_gitignore(root / ".gitignore")

@@ -14,11 +14,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="the project folder, created when missing (default: the working directory); "
         "files that exist are kept",
     )
+    p.add_argument(
+        "--retriever",
+        choices=("class", "function", "langchain", "llamaindex"),
+        default="class",
+        help="how your retriever runs (docs/your-retriever.md): a class like my_retriever.py "
+        "(default), backend=function, langchain or llamaindex; fills in its dependencies in "
+        "requirements-retrieval.txt, which the CI jobs install",
+    )
 
 
 def handle(args: argparse.Namespace) -> int:
     """Write the project and say what to run next."""
     from rageval.scaffold import init_project
 
-    print(init_project(args.folder).summary())
+    print(init_project(args.folder, args.retriever).summary())
     return 0

@@ -32,6 +32,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "rageval.cli.check",
         "re-run the baseline's config and fail (exit 1) if retrieval got worse",
     ),
+    "comment": (
+        "rageval.cli.comment",
+        "post gate.md on the pull request (GitHub) or merge request (GitLab), updated in place",
+    ),
     "compare": (
         "rageval.cli.compare",
         "compare two runs (folders, reports, trec_eval -q or CSV files): interval, p, verdict",

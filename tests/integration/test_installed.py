@@ -149,7 +149,7 @@ def test_a_project_of_its_own_runs_sweeps_promotes_and_gates(installed):
     work = tmp / "team"
     work.mkdir()
     out = run([bin_dir / "rageval", "init", "proj"], work, env)
-    assert "wrote 17 files" in out
+    assert "wrote 18 files" in out
     proj = work / "proj"
     off = "mlflow.enabled=false"
     # both entry points, from a subfolder: the project's config and its own backend option

@@ -30,6 +30,7 @@ def test_init_writes_a_whole_project_and_keeps_existing_files(tmp_path, capsys):
         "tests/test_retrieval.py",
         ".github/workflows/retrieval.yml",
         ".gitlab-ci.yml",
+        "requirements-retrieval.txt",
         "golden/retriever.jsonl",
     ):
         assert (root / name).is_file(), name
@@ -80,6 +81,63 @@ def test_the_template_retriever_ranks_by_shared_words(tmp_path, monkeypatch):
     (hits,) = r.search(["how do refunds work"], 5)
     assert hits.ids == ("c2", "c0") and hits.scores[0] > hits.scores[1] > 0
     assert r.search(["nothing matches"], 5)[0].ids == ()
+
+
+def requirements(path):
+    lines = [x.split("#")[0].strip() for x in path.read_text().splitlines()]
+    return [x for x in lines if x]
+
+
+@pytest.mark.parametrize(
+    ("retriever", "extra"),
+    [
+        (None, []),
+        ("function", []),
+        ("langchain", ["langchain-core>=0.3"]),
+        ("llamaindex", ["llama-index-core>=0.12"]),
+    ],
+)
+def test_init_pins_rageval_and_fills_in_the_retrievers_dependencies(tmp_path, retriever, extra):
+    import rageval
+    from rageval.cli.main import main
+
+    args = ["init", str(tmp_path / "p")] + (["--retriever", retriever] if retriever else [])
+    assert main(args) == 0
+    text = (tmp_path / "p" / "requirements-retrieval.txt").read_text()
+    assert requirements(tmp_path / "p" / "requirements-retrieval.txt") == [
+        f"rageval=={rageval.__version__}",
+        "pytest>=8",
+        *extra,
+    ]
+    # the marked place for the team's own dependencies is the file's last section
+    assert "your retriever's own dependencies" in text.split("pytest>=8")[1] and "{{" not in text
+
+
+def test_the_ci_jobs_install_from_the_requirements_file_and_cache_on_it(tmp_path):
+    import yaml
+
+    from rageval.scaffold import init_project
+
+    init_project(tmp_path / "p")
+    workflow = yaml.safe_load((tmp_path / "p" / ".github/workflows/retrieval.yml").read_text())
+    assert workflow["permissions"]["pull-requests"] == "write"
+    (job,) = workflow["jobs"].values()
+    steps = job["steps"]
+    (python,) = [s for s in steps if s.get("uses", "").startswith("actions/setup-python")]
+    assert python["with"]["cache"] == "pip"
+    assert python["with"]["cache-dependency-path"] == "requirements-retrieval.txt"
+    (cache,) = [s for s in steps if s.get("uses", "").startswith("actions/cache")]
+    assert cache["with"]["path"] == job["env"]["RAGEVAL_CACHE_DIR"]
+    runs = [s["run"] for s in steps if "run" in s]
+    assert runs[0].startswith("pip install torch==2.13.0 --index-url")  # CPU torch first
+    assert runs[1] == "pip install $RAGEVAL_FROM -r requirements-retrieval.txt"
+    assert job["env"]["RAGEVAL_FROM"] == "${{ vars.RAGEVAL_FROM }}"
+    assert "rageval check --format github" in runs[2] and "rageval comment --github" in runs[3]
+    gitlab = yaml.safe_load((tmp_path / "p" / ".gitlab-ci.yml").read_text())["retrieval-gate"]
+    assert gitlab["script"][:2] == runs[:2]
+    assert {"files": ["requirements-retrieval.txt"]} in [c["key"] for c in gitlab["cache"]]
+    assert "rageval comment --gitlab" in gitlab["after_script"][0]
+    assert gitlab["artifacts"]["expose_as"] and gitlab["artifacts"]["when"] == "always"
 
 
 def test_init_refuses_a_file(tmp_path, capsys):
