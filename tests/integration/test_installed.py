@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from release_build import build_release
 
 pytestmark = [pytest.mark.integration, pytest.mark.long_module]
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,27 +38,6 @@ def run(args, cwd, env, code=0, timeout=300):
         f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     )
     return done.stdout + done.stderr
-
-
-def build_release(dist: Path) -> Path:
-    """The release as .github/workflows/release.yml builds it: ``python -m build`` (the sdist,
-    then the wheel built from that sdist, so package data missing from the sdist is missing from
-    the wheel; no build isolation: nothing downloaded), checked by ``twine check --strict``."""
-    subprocess.run(
-        [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(dist), str(ROOT)],
-        check=True,
-        capture_output=True,
-        cwd=dist.parent,
-    )
-    (sdist,) = dist.glob("rageval-*.tar.gz")
-    (wheel,) = dist.glob("rageval-*.whl")
-    checked = subprocess.run(
-        [sys.executable, "-m", "twine", "check", "--strict", sdist, wheel],
-        capture_output=True,
-        text=True,
-    )
-    assert checked.returncode == 0 and checked.stdout.count("PASSED") == 2, checked.stdout
-    return wheel
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,51 @@
+"""rageval's release, built from this checkout as .github/workflows/release.yml builds it, and a
+fresh environment that takes rageval from it (tests/integration/test_installed.py and
+test_clean_runner.py)."""
+
+from __future__ import annotations
+
+import site
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def build_release(dist: Path) -> Path:
+    """``python -m build`` into ``dist`` (the sdist, then the wheel built from that sdist, so
+    package data missing from the sdist is missing from the wheel; no build isolation: nothing
+    downloaded), checked by ``twine check --strict``; returns the wheel."""
+    dist.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(dist), str(ROOT)],
+        check=True,
+        capture_output=True,
+        cwd=dist.parent,
+    )
+    (sdist,) = dist.glob("rageval-*.tar.gz")
+    (wheel,) = dist.glob("rageval-*.whl")
+    checked = subprocess.run(
+        [sys.executable, "-m", "twine", "check", "--strict", sdist, wheel],
+        capture_output=True,
+        text=True,
+    )
+    assert checked.returncode == 0 and checked.stdout.count("PASSED") == 2, checked.stdout
+    return wheel
+
+
+def site_packages_here() -> Path:
+    """This environment's site-packages (where rageval's dependencies are installed)."""
+    (purelib,) = {p for p in site.getsitepackages() if p.endswith("site-packages")}
+    return Path(purelib)
+
+
+def purelib_of(python: Path) -> Path:
+    """The site-packages folder of the environment of ``python``."""
+    out = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    return Path(out.strip())
