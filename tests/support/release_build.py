@@ -4,6 +4,7 @@ test_clean_runner.py)."""
 
 from __future__ import annotations
 
+import shutil
 import site
 import subprocess
 import sys
@@ -17,12 +18,20 @@ def build_release(dist: Path) -> Path:
     package data missing from the sdist is missing from the wheel; no build isolation: nothing
     downloaded), checked by ``twine check --strict``; returns the wheel."""
     dist.mkdir(parents=True, exist_ok=True)
-    subprocess.run(
-        [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(dist), str(ROOT)],
-        check=True,
-        capture_output=True,
-        cwd=dist.parent,
-    )
+    egg_info = ROOT / "rageval.egg-info"
+    had_egg_info = egg_info.exists()
+    try:
+        subprocess.run(
+            [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(dist), str(ROOT)],
+            check=True,
+            capture_output=True,
+            cwd=dist.parent,
+        )
+    finally:
+        # the sdist step leaves rageval.egg-info in the checkout: on sys.path (a `python -m`
+        # from the root), its frozen version would shadow the editable install's
+        if not had_egg_info:
+            shutil.rmtree(egg_info, ignore_errors=True)
     (sdist,) = dist.glob("rageval-*.tar.gz")
     (wheel,) = dist.glob("rageval-*.whl")
     checked = subprocess.run(

@@ -1,17 +1,9 @@
-"""The retrieval gate as a test: it fails when retrieval got worse than the committed baseline
-(golden/baseline.json; make one with `rageval promote`)."""
+"""The retrieval gate as a test: it fails, with the comparison table, when retrieval got worse
+than the committed baseline (golden/baseline.json; make one with `rageval promote`).
 
-from pathlib import Path
-
-import pytest
-
-from rageval.project import find_project
-from rageval.testing import assert_no_regression
-
-PROJECT = find_project(start=Path(__file__).parent)
+`rageval_gate` comes with rageval (its pytest plugin); `pytest --rageval-baseline PATH` names
+another baseline. Without a baseline yet the test is skipped."""
 
 
-def test_retrieval_does_not_regress(tmp_path):
-    if not PROJECT.baseline.is_file():
-        pytest.skip("no baseline yet: run `rageval`, then `rageval promote --best ndcg@5`")
-    assert_no_regression(PROJECT.baseline, out=tmp_path)
+def test_retrieval_does_not_regress(rageval_gate):
+    rageval_gate()  # Hydra overrides on top of the baseline's config: rageval_gate("chunk=256")
