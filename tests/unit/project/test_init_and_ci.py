@@ -140,6 +140,24 @@ def test_the_ci_jobs_install_from_the_requirements_file_and_cache_on_it(tmp_path
     assert gitlab["artifacts"]["expose_as"] and gitlab["artifacts"]["when"] == "always"
 
 
+def test_the_readme_shows_the_steps_the_workflow_runs(tmp_path):
+    import re
+    from pathlib import Path
+
+    import yaml
+
+    from rageval.scaffold import init_project
+
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    section = readme.split("### In your CI", 1)[1]
+    block = re.search(r"```bash\n(.*?)```", section, re.S).group(1)
+    shown = [line.split("  #")[0].strip() for line in block.splitlines() if line.strip()]
+    init_project(tmp_path / "p")
+    workflow = yaml.safe_load((tmp_path / "p" / ".github/workflows/retrieval.yml").read_text())
+    (job,) = workflow["jobs"].values()
+    assert shown == [s["run"].strip() for s in job["steps"] if "run" in s]
+
+
 def test_init_refuses_a_file(tmp_path, capsys):
     from rageval.cli.main import main
 
