@@ -27,6 +27,9 @@ What the test stands in for, and how:
 Asserts: the unchanged project passes and its verdict is created as one pull-request comment;
 after a change that makes the team's retriever worse the gate step exits 1, the job fails, and
 the comment step (``if: always()``) updates that same comment in place with the failing verdict.
+The GitLab job of the same project, on that worse branch (its ``script`` lines in one shell that
+stops at the first failure, then its ``after_script``, against a GitLab API stand-in): the job
+fails, the report is where its artifact paths say, and the note is posted.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from fakes.github_api import FakeGitHub
+from fakes.github_api import FakeGitHub, FakeGitLab
 from release_build import build_release, purelib_of, site_packages_here
 
 pytestmark = [pytest.mark.integration, pytest.mark.long_module]
@@ -182,31 +185,51 @@ def github_variables(tmp: Path, api: FakeGitHub, wheels: Path) -> dict:
     }
 
 
-def test_the_scaffolded_workflow_gates_a_pull_request_on_a_clean_runner(world):
+@pytest.fixture(scope="module")
+def team_repo(world):
+    """The team's repository as committed: rageval from the wheel, `rageval init`, a first run
+    promoted to the baseline (the run folders are not committed)."""
     wheel, _, _, tmp = world
-    # the team: rageval from the wheel, `rageval init`, a first run promoted to the baseline
     team = new_runner(world, "team")
     sh(["pip", "install", "-q", "--no-index", "--find-links", wheel.parent, "rageval"], tmp, team)
     repo = tmp / "repo"
     sh(["rageval", "init", repo], tmp, team)
-    pin = (repo / "requirements-retrieval.txt").read_text()
-    version = wheel.name.split("-")[1]
-    assert f"\nrageval=={version}\n" in pin
     out = sh(["rageval", "mlflow.enabled=false"], repo, team)
     report = re.findall(r"report: (\S+report\.json)", out)[-1]
     sh(["rageval", "promote", report], repo, team)
     shutil.rmtree(repo / "outputs")
+    return repo
+
+
+def branch(team_repo: Path, name: str, worse: bool = False) -> Path:
+    """A copy of the team's repository; ``worse``: its retriever's rankings reversed."""
+    repo = team_repo.parent / name
+    shutil.copytree(team_repo, repo)
+    if worse:
+        code = repo / "my_retriever.py"
+        code.write_text(
+            code.read_text().replace("scored.sort(key=lambda s: (-s[0], s[1]))", "scored.sort()")
+        )
+    return repo
+
+
+def test_the_scaffolded_workflow_gates_a_pull_request_on_a_clean_runner(world, team_repo):
+    wheel, _, _, tmp = world
+    repo = branch(team_repo, "gh-branch")
+    pin = (repo / "requirements-retrieval.txt").read_text()
+    version = wheel.name.split("-")[1]
+    assert f"\nrageval=={version}\n" in pin
     workflow = yaml.safe_load((repo / ".github" / "workflows" / "retrieval.yml").read_text())
     api = FakeGitHub(token=TOKEN)
     try:
         github = github_variables(tmp, api, wheel.parent)
 
-        def pull_request_run(name: str) -> dict:
+        def pull_request_run(name: str, files: Path) -> dict:
             checkout = tmp / name / "checkout"
-            shutil.copytree(repo, checkout)  # actions/checkout: the branch's files
+            shutil.copytree(files, checkout)  # actions/checkout: the branch's files
             return run_workflow(workflow, checkout, new_runner(world, name), github)
 
-        first = pull_request_run("run-1")
+        first = pull_request_run("run-1", repo)
         codes = [code for _, code, _ in first["steps"]]
         assert not first["failed"] and codes == [0, 0, 0, 0], first["steps"]
         install, gate, posted = first["steps"][1][2], first["steps"][2][2], first["steps"][3][2]
@@ -218,12 +241,8 @@ def test_the_scaffolded_workflow_gates_a_pull_request_on_a_clean_runner(world):
         assert only["body"].endswith(gate_md) and "<!-- rageval-gate:retrieval -->" in only["body"]
         assert gate_md.rstrip() in first["summary"]  # and the job summary has it
 
-        # the branch makes the team's retriever worse: its rankings reversed
-        code = repo / "my_retriever.py"
-        code.write_text(
-            code.read_text().replace("scored.sort(key=lambda s: (-s[0], s[1]))", "scored.sort()")
-        )
-        second = pull_request_run("run-2")
+        # a push to the pull request makes the team's retriever worse
+        second = pull_request_run("run-2", branch(team_repo, "gh-branch-worse", worse=True))
         codes = [code for _, code, _ in second["steps"]]
         assert second["failed"] and codes == [0, 0, 1, 0], second["steps"]
         assert "::error" in second["steps"][2][2] and "FAIL" in second["steps"][2][2]
@@ -235,5 +254,68 @@ def test_the_scaffolded_workflow_gates_a_pull_request_on_a_clean_runner(world):
         assert only_again["id"] == only["id"] and only_again["body"].endswith(gate_md)
         assert "Retrieval regressed" in gate_md and "ndcg@5" in gate_md
         assert [m for m, _ in api.requests if m != "GET"] == ["POST", "PATCH"]
+    finally:
+        api.stop()
+
+
+def run_gitlab_job(job: dict, checkout: Path, env: dict, variables: dict) -> dict:
+    """A GitLab job: ``script`` in one shell (stops at the first failing line), then
+    ``after_script`` in another, whatever the script's outcome; job variables first, then the
+    project's CI/CD variables (which take precedence, as on GitLab)."""
+    full = {**env, **variables}
+    for key, value in (job.get("variables") or {}).items():
+        if key not in variables:
+            full[key] = re.sub(r"\$(\w+)", lambda m: full.get(m.group(1), ""), str(value))
+    script = subprocess.run(
+        ["bash", "-e", "-c", "\n".join(job["script"])],
+        cwd=checkout,
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    after = subprocess.run(
+        ["bash", "-c", "\n".join(job["after_script"])],
+        cwd=checkout,
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    return {
+        "code": script.returncode,
+        "out": script.stdout + script.stderr,
+        "after": after.stdout + after.stderr,
+    }
+
+
+def test_the_gitlab_job_fails_a_worse_branch_and_notes_the_merge_request(world, team_repo):
+    wheel, _, _, tmp = world
+    repo = branch(team_repo, "gl-branch", worse=True)
+    (job,) = yaml.safe_load((repo / ".gitlab-ci.yml").read_text()).values()
+    assert {"if": '$CI_PIPELINE_SOURCE == "merge_request_event"'} in job["rules"]
+    api = FakeGitLab(token="glpat-stand-in")
+    try:
+        checkout = tmp / "gl-run" / "checkout"
+        shutil.copytree(repo, checkout)
+        variables = {
+            "CI": "true",
+            "GITLAB_CI": "true",
+            "CI_PROJECT_DIR": str(checkout),
+            "CI_PIPELINE_SOURCE": "merge_request_event",
+            "CI_API_V4_URL": api.url,
+            "CI_PROJECT_ID": "42",
+            "CI_MERGE_REQUEST_IID": "5",
+            "RAGEVAL_GITLAB_TOKEN": "glpat-stand-in",  # the project's masked CI/CD variable
+            "RAGEVAL_FROM": f"--no-index --find-links {wheel.parent}",
+        }
+        done = run_gitlab_job(job, checkout, new_runner(world, "gl-run"), variables)
+        assert done["code"] == 1 and "FAIL" in done["out"], done
+        assert "rageval comment: created" in done["after"], done["after"]
+        (artifacts,) = job["artifacts"]["paths"]
+        report = checkout / artifacts
+        assert (report / "gate.md").is_file() and (report / "gate.html").is_file()
+        (note,) = api.notes
+        assert note["_mr"] == ("42", 5) and note["body"].endswith((report / "gate.md").read_text())
     finally:
         api.stop()
