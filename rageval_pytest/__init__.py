@@ -16,6 +16,7 @@ gate passes with a warning (``InconclusiveGate``, in pytest's warnings summary) 
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import pytest
@@ -73,9 +74,14 @@ def rageval_gate(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPa
                 f"no baseline at {path}: run `rageval`, then `rageval promote --best ndcg@5`"
             )
         out = tmp_path_factory.mktemp("rageval-gate")
-        try:
-            return assert_no_regression(path, overrides, out=out)
-        except AssertionError as failed:
-            pytest.fail(str(failed), pytrace=False)  # the comparison table, no traceback
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            try:
+                cmp = assert_no_regression(path, overrides, out=out)
+            except AssertionError as failed:
+                pytest.fail(str(failed), pytrace=False)  # the comparison table, no traceback
+        for w in said:  # an inconclusive gate's warning, at the line of the test that ran it
+            warnings.warn(w.message, w.category, stacklevel=2)
+        return cmp
 
     return gate
