@@ -55,6 +55,9 @@ def test_a_regression_fails_the_test_with_the_table(pytester, gate_runs):
     assert "ndcg@5" in out and "0.8000" in out and "regressed" in out.lower()
     assert "Traceback" not in out and "def gate(" not in out  # the table, not the plugin's code
     assert gate_runs == [(str(pytester.path / "base.json"), ["chunk=64"])]
+    # the gate's tests carry the rageval_gate marker: -m "not rageval_gate" leaves them out
+    result = pytester.runpytest_inprocess("-p", "rageval", "-m", "not rageval_gate")
+    result.assert_outcomes(deselected=1)
 
 
 def test_an_inconclusive_gate_passes_with_a_pytest_warning(pytester, gate_runs):
