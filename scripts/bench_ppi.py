@@ -87,7 +87,9 @@ def kappa(a: np.ndarray, b: np.ndarray) -> float:
 def per_query(grades: np.ndarray, rankings: np.ndarray, metrics: list[str]) -> dict:
     """Each metric per query, by rageval's scorer (the definitions trec_eval uses)."""
     ids = [f"q{i}" for i in range(len(grades))]
-    qrels = {q: {f"p{j}": int(g) for j, g in enumerate(row)} for q, row in zip(ids, grades)}
+    qrels = {
+        q: {f"p{j}": int(g) for j, g in enumerate(row)} for q, row in zip(ids, grades, strict=True)
+    }
     runs = [[f"p{j}" for j in row] for row in rankings]
     scores = score_rankings(ids, runs, qrels, [DEPTH], metrics=sorted({m for m, _ in metrics}))
     return {f"{m}@{k}": np.asarray(scores.values[f"{m}@{k}"], dtype=float) for m, k in metrics}
