@@ -56,20 +56,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "set)",
     )
     w.add_argument("--title", default="rageval review", help="the review page's title")
-    s = p.add_argument_group("a random human sample for labels=ppi (with --review and --model)")
-    s.add_argument(
-        "--sample",
-        type=int,
-        metavar="N",
-        help="draw N of the pool's queries at random (--seed), record them beside the "
-        "judgements with the judge --model, and put only them on the review page",
-    )
-    s.add_argument(
-        "--strata",
-        default="auto",
-        help="stratify the sample by this slice field (auto: source when the queries have "
-        "several; none: no strata)",
-    )
+    add_sample_arguments(p)
     p.add_argument(
         "--config",
         help="YAML file with endpoint settings: the option names below in snake_case",
@@ -113,6 +100,24 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "beside the judgements: judgements.calibration.<model>)",
     )
     c.add_argument("--no-progress", action="store_true")
+
+
+def add_sample_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of the random human sample (``--review --sample N --model M``)."""
+    s = p.add_argument_group("a random human sample for labels=ppi (with --review and --model)")
+    s.add_argument(
+        "--sample",
+        type=int,
+        metavar="N",
+        help="draw N of the pool's queries at random (--seed), record them beside the "
+        "judgements with the judge --model, and put only them on the review page",
+    )
+    s.add_argument(
+        "--strata",
+        default="auto",
+        help="stratify the sample by this slice field (auto: source when the queries have "
+        "several; none: no strata)",
+    )
 
 
 @dataclasses.dataclass(frozen=True)
