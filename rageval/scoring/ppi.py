@@ -176,3 +176,59 @@ def ppi_by_query(
         [llm[q] for q in others],
         alpha,
     )
+
+
+@dataclass(frozen=True)
+class Moments:
+    """What the PPI interval's width depends on, measured on a human sample: the variance of
+    the human-label values, their covariance with the LLM-label values, and the variance of the
+    LLM-label values over every query."""
+
+    var_y: float
+    cov: float
+    var_yhat: float
+
+    @property
+    def correlation(self) -> float:
+        """The human and LLM values' correlation: the judge's agreement as the metric sees it."""
+        denom = math.sqrt(self.var_y * self.var_yhat)
+        return self.cov / denom if denom > 0 else float("nan")
+
+    @classmethod
+    def of(cls, y, yhat, yhat_all) -> Moments:
+        """Measured on a sample (``y``, ``yhat``) and every query's LLM values ``yhat_all``."""
+        y = _values(y, "y", 2)
+        yhat = _values(yhat, "yhat", 2)
+        every = _values(yhat_all, "yhat_all", 2)
+        cov = float(((y - y.mean()) * (yhat - yhat.mean())).mean())
+        return cls(float(y.var()), cov, float(every.var()))
+
+
+def ppi_width(moments: Moments, n: int, total: int, alpha: float = 0.05) -> float:
+    """The expected width of the PPI++ interval with ``n`` human-graded of ``total`` queries
+    (the tuned weight at those sizes, clipped to [0, 1]; the others ``total - n``)."""
+    others = total - n
+    if n < 2 or others < 1:
+        return float("nan")
+    m = moments
+    lam = 0.0 if m.var_yhat <= 0 else min(1.0, max(0.0, m.cov / ((1 + n / others) * m.var_yhat)))
+    var = (m.var_y - 2 * lam * m.cov + lam**2 * m.var_yhat) / n + lam**2 * m.var_yhat / others
+    return 2 * _z(alpha) * math.sqrt(max(var, 0.0))
+
+
+def human_width(moments: Moments, n: int, alpha: float = 0.05) -> float:
+    """The width of the human-only interval on ``n`` queries."""
+    return 2 * _z(alpha) * math.sqrt(moments.var_y / n) if n >= 2 else float("nan")
+
+
+def human_queries_needed(
+    moments: Moments, width: float, total: int, alpha: float = 0.05
+) -> tuple[int | None, int | None]:
+    """The fewest human-graded queries (of ``total``) whose PPI++ interval is at most ``width``
+    wide, and the fewest for the human-only interval; None where no sample below ``total``
+    reaches it."""
+    if not width > 0:
+        raise ConfigError(f"the interval width must be positive, got {width!r}")
+    ppi = next((n for n in range(2, total) if ppi_width(moments, n, total, alpha) <= width), None)
+    alone = next((n for n in range(2, total) if human_width(moments, n, alpha) <= width), None)
+    return ppi, alone

@@ -109,3 +109,13 @@ def test_sample_grade_judge_and_run_with_labels_ppi(env, tmp_path, mini, model_d
     rows = {r["id"]: r for r in report["per_query"]}
     assert all(("human:recall@5" in rows[q]) == (q in sample.queries) for q in rows)
     assert compare(report, report, ["recall@5", "ndcg@5"]).status == PASS
+    # how many human-graded queries an interval 0.5 wide needs, from this judge's agreement
+    assert main(["plan", str(ppi), "--width", "0.5", "--metric", "recall@5", "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    row = plan["rows"][0]
+    assert plan["queries"] == len(golden.queries) and row["n_human"] == 4
+    assert row["width_now"] == pytest.approx(est["ci_high"] - est["ci_low"], rel=0.5)
+    assert main(["plan", str(ppi), "--width", "0.5"]) == 0
+    assert "graded for PPI" in capsys.readouterr().out
+    assert main(["plan", str(run), "--width", "0.5"]) == 2
+    assert "not a labels=ppi run" in capsys.readouterr().err

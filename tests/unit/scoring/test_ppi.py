@@ -96,3 +96,33 @@ def test_too_small_a_sample_is_refused():
         ppi_mean([1.0], [1.0], [0.5, 0.2])
     with pytest.raises(InputError, match="same sampled queries"):
         ppi_mean([1.0, 0.0], [1.0, 0.0, 1.0], [0.5])
+
+
+def test_the_planned_width_is_the_mean_width_of_real_intervals():
+    from rageval.scoring.ppi import Moments, ppi_width
+
+    rng = np.random.default_rng(5)
+    total, n = 400, 40
+    y_pop = rng.beta(0.9, 1.1, size=200_000)
+    yhat_pop = np.clip(0.8 * y_pop + 0.05 + rng.normal(0, 0.12, y_pop.size), 0, 1)
+    moments = Moments.of(y_pop[:50_000], yhat_pop[:50_000], yhat_pop)
+    widths = []
+    for _ in range(300):
+        idx = rng.choice(y_pop.size, size=total, replace=False)
+        est = ppi_mean(y_pop[idx[:n]], yhat_pop[idx[:n]], yhat_pop[idx[n:]])
+        widths.append(est.ppi.high - est.ppi.low)
+    assert ppi_width(moments, n, total) == pytest.approx(np.mean(widths), rel=0.03)
+    assert 0.8 < moments.correlation < 0.95
+
+
+def test_the_plan_needs_fewer_graded_queries_with_a_good_judge():
+    from rageval.scoring.ppi import Moments, human_queries_needed, human_width
+
+    good = Moments(var_y=0.09, cov=0.085, var_yhat=0.09)
+    useless = Moments(var_y=0.09, cov=0.0, var_yhat=0.09)
+    ppi, alone = human_queries_needed(good, 0.1, 1000)
+    assert alone == int(np.ceil((2 * 1.959963984540054 * 0.3 / 0.1) ** 2))
+    assert human_width(good, alone) <= 0.1 < human_width(good, alone - 1)
+    assert ppi < alone / 3
+    assert human_queries_needed(useless, 0.1, 1000) == (alone, alone)  # lambda 0: humans alone
+    assert human_queries_needed(good, 0.001, 1000) == (None, None)  # not below 1,000 queries
