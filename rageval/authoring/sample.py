@@ -1,5 +1,5 @@
 """``rageval judge POOL --review HTML --sample N --model M``: draw the random human sample of a
-``labels=ppi`` evaluation (rageval.inputs.ppi_sample) from the pool's queries, record it beside
+``labels=ppi`` evaluation (rageval.inputs.ppi_sample) from the golden set's queries, record it beside
 the judgements file, and keep the review page to those queries (people grade them fully; the
 LLM judge grades every query's pool)."""
 
@@ -39,18 +39,18 @@ def draw_for_pool(
     strata: str = AUTO,
     at: str = "",
 ) -> tuple[HumanSample, bool]:
-    """The sample of ``size`` of the pool's queries, written to ``<judgements>.sample.json``
+    """The sample of ``size`` of the golden set's queries, written to ``<judgements>.sample.json``
     unless that file already holds the same sample; returns it and whether it was written. An
     existing file holding another sample is refused: its grades belong to it."""
     if not model:
         raise ConfigError(
             "--sample needs --model: the LLM judge that grades every query is part of the sample"
         )
-    pooled = {str(q["query_id"]) for q in pool}
+    # every query a run scores: one whose top results were all labelled has nothing pooled, and
+    # is sampled like the others (people then have nothing to grade for it)
     rows = [
         {"id": q.id, "source": q.source, "tags": list(q.tags), "meta": dict(q.meta)}
         for q in golden.queries
-        if q.id in pooled
     ]
     sample = draw_sample(rows, size, seed, f"llm:{model}", strata_field(rows, strata), at)
     path = sample_path(judgements)

@@ -109,7 +109,7 @@ def add_sample_arguments(p: argparse.ArgumentParser) -> None:
         "--sample",
         type=int,
         metavar="N",
-        help="draw N of the pool's queries at random (--seed), record them beside the "
+        help="draw N of the golden set's queries at random (--seed), record them beside the "
         "judgements with the judge --model, and put only them on the review page",
     )
     s.add_argument(
