@@ -1,7 +1,7 @@
 """``rageval judge POOL --review HTML --sample N --model M``: draw the random human sample of a
-``labels=ppi`` evaluation (rageval.inputs.ppi_sample) from the golden set's queries, record it beside
-the judgements file, and keep the review page to those queries (people grade them fully; the
-LLM judge grades every query's pool)."""
+``labels=ppi`` evaluation (rageval.inputs.ppi_sample) from the golden set's queries, record it
+beside the judgements file, and keep the review page to those queries (people grade them fully;
+the LLM judge grades every query's pool)."""
 
 from __future__ import annotations
 
