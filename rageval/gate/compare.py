@@ -588,6 +588,9 @@ def _ppi_differences(
     the gate's usual paired test decides."""
     if not (baseline.get("ppi") and current.get("ppi")):
         return None
+    b, c = label_info(baseline), label_info(current)
+    if (b.get("judge"), b.get("sample")) != (c.get("judge"), c.get("sample")):
+        return None  # a label change: the status says so; the rows are shown for the reader
     if metric not in (current["ppi"].get("metrics") or {}):
         return None  # not a ranking metric (span, budget, judged@k): measured on one label set
     base = human_values([base_q[q] for q in shared], metric)

@@ -106,3 +106,14 @@ def test_the_baseline_keeps_the_peoples_values_and_the_sample(tmp_path, monkeypa
     assert loaded["per_query"][-1]["human:ndcg@5"] is None
     a, b = compare(loaded, cur, METRICS).rows[0], compare(base, cur, METRICS).rows[0]
     assert (a.delta, a.low, a.high) == pytest.approx((b.delta, b.low, b.high), abs=1e-9)
+
+
+def test_another_sample_is_reported_not_raised():
+    base, cur = pair(5, 0.0)
+    for row in cur["per_query"]:  # the people graded other queries
+        row.pop("human:ndcg@5", None)
+    for row in cur["per_query"][SAMPLE : 2 * SAMPLE]:
+        row["human:ndcg@5"] = row["ndcg@5"]
+    cur["ppi"]["sample"]["digest"] = "t" * 64
+    cmp = compare(base, cur, METRICS)
+    assert cmp.status == LABELS_CHANGED and "the human sample changed" in cmp.console()
