@@ -7,6 +7,8 @@
 - ``rageval judge pool.jsonl --llm --model M --base-url URL``: calibrate the LLM on passages whose
   answer is known (Cohen's kappa, confusion matrix, precision and recall), then grade the pool;
   below ``--min-kappa`` its judgements go to ``judgements.rejected.jsonl``, not the judgements.
+- ``rageval judge pool.jsonl --review review.html --sample N --model M``: draw a random human sample
+  for ``labels=ppi`` (rageval.authoring.sample), record it, and put only its queries on the page.
 """
 
 from __future__ import annotations

@@ -187,11 +187,13 @@ class Moments:
     var_y: float
     cov: float
     var_yhat: float
+    var_yhat_sample: float = float("nan")  # the LLM values' variance on the sample itself
 
     @property
     def correlation(self) -> float:
-        """The human and LLM values' correlation: the judge's agreement as the metric sees it."""
-        denom = math.sqrt(self.var_y * self.var_yhat)
+        """The human and LLM values' correlation on the sample: the judge's agreement as the
+        metric sees it."""
+        denom = math.sqrt(self.var_y * self.var_yhat_sample)
         return self.cov / denom if denom > 0 else float("nan")
 
     @classmethod
@@ -201,7 +203,7 @@ class Moments:
         yhat = _values(yhat, "yhat", 2)
         every = _values(yhat_all, "yhat_all", 2)
         cov = float(((y - y.mean()) * (yhat - yhat.mean())).mean())
-        return cls(float(y.var()), cov, float(every.var()))
+        return cls(float(y.var()), cov, float(every.var()), float(yhat.var()))
 
 
 def ppi_width(moments: Moments, n: int, total: int, alpha: float = 0.05) -> float:

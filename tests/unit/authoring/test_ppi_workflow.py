@@ -114,7 +114,10 @@ def test_sample_grade_judge_and_run_with_labels_ppi(env, tmp_path, mini, model_d
     plan = json.loads(capsys.readouterr().out)
     row = plan["rows"][0]
     assert plan["queries"] == len(golden.queries) and row["n_human"] == 4
-    assert row["width_now"] == pytest.approx(est["ci_high"] - est["ci_low"], rel=0.5)
+    assert row["width_now"] > 0
+    # the tuned weight never makes the interval wider than the humans' alone
+    if row["needed_human_only"] is not None:
+        assert row["needed"] is not None and row["needed"] <= row["needed_human_only"]
     assert main(["plan", str(ppi), "--width", "0.5"]) == 0
     assert "graded for PPI" in capsys.readouterr().out
     assert main(["plan", str(run), "--width", "0.5"]) == 2

@@ -126,3 +126,14 @@ def test_the_plan_needs_fewer_graded_queries_with_a_good_judge():
     assert ppi < alone / 3
     assert human_queries_needed(useless, 0.1, 1000) == (alone, alone)  # lambda 0: humans alone
     assert human_queries_needed(good, 0.001, 1000) == (None, None)  # not below 1,000 queries
+
+
+def test_the_agreement_is_the_correlation_on_the_sample():
+    from rageval.scoring.ppi import Moments
+
+    rng = np.random.default_rng(9)
+    y = rng.uniform(size=30)
+    yhat = y + rng.normal(0, 0.1, 30)
+    every = np.concatenate([yhat, rng.uniform(0.4, 0.6, 200)])  # the others vary less
+    got = Moments.of(y, yhat, every).correlation
+    assert got == pytest.approx(np.corrcoef(y, yhat)[0, 1], abs=1e-12)
