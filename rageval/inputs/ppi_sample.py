@@ -2,8 +2,8 @@
 
 People grade the pooled results of a random sample of queries fully; an LLM judge grades every
 query's. ``rageval judge POOL --sample N`` draws the sample (seeded; stratified by a slice field
-when one is given: each slice gets its share of the sample, rounded by largest remainder, at
-least one query per slice while the sample allows) and records it beside the judgements file as
+when one is given: each slice gets its proportional share, rounded by largest remainder, so
+every query keeps about the same chance) and records it beside the judgements file as
 ``<judgements>.sample.json``:
 
 ```json
@@ -92,13 +92,12 @@ def _stratum(row: Any, field: str | None) -> str:
 
 
 def allocate(sizes: dict[str, int], n: int) -> dict[str, int]:
-    """Proportional allocation of ``n`` draws over strata of ``sizes`` (largest remainder; each
-    stratum at least one while ``n`` allows, never more than its size)."""
+    """Proportional allocation of ``n`` draws over strata of ``sizes`` (largest remainder, never
+    more than a stratum's size): every query has about the same chance to be drawn, so the
+    sample stays a random sample of the whole set, as the estimate assumes."""
     total = sum(sizes.values())
     quota = {s: n * c / total for s, c in sizes.items()}
     out = {s: min(c, math.floor(quota[s])) for s, c in sizes.items()}
-    if n >= len(sizes):
-        out = {s: max(1, v) for s, v in out.items()}
     order = sorted(sizes, key=lambda s: (-(quota[s] - math.floor(quota[s])), s))
     while sum(out.values()) < n:
         progressed = False
@@ -108,9 +107,6 @@ def allocate(sizes: dict[str, int], n: int) -> dict[str, int]:
                 progressed = True
         if not progressed:
             break
-    while sum(out.values()) > n:  # the at-least-one rule overshot: trim the largest
-        largest = max(out, key=lambda s: (out[s], s))
-        out[largest] -= 1
     return out
 
 
