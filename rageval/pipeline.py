@@ -25,6 +25,7 @@ from rageval.inputs.chunking import ChunkingSpec, chunk_documents, chunk_rows, l
 from rageval.inputs.corpus import corpus_digest, load_corpus
 from rageval.inputs.golden import load_golden
 from rageval.inputs.judgements import (
+    PPI,
     Judgements,
     default_path,
     judgement_qrels,
@@ -37,6 +38,7 @@ from rageval.memory import StagePeak
 from rageval.report.costs import costs_block
 from rageval.report.eval_report import EvalReport, RunFacts, Scored, summarise
 from rageval.report.per_query import add_readable_ids
+from rageval.report.ppi_report import apply_ppi, sample_for
 from rageval.report.stages import StageScores, summarise_stages
 from rageval.retrieval.base import Encoder, Retriever
 from rageval.retrieval.passages import PassageStore, passage_chunks
@@ -240,6 +242,8 @@ def evaluate(
         min_slice_size=spec.min_slice_size,
     )
     report = summarise(golden, scored, facts)
+    if spec.labels == PPI:
+        apply_ppi(report, scored, units.human, sample_for(judgements), spec.ks)
     report.costs = _costs(spec, retriever, clock, indexed, searched, measured, facts, report)
     report.stages = stages
     _finish_report(report, spec, golden, judgements, split, units, searched)
@@ -258,6 +262,8 @@ class _Units:
     extents: dict
     res: Resolution
     cover: dict[str, list[tuple[int, int]]] | None = None
+    # labels=ppi: the qrels under the people's labels (golden set + human judgements)
+    human: Resolution | None = None
 
 
 @dataclass(frozen=True)
@@ -315,6 +321,8 @@ def _load(
             "to null for judgements.jsonl next to the golden set (none when that is missing)"
         )
     judgements = load_judgements(spec.judgements or default_path(golden.path), by_id, golden)
+    if spec.labels == PPI:  # a missing or bad human sample fails before the index is built
+        sample_for(judgements, [q.id for q in golden.queries])
     golden, split = split_golden(golden, spec.split)
     return golden, docs, by_id, judgements, split
 
@@ -329,13 +337,15 @@ def _resolve(
 ) -> _Units:
     """The resolve phase: the qrels over ``chunks`` (the golden set's labels with the
     judgements laid over them, only the run's side of a split) and the chunks' extents."""
-    res = resolve(golden, by_id, chunks, spec.level)
-    res = with_judgements(res, judgements, spec.labels, chunks)
+    gold = resolve(golden, by_id, chunks, spec.level)
+    res = with_judgements(gold, judgements, spec.labels, chunks)
+    # labels=ppi: res is the LLM side (every query), human the people's (the sampled queries)
+    human = with_judgements(gold, judgements, "gold", chunks) if spec.labels == PPI else None
     if spec.split.name != "all":  # judgements of the other side's queries stay out of qrels.trec
         kept = {q.id for q in golden.queries}
         res = Resolution({q: r for q, r in res.qrels.items() if q in kept}, res.spans, res.level)
     extents = chunk_extents(chunks, {d.id: len(d.text) for d in docs})
-    return _Units(chunks, extents, res)
+    return _Units(chunks, extents, res, human=human)
 
 
 def _index(
@@ -604,6 +614,8 @@ def judgements_summary(judgements: Judgements, labels: str) -> dict:
     """What report.json says about the judgements: file, how many counted (by kind), how many the
     label set left out, and the digest of those counted."""
     counted = judgements.counted(labels)
+    if labels == PPI:  # both sides: the LLM judge's and the people's
+        counted += judgements.counted()
     return {
         "file": judgements.path,
         "counted": len(counted),

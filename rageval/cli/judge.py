@@ -7,6 +7,8 @@
 - ``rageval judge pool.jsonl --llm --model M --base-url URL``: calibrate the LLM on passages whose
   answer is known (Cohen's kappa, confusion matrix, precision and recall), then grade the pool;
   below ``--min-kappa`` its judgements go to ``judgements.rejected.jsonl``, not the judgements.
+- ``rageval judge pool.jsonl --review review.html --sample N --model M``: draw a random human sample
+  for ``labels=ppi`` (rageval.authoring.sample), record it, and put only its queries on the page.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "set)",
     )
     w.add_argument("--title", default="rageval review", help="the review page's title")
+    add_sample_arguments(p)
     p.add_argument(
         "--config",
         help="YAML file with endpoint settings: the option names below in snake_case",
@@ -99,6 +102,24 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "beside the judgements: judgements.calibration.<model>)",
     )
     c.add_argument("--no-progress", action="store_true")
+
+
+def add_sample_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of the random human sample (``--review --sample N --model M``)."""
+    s = p.add_argument_group("a random human sample for labels=ppi (with --review and --model)")
+    s.add_argument(
+        "--sample",
+        type=int,
+        metavar="N",
+        help="draw N of the golden set's queries at random (--seed), record them beside the "
+        "judgements with the judge --model, and put only them on the review page",
+    )
+    s.add_argument(
+        "--strata",
+        default="auto",
+        help="stratify the sample by this slice field (auto: source when the queries have "
+        "several; none: no strata)",
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -181,6 +202,8 @@ def write_review(args: argparse.Namespace, pool: list[dict[str, Any]]) -> int:
 
     out = Path(args.review)
     out.parent.mkdir(parents=True, exist_ok=True)
+    if getattr(args, "sample", None) is not None:
+        pool = sampled_pool(args, pool)
     atomic_write_text(out, render_review(pool, args.title, str(args.pool)))
     n = sum(len(q["passages"]) for q in pool)
     print(
@@ -189,6 +212,28 @@ def write_review(args: argparse.Namespace, pool: list[dict[str, Any]]) -> int:
         + import_command(str(args.pool), "judgements-<name>-<time>.jsonl")
     )
     return 0
+
+
+def sampled_pool(args: argparse.Namespace, pool: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``--sample N``: draw and record the human sample, and keep the pool to its queries."""
+    from rageval.authoring.sample import draw_for_pool
+    from rageval.inputs.judgements import now
+
+    where = locate(args, pool)
+    golden = load_inputs(where)[1]
+    sample, written = draw_for_pool(
+        pool, golden, where.judgements, args.sample, args.seed, args.model, args.strata, now()
+    )
+    how = f", stratified by {sample.strata}" if sample.strata else ""
+    print(
+        f"human sample: {len(sample.queries)} of {sample.population} queries (seed "
+        f"{sample.seed}{how}), judge {sample.judge}: {sample.path} "
+        f"({'written' if written else 'unchanged'}). Grade every passage of these queries; let "
+        f"{sample.judge} judge the whole pool (rageval judge POOL --llm --model ...); then run "
+        "with labels=ppi"
+    )
+    chosen = set(sample.queries)
+    return [q for q in pool if q["query_id"] in chosen]
 
 
 def read_grades(path: Path, judge: str | None) -> list[tuple[int, dict[str, Any]]]:

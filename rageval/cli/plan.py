@@ -19,6 +19,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--alpha", type=float, default=0.05, help="two-sided level (0.05)")
     p.add_argument("--power", type=float, default=0.8, help="the chance to detect it (0.8)")
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
+    p.add_argument(
+        "--width",
+        type=float,
+        help="for one labels=ppi run: the human-graded queries that give 95%% intervals this "
+        "wide, from the judge's agreement on its human sample (docs/judging.md)",
+    )
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -27,6 +33,15 @@ def handle(args: argparse.Namespace) -> int:
 
     from rageval.gate.power_report import plan
 
+    if args.width is not None:
+        from rageval.errors import ConfigError
+        from rageval.gate.ppi_plan import ppi_plan
+
+        if len(args.sources) != 1:
+            raise ConfigError("--width plans one labels=ppi run: name one run folder or report")
+        result = ppi_plan(args.sources[0], args.metric, args.width, args.alpha)
+        print(json.dumps(result.to_dict(), indent=2) if args.json else result.text())
+        return 0
     result = plan(args.sources, args.metric, args.drop, args.alpha, args.power)
     print(json.dumps(result.to_dict(), indent=2) if args.json else result.text())
     return 0

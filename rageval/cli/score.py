@@ -19,7 +19,12 @@ EPILOG = """averaging (as trec_eval):
 
 files: '#' comment lines and blank lines are skipped; run fields after the tag are ignored.
 qrels format: 4 fields (qid 0 docid grade) is TREC, a BEIR header or 3 tab-separated fields is
-BEIR; --format forces one."""
+BEIR; --format forces one.
+
+--llm-qrels FILE: QRELS holds human grades for a random sample of the queries, FILE an LLM
+judge's grades for all of them; each metric is the prediction-powered (PPI++) estimate of its
+human-label mean with a 95% interval, beside the human-only interval and the LLM-only mean
+(docs/judging.md)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -49,6 +54,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--json", action="store_true", help='print {"queries": N, "metrics": {...}} as JSON'
     )
+    parser.add_argument(
+        "--llm-qrels",
+        metavar="FILE",
+        help="an LLM judge's qrels for every query (QRELS: human grades for a random sample): "
+        "prediction-powered estimates with 95%% intervals",
+    )
 
 
 def parse_ks(text: str) -> tuple[int, ...]:
@@ -71,23 +82,16 @@ def parse_ks(text: str) -> tuple[int, ...]:
 def handle(args: argparse.Namespace) -> int:
     """Score ``args.run`` against ``args.qrels`` and print the means; returns the exit code."""
     import json
-    import sys
 
     from rageval.scoring.trec_files import score_trec_files
 
     ks = parse_ks(args.k)
     complete = bool(getattr(args, "complete", False))
     fmt = getattr(args, "format", "auto")
+    if getattr(args, "llm_qrels", None):
+        return handle_ppi(args, ks, complete, fmt)
     result = score_trec_files(args.qrels, args.run, ks, complete=complete, fmt=fmt)
-    for warning in result.warnings:
-        print(f"rageval: warning: {warning}", file=sys.stderr)
-    if result.missing or result.run_only:
-        fate = "scored 0 (-c)" if complete else "not averaged; pass -c to score them 0"
-        print(
-            f"rageval: note: {result.missing} judged queries have no results in the run "
-            f"({fate}); {result.run_only} run-only queries ignored",
-            file=sys.stderr,
-        )
+    _notes(result, "", complete)
     means = result.means()
     n_queries = len(result.query_ids)
     if args.json:
@@ -97,6 +101,83 @@ def handle(args: argparse.Namespace) -> int:
     else:
         print(format_table(means, ks, n_queries))
     return 0
+
+
+def _notes(result, label: str, complete: bool, run_only: bool = True) -> None:
+    """Print the scorer's warnings and the queries left out, on stderr (``label``: which qrels;
+    ``run_only``: whether run queries without judgements are worth a note)."""
+    import sys
+
+    label = f"{label}: " if label else ""
+    for warning in result.warnings:
+        print(f"rageval: warning: {label}{warning}", file=sys.stderr)
+    extra = result.run_only if run_only else 0
+    if result.missing or extra:
+        fate = "scored 0 (-c)" if complete else "not averaged; pass -c to score them 0"
+        tail = f"; {extra} run-only queries ignored" if run_only else ""
+        print(
+            f"rageval: note: {label}{result.missing} judged queries have no results in the run "
+            f"({fate}){tail}",
+            file=sys.stderr,
+        )
+
+
+def handle_ppi(args: argparse.Namespace, ks: tuple[int, ...], complete: bool, fmt: str) -> int:
+    """``--llm-qrels``: each metric's prediction-powered estimate (rageval.scoring.ppi_files)."""
+    import json
+
+    from rageval.scoring.ppi_files import score_ppi_files
+
+    result = score_ppi_files(args.qrels, args.llm_qrels, args.run, ks, complete=complete, fmt=fmt)
+    _notes(result.human, "human qrels", complete, run_only=False)
+    _notes(result.llm, "LLM qrels", complete)
+    estimates = result.estimates
+    first = next(iter(estimates.values()))
+    if args.json:
+        out = {
+            "queries": first.n_llm,
+            "n_human": first.n_human,
+            "n_llm": first.n_llm,
+            "averaging": "complete" if complete else "trec_eval",
+            "method": "PPI++ mean (power-tuned lambda), 95% CLT interval",
+            "metrics": {key: est.to_dict() for key, est in estimates.items()},
+        }
+        print(json.dumps(out, indent=2))
+    else:
+        print(format_ppi_table(estimates))
+    return 0
+
+
+def format_ppi_table(estimates: dict) -> str:
+    """One row per metric: the PPI estimate and interval, the human-only ones, the LLM-only mean
+    and its bias measured on the sample."""
+    from rageval.report.table import Column, Table
+
+    first = next(iter(estimates.values()))
+    table = Table(
+        [
+            Column("metric"),
+            Column("estimate", "right"),
+            Column("95% interval", "right"),
+            Column("human only", "right"),
+            Column("95% interval", "right"),
+            Column("LLM only", "right"),
+            Column("LLM bias", "right"),
+        ],
+        caption=f"queries: {first.n_llm} LLM-judged, {first.n_human} of them human-graded; "
+        "estimate: prediction-powered (PPI++)",
+    )
+    for key, est in estimates.items():
+        table.add_row(
+            key,
+            f"{est.ppi.estimate:.4f}",
+            f"[{est.ppi.low:.4f}, {est.ppi.high:.4f}]",
+            f"{est.human_only.estimate:.4f}",
+            f"[{est.human_only.low:.4f}, {est.human_only.high:.4f}]",
+            f"{est.llm_only.estimate:.4f}",
+            f"{est.bias:+.4f}",
+        )
+    return table.console()
 
 
 def format_table(means: dict[str, float], ks: tuple[int, ...], n_queries: int) -> str:

@@ -45,6 +45,8 @@ SUMMARY_KEYS = (
     # existed: such a baseline reads as "gold" with no judgements)
     "label_set",
     "judgements",
+    # labels=ppi: the human sample, the LLM judge and the estimates (rageval.report.ppi_report)
+    "ppi",
 )
 ID_COLUMNS = ("id", "query", "n_relevant", "first_relevant_rank")
 # what gate.slices groups queries by (rageval.scoring.slices); tags and meta as JSON text
@@ -154,7 +156,9 @@ def _cell(column: str, text: str) -> Any:
 def _metric_columns(report: Mapping[str, Any]) -> list[str]:
     rows = report.get("per_query") or []
     present = set().union(*(r.keys() for r in rows)) if rows else set()
-    return [m for m in report["metrics"] if m in present]
+    columns = [m for m in report["metrics"] if m in present]
+    # labels=ppi: the people's values on the sampled queries, which the gate pairs too
+    return columns + [f"human:{m}" for m in columns if f"human:{m}" in present]
 
 
 def per_query_csv(report: Mapping[str, Any]) -> str:
@@ -247,7 +251,7 @@ def write_baseline(report: Mapping[str, Any], path: str | Path, source: Mapping[
         if project.config_dir is not None:
             summary["project"]["config_dir"] = str(project.config_dir)
     relative: list[str] = []
-    for key in ("promoted_from", "config", "judgements", "project"):
+    for key in ("promoted_from", "config", "judgements", "project", "ppi"):
         if key in summary:
             summary[key], keys = portable(summary[key], p.parent, root, prefix=f"{key}.")
             relative += keys

@@ -34,7 +34,15 @@ from rageval.config_schema import measures
 from rageval.errors import ConfigError, InputError
 from rageval.gate import slices as slice_gate
 from rageval.gate.baseline import config_summary
-from rageval.gate.paired import INCONCLUSIVE, Change, finish, measure, verdict
+from rageval.gate.paired import (
+    INCONCLUSIVE,
+    Change,
+    finish,
+    finish_ppi,
+    human_values,
+    measure,
+    verdict,
+)
 from rageval.report.table import Column, Table
 from rageval.scoring.spec import MetricSpec
 from rageval.scoring.stats import holm
@@ -358,7 +366,7 @@ def label_info(report: Mapping[str, Any]) -> dict[str, Any]:
     from rageval.inputs.judgements import DEFAULT_LABELS, judgements_digest
 
     j = report.get("judgements") or {}
-    return {
+    info = {
         "label_set": str(report.get("label_set") or DEFAULT_LABELS),
         "judgements": int(j.get("counted") or 0),
         "digest": str(
@@ -367,6 +375,11 @@ def label_info(report: Mapping[str, Any]) -> dict[str, Any]:
             or judgements_digest([])
         ),
     }
+    sample = (report.get("ppi") or {}).get("sample") or {}
+    if sample:  # labels=ppi: the LLM judge and the human sample are labels too
+        info["judge"] = str(sample.get("judge"))
+        info["sample"] = str(sample.get("digest"))
+    return info
 
 
 def labels_text(labels: Mapping[str, Mapping[str, Any]]) -> str:
@@ -392,6 +405,17 @@ def labels_problem(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> s
             f"never compares across label sets; measure with labels={b['label_set']} (rageval "
             f"check labels={b['label_set']}), or promote a run measured with "
             f"labels={c['label_set']} as the baseline (rageval promote RUN --force)"
+        )
+    if b.get("judge") != c.get("judge"):
+        return (
+            f"the LLM judge changed ({b.get('judge')} (baseline) -> {c.get('judge')} (now)): "
+            "labels=ppi measures with one fixed judge; promote a baseline measured with this one"
+        )
+    if b.get("sample") != c.get("sample"):
+        return (
+            "the human sample changed since the baseline (its queries, seed or strata; digest "
+            f"{str(b.get('sample'))[:12]} -> {str(c.get('sample'))[:12]}): the people's labels "
+            "cover other queries; promote a baseline measured with this sample"
         )
     if b["digest"] != c["digest"]:
         return (
@@ -526,11 +550,10 @@ def _metric_rows(
                 f"metric {m!r} is missing from the baseline or the current report; gate.metrics "
                 "lists metrics both have"
             )
-        pairs = measure(
-            np.array([_num(base_q[q].get(m)) for q in shared]),
-            np.array([_num(cur_q[q].get(m)) for q in shared]),
-            resamples,
-        )
+        a = np.array([_num(base_q[q].get(m)) for q in shared])
+        b = np.array([_num(cur_q[q].get(m)) for q in shared])
+        ppi = _ppi_differences(baseline, current, base_q, cur_q, shared, m)
+        pairs = measure(a, b, resamples if ppi is None else 1)
         base_mean, cur_mean = _num(baseline["metrics"][m]), _num(current["metrics"][m])
         row = MetricRow(
             m,
@@ -540,12 +563,38 @@ def _metric_rows(
             tolerance_for(m, *tolerances),
             pairs.p,
         )
-        finish(row, pairs, alpha)
+        if ppi is None:
+            finish(row, pairs, alpha)
+        else:  # labels=ppi: the paired change estimated from both label sources
+            ok = ~(np.isnan(a) | np.isnan(b))
+            finish_ppi(row, pairs, ppi[ok], alpha)
         rows.append(row)
     for r, p_adj in zip(rows, holm([r.p_value for r in rows]) if rows else [], strict=True):
         r.p_value = float(p_adj)
         r.verdict = verdict(r, float(p_adj), alpha)
     return rows
+
+
+def _ppi_differences(
+    baseline: Mapping[str, Any],
+    current: Mapping[str, Any],
+    base_q: Mapping[str, Mapping[str, Any]],
+    cur_q: Mapping[str, Mapping[str, Any]],
+    shared: Sequence[str],
+    metric: str,
+) -> np.ndarray | None:
+    """For two ``labels=ppi`` reports whose metric has human-label values: the per-query
+    human-label differences (current - baseline; nan outside the human sample). None otherwise:
+    the gate's usual paired test decides."""
+    if not (baseline.get("ppi") and current.get("ppi")):
+        return None
+    b, c = label_info(baseline), label_info(current)
+    if (b.get("judge"), b.get("sample")) != (c.get("judge"), c.get("sample")):
+        return None  # a label change: the status says so; the rows are shown for the reader
+    if metric not in (current["ppi"].get("metrics") or {}):
+        return None  # not a ranking metric (span, budget, judged@k): measured on one label set
+    base = human_values([base_q[q] for q in shared], metric)
+    return human_values([cur_q[q] for q in shared], metric) - base
 
 
 def _moved_queries(

@@ -121,3 +121,37 @@ def verdict(c: Change, p_adj: float, alpha: float) -> str:
     if worst > beyond:
         return "improved" if gain > c.tolerance + EPS and p_adj < alpha else "ok"
     return INCONCLUSIVE
+
+
+def human_values(rows: list, metric: str) -> np.ndarray:
+    """The people's per-query values of ``metric`` in a ``labels=ppi`` report's rows (nan where
+    a query is not in the human sample; rageval.report.ppi_report)."""
+    key = f"human:{metric}"
+    return np.array([np.nan if r.get(key) is None else float(r[key]) for r in rows])
+
+
+def finish_ppi(c: Change, pairs: Pairs, human_d: np.ndarray, alpha: float) -> None:
+    """``labels=ppi``: the change estimated like the metrics (rageval.scoring.ppi): the PPI++
+    estimate of the mean paired difference from the LLM-label differences of every query
+    (``pairs.d``) and the human-label ones of the sampled queries (``human_d``, nan elsewhere),
+    its ``1 - alpha`` interval, the z-test p-value and the drop it detects with 80% power."""
+    from scipy.stats import norm
+
+    from rageval.errors import InputError
+    from rageval.scoring.ppi import ppi_mean
+
+    sampled = ~np.isnan(human_d)
+    if sampled.sum() < 2 or sampled.all():
+        raise InputError(
+            f"{c.metric}: {int(sampled.sum())} of the {human_d.size} compared queries are "
+            "human-graded in both the baseline and this run; labels=ppi needs at least 2, and "
+            "queries outside the sample"
+        )
+    est = ppi_mean(human_d[sampled], pairs.d[sampled], pairs.d[~sampled], alpha=alpha)
+    c.wins, c.ties, c.losses = pairs.counts()
+    c.delta = est.ppi.estimate
+    c.low, c.high = est.ppi.low, est.ppi.high
+    se = (est.ppi.high - est.ppi.low) / (2 * norm.ppf(1 - alpha / 2))
+    c.p_value = float(2 * norm.sf(abs(c.delta) / se)) if se > 0 else float(c.delta == 0)
+    c.detects = float((norm.ppf(1 - alpha / 2) + norm.ppf(0.8)) * se)
+    c.needed = None

@@ -36,7 +36,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from rageval.errors import ConfigError, InputError, did_you_mean
+from rageval.errors import ConfigError, InputError, RagevalError, did_you_mean
 from rageval.formats.atomic import atomic_write_text, locked
 from rageval.formats.textio import lines, loads, read_text
 from rageval.inputs.golden import quote_place
@@ -58,7 +58,14 @@ KEYS = frozenset(REQUIRED + OPTIONAL)
 MAX_GRADE = 3
 JUDGE_KINDS = ("human", "llm")
 # label set -> judge kinds whose judgements count (golden labels always count)
-LABEL_SETS: dict[str, tuple[str, ...]] = {"gold": ("human",), "all": ("human", "llm")}
+# (ppi: the LLM side of a prediction-powered run, the judge its human sample names; the human
+# side is gold's: rageval.inputs.ppi_sample, docs/judging.md)
+LABEL_SETS: dict[str, tuple[str, ...]] = {
+    "gold": ("human",),
+    "all": ("human", "llm"),
+    "ppi": ("llm",),
+}
+PPI = "ppi"
 DEFAULT_LABELS = "gold"
 
 
@@ -129,6 +136,10 @@ class Judgements:
         ones of a model whose calibration against gold was accepted, :func:`calibrated`)."""
         kinds = label_kinds(labels)
         judges = {j.judge for j in self.records if j.kind == "llm" and j.kind in kinds}
+        if labels == PPI:  # one fixed judge: the one the human sample names
+            from rageval.inputs.ppi_sample import sample_judge
+
+            judges &= {sample_judge(self.path)}
         ok = {judge for judge in judges if calibrated(self.path, judge)}  # a file read a judge
         return tuple(
             j for j in self.records if j.kind in kinds and (j.kind != "llm" or j.judge in ok)
@@ -141,7 +152,17 @@ class Judgements:
         return tuple(j for j in self.records if j.kind == "llm" and j.judge not in ok)
 
     def digest(self, labels: str = DEFAULT_LABELS) -> str:
-        """sha256 of the counted judgements (see :func:`judgements_digest`)."""
+        """sha256 of the counted judgements (see :func:`judgements_digest`); for ``ppi`` of both
+        sides' judgements and the human sample, so a change of any of them shows."""
+        if labels == PPI:
+            from rageval.inputs.ppi_sample import load_sample, sample_path
+
+            parts = [judgements_digest(self.counted(PPI)), judgements_digest(self.counted())]
+            try:
+                parts.append(load_sample(sample_path(self.path)).digest())
+            except RagevalError:
+                parts.append("")
+            return hashlib.sha256("\n".join(parts).encode("utf-8")).hexdigest()
         return judgements_digest(self.counted(labels))
 
 
@@ -182,7 +203,8 @@ def label_kinds(labels: str) -> tuple[str, ...]:
     except (KeyError, TypeError):
         raise ConfigError(
             f"labels must be one of {', '.join(LABEL_SETS)} (gold: golden labels + human "
-            f"judgements; all: adds accepted LLM judgements), got {labels!r}"
+            f"judgements; all: adds accepted LLM judgements; ppi: an LLM judge for every query "
+            f"and people for a random sample, docs/judging.md), got {labels!r}"
         ) from None
 
 

@@ -67,6 +67,9 @@ class EvalReport:
     label_set: str = "gold"
     judgements: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    # labels=ppi (rageval.report.ppi_report): the human sample, the judge, each ranking metric's
+    # estimate beside the human-only and LLM-only ones; empty for other label sets
+    ppi: dict[str, Any] = field(default_factory=dict)
 
     def headline(self) -> dict[str, float]:
         """The headline metrics at the report's k, in the usual order."""
@@ -176,6 +179,13 @@ class EvalReport:
                 else "labels=all counts them"
             )
             counted += f"; {left} LLM judgement{'s' * (left != 1)} not counted: {why}"
+        if self.ppi:  # labels=ppi: what the estimates stand on
+            s = self.ppi["sample"]
+            counted += (
+                f"; ranking metrics are prediction-powered estimates: {s['judge']} labels every "
+                f"query, people the {s['size']} sampled (seed {s['seed']}, sample digest "
+                f"{str(s['digest'])[:12]})"
+            )
         return f"labels: {self.label_set} ({counted})"
 
 
