@@ -191,3 +191,14 @@ def test_no_module_but_the_table_model_builds_a_markdown_table_by_hand():
         for hit in hand_built_rows(path.read_text(encoding="utf-8"))
     ]
     assert bad == [], "build a rageval.report.table.Table instead:\n" + "\n".join(bad)
+
+
+def test_a_mean_that_was_not_measured_shows_n_a_never_nan():
+    import math
+
+    from rageval.report.table import mean_ci
+
+    assert mean_ci(math.nan, math.nan, math.nan) == "n/a"
+    assert mean_ci(None) == "n/a"
+    assert mean_ci(0.5, math.nan, 0.7) == "0.500"
+    assert mean_ci(0.5, 0.25, 0.75, 3, 2) == "0.500 [0.25, 0.75]"
