@@ -36,7 +36,7 @@ def _cached_faiss(kind: str, n: int, dim: int, cache: Path, **params) -> Path:
 def _time_load(folder: Path, verify: bool) -> float:
     import faiss
 
-    from rageval.retrieval.local import sealed
+    from rageval.formats import sealed
 
     start = time.perf_counter()
     if verify:

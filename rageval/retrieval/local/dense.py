@@ -156,7 +156,7 @@ class FaissRetriever:
         h = hashlib.sha256("\n".join(self.ids).encode())
         h.update(fingerprint.encode())
         h.update(json.dumps([kind, self.params], sort_keys=True).encode())
-        # a folder: the index and the digest it is verified against (retrieval/local/sealed.py)
+        # a folder: the index and the digest it is verified against (formats/sealed.py)
         return self.cache_dir / "indexes" / f"faiss-{kind}-{h.hexdigest()[:24]}"
 
     def index_bytes(self) -> dict[str, int | None]:
@@ -224,7 +224,7 @@ def faiss_memory_bytes(index) -> int:
 def _load_index(faiss, folder: Path, n: int):
     """The cached index in ``folder`` when it is whole (its digest matches, FAISS reads it, it
     holds ``n`` vectors); else None, with a warning naming it, after removing it."""
-    from rageval.retrieval.local import sealed
+    from rageval.formats import sealed
 
     if not folder.exists():
         return None
@@ -248,7 +248,7 @@ def _save_index(faiss, index, folder: Path) -> None:
     import shutil
     import warnings
 
-    from rageval.retrieval.local import sealed
+    from rageval.formats import sealed
 
     tmp = None
     try:

@@ -96,7 +96,7 @@ class BM25Retriever:
         after a warning naming it and its removal (the caller rebuilds it)."""
         import bm25s
 
-        from rageval.retrieval.local import sealed
+        from rageval.formats import sealed
 
         if not path.exists():
             return None
@@ -110,7 +110,7 @@ class BM25Retriever:
         return None
 
     def _save(self, path: Path) -> None:
-        from rageval.retrieval.local import sealed
+        from rageval.formats import sealed
 
         tmp = sealed.temporary(path)
         try:
