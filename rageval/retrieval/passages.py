@@ -195,8 +195,8 @@ def note_documents(
         return False
     counts = Counter(p.doc_key for p in passages)
     found = {k: n for k, n in counts.most_common() if k}
-    if found:
-        log.info(
+    if found:  # a fallback key said on the console; the configured one only in the debug log
+        (log.debug if set(found) == {doc_id_key} else log.info)(
             "returned passages: document ids read from %s",
             ", ".join(f"{k!r} ({n} of {len(passages)})" for k, n in found.items()),
         )

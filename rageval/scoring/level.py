@@ -4,7 +4,8 @@
 chunk level, rageval.scoring.relevance). A retriever that returns document ids (a team's search
 function over whole documents) cannot score at chunk level: no document id is a chunk, so every
 ranking metric would be 0. :func:`auto_level` looks at the returned ids and moves such a run to
-document level, and says what it decided. With the level set by hand, :func:`refuse_zeros` stops a
+document level and says so (the expected decisions go to the debug log; report.json records the
+level of every run). With the level set by hand, :func:`refuse_zeros` stops a
 run whose ranking metrics are all 0 while its results hold documents relevant at the other level,
 naming the setting to change.
 """
@@ -50,8 +51,8 @@ def auto_level(
     mostly document ids, the same labels at document level. Logs what was decided."""
     if level != "auto":
         return res
-    if res.level == "doc":
-        log.info("level=auto: document level (the golden set has only document labels)")
+    if res.level == "doc":  # the expected decisions: in the log file, not on every console
+        log.debug("level=auto: document level (the golden set has only document labels)")
         return res
     total, as_chunks, as_docs = _returned(results, chunks)
     if as_docs > as_chunks:
@@ -63,7 +64,7 @@ def auto_level(
             as_chunks,
         )
         return to_document_level(res, chunks)
-    log.info(
+    log.debug(
         "level=auto: chunk level (the golden set labels chunks or evidence, and the retriever "
         "returns chunk ids: %d of %d); set level=doc to score documents",
         as_chunks,

@@ -68,9 +68,9 @@ def test_zeros_at_chunk_level_with_relevant_documents_returned_stop_the_run(mini
 def test_level_auto_says_it_stays_at_chunk_level_for_chunk_ids(mini, caplog):
     from fakes.plugin_retrievers import WordOverlap
 
-    with caplog.at_level(logging.INFO, logger="rageval"):
-        rageval.evaluate(WordOverlap(), mini / "golden.jsonl", chunk=64)
-    assert "level=auto: chunk level" in caplog.text
+    with caplog.at_level(logging.DEBUG, logger="rageval"):
+        report = rageval.evaluate(WordOverlap(), mini / "golden.jsonl", chunk=64)
+    assert "level=auto: chunk level" in caplog.text and report.level == "chunk"
 
 
 @pytest.mark.parametrize("key", ["source", "file_path", "file_name", "document_id"])
@@ -117,7 +117,7 @@ def test_passages_naming_no_document_get_one_line_with_the_keys_and_the_setting(
     assert "source, file_path, file_name" in lines[0]
     # with the key named, they are found
     caplog.clear()
-    with caplog.at_level(logging.INFO, logger="rageval"):
+    with caplog.at_level(logging.DEBUG, logger="rageval"):
         report = rageval.evaluate(
             lambda q, k: [{"text": t, "metadata": {"origin": d}} for d, t in texts],
             mini / "golden.jsonl",
