@@ -5,6 +5,7 @@ mlflow.db, no mlruns/), so a later run indexes the same documents."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -67,3 +68,16 @@ def test_commands_run_from_the_corpus_folder_write_under_the_project_root(tmp_pa
     assert _files(corpus) == before  # nothing written, nothing changed
     assert sorted(p.name for p in corpus.iterdir()) == sorted(before)  # no empty folder either
     assert corpus_digest(load_corpus(corpus)) == digest
+
+    # a stray gate report copied into the corpus: skipped and named, the corpus stays 8 documents
+    stray = corpus / "outputs" / "check" / "old" / "gate.md"
+    stray.parent.mkdir(parents=True)
+    stray.write_text(next((root / "outputs" / "check").rglob("gate.md")).read_text())
+    out = root / "outputs" / "stray"
+    run = _rageval(["mlflow.enabled=false", "latency_sample=2", f"hydra.run.dir={out}"], root, env)
+    assert run.returncode == 0, run.stderr[-2000:]
+    said = run.stdout + run.stderr
+    assert "skipped 1 file(s)" in said and "outputs/check/old/gate.md" in said
+    report = json.loads((out / "report.json").read_text())
+    assert report["counts"]["documents"] == len(before)
+    assert report["digests"]["corpus"] == digest
