@@ -62,13 +62,18 @@ def evaluate(
     slices: Sequence[str] = ("source",),
     judgements: str | Path | None = None,
     labels: str = "gold",
+    retriever_options: Mapping[str, Any] | None = None,
     **options: Any,
 ) -> Report:
     """Evaluate ``retriever`` on ``golden``; returns its :class:`Report`.
 
-    ``retriever``: an object with ``index(chunks, encoder)`` and ``search(queries, depth)``
+    ``retriever``: a search function (``search(query, k)`` returning ids, ``(id, score)`` pairs
+    or passages), a LangChain retriever (``invoke``), a LlamaIndex retriever (``retrieve``), an
+    object with ``index(chunks, encoder)`` and ``search(queries, depth)``
     (rageval.retrieval.base.Retriever), or one of the local modes ``"vector"`` (FAISS),
-    ``"bm25"`` (bm25s), ``"hybrid"``. ``golden``: a golden-set JSONL file (or a loaded
+    ``"bm25"`` (bm25s), ``"hybrid"``; ``retriever_options``: the adapters' settings
+    (``doc_id_key``, ``id_key``, ``parallelism``, ``timeout``; docs/your-retriever.md).
+    ``golden``: a golden-set JSONL file (or a loaded
     GoldenSet); ``corpus``: a folder of .md/.txt files or a JSONL file, default ``corpus/`` beside
     the golden set. ``encoder``: default the packaged all-MiniLM-L6-v2 (``model``), whose
     tokenizer also counts chunk tokens; embeddings are cached in ``cache_dir`` (default
@@ -88,6 +93,10 @@ def evaluate(
         encoder = SentenceTransformerEncoder(model=model, cache_dir=cache)
     if isinstance(retriever, str):
         retriever = _local(retriever, cache)
+    else:  # a search function, a LangChain or LlamaIndex retriever: the config path's adapters
+        from rageval.retrieval.adapters import adapt
+
+        retriever = adapt(retriever, **dict(retriever_options or {}))
     golden_path = golden if isinstance(golden, GoldenSet) else str(Path(golden).expanduser())
     if corpus is None:
         if isinstance(golden, GoldenSet):
@@ -121,8 +130,8 @@ def _local(mode: str, cache_dir: str) -> Retriever:
 
     if mode not in LOCAL_MODES:
         raise ConfigError(
-            f"retriever {mode!r}: give an object with index() and search(), or one of "
-            f"{', '.join(LOCAL_MODES)}"
+            f"retriever {mode!r}: give a search function, a LangChain or LlamaIndex retriever, "
+            f"an object with index() and search(), or one of {', '.join(LOCAL_MODES)}"
         )
     return local_retriever(mode=mode, cache_dir=cache_dir)
 

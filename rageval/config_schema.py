@@ -40,7 +40,7 @@ class MlflowConfig:
     """Where and whether runs are logged."""
 
     enabled: bool = True
-    # null: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db in the working directory
+    # null: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db at the project root
     tracking_uri: str | None = None
     experiment: str = "rageval"
     run_name: str | None = None

@@ -52,6 +52,7 @@ from rageval.scoring.budget import (
     tokenizer_truncate,
 )
 from rageval.scoring.judged import judged_metrics
+from rageval.scoring.level import auto_level, refuse_zeros
 from rageval.scoring.metrics import score_rankings
 from rageval.scoring.ranking import break_ties
 from rageval.scoring.relevance import Resolution, resolve, resolve_passages
@@ -387,6 +388,10 @@ def _search_phase(
                 spec, golden, docs_by_id, store, units.res, results, tokenizer, judgements
             )
         )
+    else:  # ids: level=auto decides from what came back (document ids: document level)
+        units.res = auto_level(spec.level, units.res, units.chunks, results)
+        qids = [q.id for q in golden.queries]
+        refuse_zeros(units.res, units.chunks, qids, results, max(spec.ks))
     known = {c.id for c in units.chunks} | {c.doc_id for c in units.chunks}
     known |= {u for rel in units.res.qrels.values() for u in rel}
     unknown_note = check_known(results, known)  # none known: one line, not a run of zeros

@@ -182,6 +182,13 @@ def project_root() -> Path:
     return project.root if project else Path.cwd()
 
 
+def output_root() -> Path:
+    """Where every command writes (``outputs/``, ``multirun/``, ``mlflow.db``): the active
+    project's root, whatever the working directory, so a command run from a subfolder (the
+    corpus) never writes inside its inputs; the working directory outside a project."""
+    return project_root()
+
+
 def resolve_path(value: str) -> str:
     """A config path: absolute as given; relative ones from the project root (the working
     directory outside a project); ``~`` expanded."""

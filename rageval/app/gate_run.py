@@ -213,7 +213,7 @@ def _run_check(baseline, baseline_path, overrides, out, mlflow, quiet):
     from rageval.gate.baseline import config_summary
 
     refuse_other_labels(baseline, str(cfg.get("labels", "gold")), baseline_path)
-    out_dir = Path(out) if out else Path("outputs") / "check" / time.strftime("%Y-%m-%d_%H-%M-%S")
+    out_dir = Path(out) if out else check_dir()
     choices = effective_choices(baseline, overrides)
     report = run_job(cfg, out_dir, overrides=overrides, choices=choices, quiet=quiet)
     gate = cfg.gate
@@ -251,6 +251,14 @@ def _run_check(baseline, baseline_path, overrides, out, mlflow, quiet):
         verdict=[f"{r.line()}: {r.verdict}" for r in cmp.rows] + [cmp.console().splitlines()[-1]],
     )
     return cmp, out_dir
+
+
+def check_dir() -> Path:
+    """``outputs/check/<time>`` under the project's root (never under the working directory: a
+    check run from the corpus folder must not write into the corpus)."""
+    from rageval.project import output_root
+
+    return output_root() / "outputs" / "check" / time.strftime("%Y-%m-%d_%H-%M-%S")
 
 
 def gated_metrics(

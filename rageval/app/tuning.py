@@ -260,13 +260,16 @@ def study_name(config, space: Mapping[str, Any], fixed: Sequence[str], s: StudyS
 
 def default_storage(uri: str) -> str:
     """SQLite beside the MLflow store: ``sqlite:///.../mlflow.db`` -> ``.../optuna.db``; a file
-    store's folder -> ``optuna.db`` beside it; a tracking server -> ``./optuna.db``."""
+    store's folder -> ``optuna.db`` beside it; a tracking server -> ``optuna.db`` at the
+    project root."""
     if uri.startswith("sqlite:///"):
         return f"sqlite:///{Path(uri[len('sqlite:///') :]).with_name('optuna.db')}"
     if uri.startswith("file:") or "://" not in uri:
         folder = Path(uri.removeprefix("file://").removeprefix("file:"))
         return f"sqlite:///{folder.parent / 'optuna.db'}"
-    return f"sqlite:///{Path.cwd() / 'optuna.db'}"
+    from rageval.project import output_root
+
+    return f"sqlite:///{output_root() / 'optuna.db'}"
 
 
 def storage_of(config, s: StudySettings) -> str:

@@ -28,7 +28,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         f"{DEFAULT_BASELINE} in the working directory, else the demo's)",
     )
     p.add_argument(
-        "--out", help="folder for the re-run and the comparison (default outputs/check/<time>)"
+        "--out",
+        help="folder for the re-run and the comparison (default outputs/check/<time> under the "
+        "project root)",
     )
     p.add_argument("--mlflow", action="store_true", help="also log the re-run to MLflow")
     p.add_argument(

@@ -19,7 +19,9 @@ every later run:
 
 An export is built in a temp folder beside its final place and renamed into it under a file
 lock, so two sweep jobs that ask for it at once export it once and neither ever sees half of it.
-Its ``export.json``, written last inside the temp folder, records how far its vectors are from
+Every file of an export is sealed with its sha256 (rageval.formats.sealed) and checked before a
+run loads it: a damaged export is exported again, with a warning. Its ``export.json``, written
+last inside the temp folder, records how far its vectors are from
 the source model's own (torch) vectors: the largest cosine distance over :data:`PROBE_TEXTS`,
 embedded by both. The query/index guard reads that number (rageval.embedding.guard).
 """
@@ -42,6 +44,7 @@ from pathlib import Path
 import numpy as np
 
 from rageval.errors import ConfigError, install_hint
+from rageval.formats import sealed
 
 BACKENDS = ("torch", "onnx", "openvino", "static")
 QUANTIZE = ("none", "int8")
@@ -248,6 +251,7 @@ def prepare(
                 "versions": _versions(),
             }
             (tmp / "export.json").write_text(json.dumps(info, indent=2))
+            sealed.seal(tmp)  # every file's sha256, checked before a later run loads it
             os.rename(tmp, final)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -272,6 +276,14 @@ def _read(folder: Path) -> Export | None:
         return None
     backend, quantize = str(info.get("backend")), str(info.get("quantize", "none"))
     if info.get("format") != export_format(backend, quantize):
+        return None
+    reason = sealed.fault(folder)
+    if reason is not None:  # prepare() removes it and exports again
+        warnings.warn(
+            f"the cached model export {folder} is damaged ({reason}); it is not used: exporting "
+            "the model again",
+            stacklevel=3,
+        )
         return None
     d = info.get("max_cosine_distance")
     return Export(folder, info.get("file_name"), None if d is None else float(d), info)

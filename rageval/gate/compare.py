@@ -43,7 +43,7 @@ from rageval.gate.paired import (
     measure,
     verdict,
 )
-from rageval.report.table import Column, Table
+from rageval.report.table import Column, Table, num
 from rageval.scoring.spec import MetricSpec
 from rageval.scoring.stats import holm
 
@@ -149,12 +149,12 @@ class Comparison:
         for r in self.rows:
             table.add_row(
                 r.metric,
-                f"{r.baseline:.4f}",
-                f"{r.current:.4f}",
-                f"{r.delta:+.4f}",
-                f"{r.tolerance:.4f}",
-                f"{r.detects:.4f}",
-                f"{r.p_value:.3g}",
+                num(r.baseline),
+                num(r.current),
+                num(r.delta, "+.4f"),
+                num(r.tolerance),
+                num(r.detects),
+                num(r.p_value, ".3g"),
                 f"{r.wins}/{r.ties}/{r.losses}",
                 r.verdict,
             )

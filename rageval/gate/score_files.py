@@ -7,6 +7,11 @@ report.json files, baselines, ``trec_eval -q`` output and CSV files.
   ignored; so are measures that are not numbers, such as ``runid``);
 - a CSV file: a header, the query id in a column named ``id``, ``qid`` or ``query_id`` (else the
   first), every column of numbers a metric.
+
+Files are UTF-8. A query id given twice (a second ``measure query`` line, a second CSV row, a
+second per-query row of a report), a CSV row with more or fewer cells than its header, or bytes
+that are not UTF-8 are refused with the file and line, never resolved by keeping one of them: a
+comparison that silently took the last duplicate could report no change where there is one.
 """
 
 from __future__ import annotations
@@ -52,7 +57,9 @@ def read_scores(path: str | Path) -> Scores:
         )
     if p.suffix == ".json":
         return _from_report(p)
-    text = p.read_text(encoding="utf-8", errors="replace")
+    from rageval.formats.textio import read_text
+
+    text = read_text(p)
     first = next((ln for ln in text.splitlines() if ln.strip()), "")
     if p.suffix == ".csv" or ("," in first and len(first.split()) < 3):
         return _from_csv(p, text)
@@ -64,7 +71,16 @@ def _from_report(p: Path) -> Scores:
 
     report = load_report(p)
     values: dict[str, dict[str, float]] = {}
-    for row in report["per_query"]:
+    seen: dict[str, int] = {}
+    for i, row in enumerate(report["per_query"], start=1):
+        qid = str(row["id"])
+        if qid in seen:
+            raise InputError(
+                f"query {qid!r} has a second per-query row (rows {seen[qid]} and {i} of "
+                "per_query); a comparison needs one score per query: remove one",
+                path=str(p),
+            )
+        seen[qid] = i
         for key, value in row.items():
             if key in ("id", "query") or isinstance(value, bool):
                 continue
@@ -75,6 +91,7 @@ def _from_report(p: Path) -> Scores:
 
 def _from_trec(p: Path, text: str) -> Scores:
     values: dict[str, dict[str, float]] = {}
+    first_line: dict[tuple[str, str], int] = {}
     for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -88,6 +105,14 @@ def _from_trec(p: Path, text: str) -> Scores:
         measure, qid, raw = parts
         if qid == "all":
             continue
+        if (measure, qid) in first_line:
+            raise InputError(
+                f"query {qid!r} has a second {measure} line (the first is line "
+                f"{first_line[measure, qid]}); a comparison needs one score per query: remove one",
+                path=str(p),
+                line=lineno,
+            )
+        first_line[measure, qid] = lineno
         try:
             value = float(raw)
         except ValueError:
@@ -100,28 +125,62 @@ def _from_trec(p: Path, text: str) -> Scores:
     return Scores(str(p), values)
 
 
+def _csv_rows(p: Path, text: str) -> tuple[list[str], list[tuple[int, list[str]]]]:
+    """The header and the (line, cells) of every non-blank row; a row with another number of
+    cells than the header, or a query id given twice, is an InputError naming its line."""
+    reader = csv.reader(io.StringIO(text, newline=""))
+    header: list[str] = []
+    rows: list[tuple[int, list[str]]] = []
+    for cells in reader:
+        if not any(c.strip() for c in cells):
+            continue
+        if not header:
+            header = cells
+            continue
+        if len(cells) != len(header):
+            raise InputError(
+                f"{len(cells)} cells where the header has {len(header)} ({', '.join(header)}); "
+                "fix this row",
+                path=str(p),
+                line=reader.line_num,
+            )
+        rows.append((reader.line_num, cells))
+    return header, rows
+
+
 def _from_csv(p: Path, text: str) -> Scores:
-    reader = csv.DictReader(io.StringIO(text))
-    if not reader.fieldnames:
+    header, rows = _csv_rows(p, text)
+    if not header:
         raise InputError("an empty CSV file", path=str(p))
-    id_col = next((c for c in reader.fieldnames if c in ID_COLUMNS), reader.fieldnames[0])
-    rows = list(reader)
+    id_col = next((c for c in header if c in ID_COLUMNS), header[0])
+    at = header.index(id_col)
+    seen: dict[str, int] = {}
+    for lineno, cells in rows:
+        qid = cells[at]
+        if qid in seen:
+            raise InputError(
+                f"query {qid!r} has a second row (the first is line {seen[qid]}); a comparison "
+                "needs one score per query: remove one",
+                path=str(p),
+                line=lineno,
+            )
+        seen[qid] = lineno
     values: dict[str, dict[str, float]] = {}
-    for col in reader.fieldnames:
-        if col == id_col:
+    for j, col in enumerate(header):
+        if j == at:
             continue
         column: dict[str, float] = {}
-        for i, row in enumerate(rows, start=2):
-            cell = (row.get(col) or "").strip()
+        for lineno, cells in rows:
+            cell = cells[j].strip()
             if not cell:
                 continue
             try:
-                column[str(row[id_col])] = float(cell)
+                column[cells[at]] = float(cell)
             except ValueError:
                 column = {}
                 break  # a text column (the query): not a metric
-            if not math.isfinite(column[str(row[id_col])]):
-                raise InputError(f"{col} is {cell}", path=str(p), line=i)
+            if not math.isfinite(column[cells[at]]):
+                raise InputError(f"{col} is {cell}", path=str(p), line=lineno)
         if column:
             values[col] = column
     if not values:

@@ -31,7 +31,7 @@ import numpy as np
 
 from rageval.errors import ConfigError, InputError, did_you_mean
 from rageval.gate.paired import Change, finish, measure, verdict
-from rageval.report.table import Column, Table
+from rageval.report.table import Column, Table, num
 from rageval.scoring.slices import (
     DEFAULT_MIN_SIZE,
     SliceGroup,
@@ -308,13 +308,13 @@ def _table(rows: Sequence[SliceRow], *, md: bool) -> Table:
             printable(r.slice + pooled),
             r.n,
             r.metric,
-            f"{r.baseline:.4f}",
-            f"{r.current:.4f}",
-            f"{r.delta:+.4f}",
+            num(r.baseline),
+            num(r.current),
+            num(r.delta, "+.4f"),
             _interval(r),
-            f"{r.tolerance:.4f}",
-            f"{r.detects:.4f}",
-            f"{r.p_value:.3g}",
+            num(r.tolerance),
+            num(r.detects),
+            num(r.p_value, ".3g"),
             *([f"{r.wins}/{r.ties}/{r.losses}"] if md else []),
             r.verdict,
         )

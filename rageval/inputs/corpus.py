@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -14,6 +15,12 @@ from rageval.limits import DEFAULT_MAX_DOCUMENT_MB
 from rageval.types import Document
 
 TEXT_SUFFIXES = (".md", ".txt", ".markdown", ".rst")
+# What rageval itself writes, never a document: run and sweep folders, MLflow stores, caches.
+# A folder of these names, or one that holds a run's files, is skipped (and named) when a folder
+# corpus is read, so a command run from inside the corpus can never feed its outputs back.
+OUTPUT_DIRS = frozenset({"outputs", "multirun", "mlruns", ".cache", ".rageval-cache", ".hydra"})
+OUTPUT_DIRS_SHOWN = sorted(d + "/" for d in OUTPUT_DIRS)
+RUN_FILES = ("report.json", "error.json", ".rageval-incomplete", "multirun.yaml", "gate.json")
 
 
 def load_corpus(
@@ -71,9 +78,7 @@ def _load_folder(root: Path, limit: int) -> list[Document]:
     # document id -> file, case-folded: on a case-insensitive file system or in a golden set,
     # FAQ and faq would be one document
     seen: dict[str, Path] = {}
-    for f in sorted(root.rglob("*")):
-        if f.suffix.lower() not in TEXT_SUFFIXES or not f.is_file():
-            continue
+    for f in _text_files(root):
         doc_id = f.relative_to(root).with_suffix("").as_posix()
         first = seen.get(doc_id.casefold())
         if first is not None:
@@ -91,6 +96,38 @@ def _load_folder(root: Path, limit: int) -> list[Document]:
         if text.strip():
             docs.append(Document(id=doc_id, text=text))
     return docs
+
+
+def _text_files(root: Path) -> list[Path]:
+    """The text files below ``root``, without rageval's own outputs (warned about, by name)."""
+    files, skipped = [], []
+    outputs: dict[Path, bool] = {}  # folder -> is it (inside) rageval's outputs
+
+    def is_output(folder: Path) -> bool:
+        if folder == root:
+            return False
+        if folder not in outputs:
+            outputs[folder] = (
+                folder.name in OUTPUT_DIRS
+                or any((folder / name).is_file() for name in RUN_FILES)
+                or is_output(folder.parent)
+            )
+        return outputs[folder]
+
+    for f in sorted(root.rglob("*")):
+        if f.suffix.lower() not in TEXT_SUFFIXES or not f.is_file():
+            continue
+        (skipped if is_output(f.parent) else files).append(f)
+    if skipped:
+        names = [f.relative_to(root).as_posix() for f in skipped]
+        more = f" and {len(names) - 5} more" if len(names) > 5 else ""
+        warnings.warn(
+            f"corpus {root}: skipped {len(names)} file(s) in rageval's own outputs, caches or "
+            f"MLflow stores ({', '.join(OUTPUT_DIRS_SHOWN)}, run folders): "
+            f"{', '.join(names[:5])}{more}; move real documents out of those folders",
+            stacklevel=3,
+        )
+    return files
 
 
 def _load_jsonl(f: Path, limit: int = DEFAULT_MAX_DOCUMENT_MB * 1_000_000) -> list[Document]:

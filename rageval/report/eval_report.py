@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from rageval.formats.atomic import atomic_write_text
-from rageval.report.table import Column, Table
+from rageval.report.table import Column, Table, mean_ci
 from rageval.scoring.slices import (
     DEFAULT_FIELDS,
     DEFAULT_MIN_SIZE,
@@ -372,7 +372,7 @@ def slice_console(report: EvalReport, width: int = SLICE_WIDTH) -> str:
         cells = [label if len(label) <= name_w else label[: name_w - 1] + "…", str(r["n"])]
         for m in shown:
             mean, (lo, hi) = r["metrics"].get(m, math.nan), r["ci"].get(m, [math.nan] * 2)
-            cells.append(f"{mean:.3f} [{lo:.2f}, {hi:.2f}]")
+            cells.append(mean_ci(mean, lo, hi, 3, 2))
         table.add_row(*cells)
     lines = [table.console(rule=True)]
     for r in rows:

@@ -21,6 +21,7 @@ from typing import Any
 from rageval.config_schema import measures, override_key
 from rageval.formats.atomic import atomic_write_text
 from rageval.report.pages import render_page
+from rageval.report.table import mean_ci
 from rageval.scoring.slices import field_values
 from rageval.scoring.spec import HEADLINE
 
@@ -40,7 +41,7 @@ def _number(v: Any) -> float | None:
 
 def _num(v: Any) -> str:
     x = _number(v)
-    return "" if x is None else f"{x:.3f}"
+    return "" if x is None else "n/a" if math.isnan(x) else f"{x:.3f}"
 
 
 def _sortkey(v: Any) -> str:
@@ -361,8 +362,7 @@ def _run_slices(report: Mapping[str, Any], names: Sequence[str]) -> dict | None:
         cells = [Cell(f"{_text(r['slice'])}{pooled}"), Cell(r.get("n"), "n")]
         for m in shown:
             mean, (lo, hi) = r["metrics"].get(m), r["ci"].get(m, [None, None])
-            ci = "" if lo is None or hi is None else f" [{_num(lo)}, {_num(hi)}]"
-            cells.append(Cell(f"{_num(mean)}{ci}", "n"))
+            cells.append(Cell(mean_ci(_number(mean), _number(lo), _number(hi)), "n"))
         body.append(cells)
     return {
         "fields": ", ".join(block.get("fields", [])),

@@ -41,7 +41,9 @@ class Score:
     n: int
 
     def __str__(self) -> str:
-        return f"{self.mean:.4f} [{self.low:.4f}, {self.high:.4f}]"
+        from rageval.report.table import mean_ci
+
+        return mean_ci(self.mean, self.low, self.high, 4, 4)
 
 
 @dataclass

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rageval.report.fit import fit_table, job_table
-from rageval.report.table import Cell, Column, Strong, Table
+from rageval.report.table import Cell, Column, Strong, Table, mean_ci
 from rageval.scoring.slices import slice_table
 from rageval.scoring.spec import MetricSpec
 
@@ -64,9 +64,8 @@ class SweepSlices:
             a, b = self.cells[job][name], mine[name]
             overlap = a[2] <= b[3] and b[2] <= a[3]
             lines.append(
-                f"on {name} job {job} leads: {a[1]:.3f} [{a[2]:.3f}, {a[3]:.3f}] against the best "
-                f"job {self.best_job}'s {b[1]:.3f} [{b[2]:.3f}, {b[3]:.3f}]"
-                + (" (the CIs overlap)" if overlap else "")
+                f"on {name} job {job} leads: {_fmt(a)} against the best "
+                f"job {self.best_job}'s {_fmt(b)}" + (" (the CIs overlap)" if overlap else "")
             )
         return lines
 
@@ -124,7 +123,7 @@ class SweepSlices:
 
 
 def _fmt(c: tuple[int, float, float, float]) -> str:
-    return f"{c[1]:.3f} [{c[2]:.3f}, {c[3]:.3f}]"
+    return mean_ci(c[1], c[2], c[3])
 
 
 def sweep_slices(

@@ -90,6 +90,25 @@ class Table:
         return console(self, width, look=look, rule=rule, indent=indent)
 
 
+def num(x: Any, fmt: str = ".4f") -> str:
+    """A number as a table cell: ``n/a`` for one that was not measured (None or NaN)."""
+    return "n/a" if x is None or (isinstance(x, float) and x != x) else f"{x:{fmt}}"
+
+
+def mean_ci(mean: Any, low: Any = None, high: Any = None, digits: int = 3, ci: int = 3) -> str:
+    """``mean [low, high]`` as every table shows a mean with its interval; ``n/a`` for a mean
+    that was not measured (None or NaN), and no interval when it has none: never ``nan``."""
+
+    def missing(x: Any) -> bool:
+        return x is None or (isinstance(x, float) and x != x)
+
+    if missing(mean):
+        return "n/a"
+    if missing(low) or missing(high):
+        return f"{mean:.{digits}f}"
+    return f"{mean:.{digits}f} [{low:.{ci}f}, {high:.{ci}f}]"
+
+
 def md_cell(text: object, *, escape_lt: bool = True) -> str:
     """``text`` safe in a markdown table cell: pipes escaped, line breaks folded into spaces and,
     unless ``escape_lt`` is false, every ``<`` written ``&lt;`` (no tag, comment or image reaches

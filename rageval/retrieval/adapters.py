@@ -9,10 +9,13 @@
   LlamaIndex retriever (``retrieve(query) -> list[NodeWithScore]``).
 
 A factory that takes ``k`` (or LlamaIndex's ``similarity_top_k``) is called with the run's search
-depth; ``backend.kwargs`` are passed too. The document id is read from the metadata key
-``backend.doc_id_key`` (default ``doc_id``); the passage id from ``backend.id_key`` when set, else
-derived from the passage's document and text (rageval.retrieval.passages), so rankings compare
-across runs even when a store assigns random ids.
+depth; ``backend.kwargs`` are passed too. The document id is read from the key
+``backend.doc_id_key`` (default ``doc_id``), else from the keys LangChain, LlamaIndex and Haystack
+use for a source (``source``, ``file_path``, ``file_name``, ``document_id``; a file path names the
+corpus document it is), and the run says which key matched; the passage id from
+``backend.id_key`` when set, else derived from the passage's document and text
+(rageval.retrieval.passages), so rankings compare across runs even when a store assigns random
+ids.
 
 Queries run ``parallelism`` at a time (threads; an ``async`` function on one event loop), each
 call with a ``timeout`` in seconds and ``retries`` (waiting ``backoff * 2**attempt``); queries that
@@ -34,7 +37,14 @@ from typing import Any
 import numpy as np
 
 from rageval.errors import BackendError, ConfigError, RagevalError, did_you_mean
-from rageval.retrieval.passages import Passage, has_text, read_passage
+from rageval.retrieval.passages import (
+    DOC_KEYS,
+    DocumentIds,
+    Passage,
+    has_text,
+    note_documents,
+    read_passage,
+)
 from rageval.types import Chunk
 
 MAX_NAMED = 10
@@ -129,6 +139,8 @@ class FunctionRetriever:
         self.requests = {"index": 0, "search": 0}
         self._latency_ms: list[float] = []
         self._takes_k = _positional(self.function) >= 2
+        self._doc_ids: frozenset[str] | None = None  # the corpus's, once index() ran
+        self._noted = False  # said where the passages' documents were read from
 
     def __repr__(self) -> str:
         name = getattr(self.function, "__qualname__", type(self.function).__name__)
@@ -136,7 +148,9 @@ class FunctionRetriever:
 
     # -- the Retriever protocol ------------------------------------------------------------
     def index(self, chunks: Sequence[Chunk], encoder) -> None:
-        """Nothing to build: the deployed index is searched as it is."""
+        """Nothing to build: the deployed index is searched as it is. The corpus's document ids
+        are kept, to read returned passages' documents (a file path included) against them."""
+        self._doc_ids = DocumentIds(c.doc_id for c in chunks)
 
     def search(self, queries: Sequence[str], depth: int) -> list[list[Any]]:
         """Each query's results (ids, pairs or :class:`Passage`), in query order."""
@@ -158,7 +172,10 @@ class FunctionRetriever:
                 "backend.timeout, retries or retry_backoff",
                 failed_queries=[queries[i] for i, _ in failed],
             )
-        return [self._read(value) for _, value in outcomes]
+        read = [self._read(value) for _, value in outcomes]
+        if not self._noted:
+            self._noted = note_documents(read, self.doc_id_key, self._doc_ids)
+        return read
 
     def latency_ms(self) -> list[float]:
         """Milliseconds of every successful call of this run (the report's latency)."""
@@ -180,7 +197,9 @@ class FunctionRetriever:
         return [self._passage(x) if has_text(x) else x for x in value]
 
     def _passage(self, item: Any) -> Passage:
-        return read_passage(item, doc_id_key=self.doc_id_key, id_key=self.id_key)
+        return read_passage(
+            item, doc_id_key=self.doc_id_key, id_key=self.id_key, doc_ids=self._doc_ids
+        )
 
     def _bar(self, n: int):
         from tqdm.auto import tqdm
@@ -412,6 +431,7 @@ class LangChainRetriever(_FactoryRetriever):
             doc_id_key=self.doc_id_key,
             id_key=self.id_key,
             score=float(score) if isinstance(score, int | float) else None,
+            doc_ids=self._doc_ids,
         )
 
 
@@ -433,16 +453,50 @@ class LlamaIndexRetriever(_FactoryRetriever):
             return item  # as_ranked names the type
         meta = dict(getattr(node, "metadata", None) or {})
         score = getattr(item, "score", None)
-        doc = meta.get(self.doc_id_key)
-        if doc is None:
-            doc = getattr(node, "ref_doc_id", None)
+        ref = getattr(node, "ref_doc_id", None)
+        if ref is not None and not any(meta.get(k) for k in (self.doc_id_key, *DOC_KEYS)):
+            meta[self.doc_id_key] = ref  # no source in the metadata: the node's own document
         own = {"id": getattr(node, "node_id", None)} if self.id_key == "id" else {}
         return read_passage(
-            {"text": get_content(), "metadata": {**meta, self.doc_id_key: doc}, **own},
+            {"text": get_content(), "metadata": meta, **own},
             doc_id_key=self.doc_id_key,
             id_key=self.id_key,
             score=float(score) if isinstance(score, int | float) else None,
+            doc_ids=self._doc_ids,
         )
+
+
+class _Given:
+    """A factory returning an object the caller built already (``rageval.evaluate(retriever)``)."""
+
+    def __init__(self, obj: Any):
+        self.obj = obj
+
+    def __call__(self) -> Any:
+        return self.obj
+
+    def __repr__(self) -> str:
+        return f"<{type(self.obj).__name__}>"
+
+
+def adapt(retriever: Any, **options: Any) -> Any:
+    """``retriever`` as a rageval retriever, through the adapters the config path uses: an object
+    with ``index()`` and ``search()`` as it is; a LangChain retriever (``invoke``); a LlamaIndex
+    retriever (``retrieve``); a plain search function (``search(query, k)``). ``options``: the
+    adapters' settings (``doc_id_key``, ``id_key``, ``parallelism``, ``timeout``, ...)."""
+    if callable(getattr(retriever, "index", None)) and callable(getattr(retriever, "search", None)):
+        return retriever
+    if callable(getattr(retriever, "invoke", None)):
+        return LangChainRetriever(_Given(retriever), **options)
+    if callable(getattr(retriever, "retrieve", None)):
+        return LlamaIndexRetriever(_Given(retriever), **options)
+    if callable(retriever):
+        return FunctionRetriever(retriever, what="retriever", **options)
+    raise ConfigError(
+        f"a {type(retriever).__name__} is not a retriever: pass a search function "
+        "(search(query, k) returning ids, (id, score) pairs or passages), a LangChain or "
+        "LlamaIndex retriever, an object with index() and search(), or one of the local modes"
+    )
 
 
 def latency_of(ms: Sequence[float]) -> dict[str, Any]:

@@ -19,13 +19,16 @@ HTTP_DEFAULTS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_BA
 
 
 def tracking_uri(configured: str | None) -> str:
-    """Config, else $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db in the working directory."""
+    """Config, else $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db at the project root (the
+    working directory outside a project)."""
     if configured:
         return str(configured)
     env = os.environ.get("MLFLOW_TRACKING_URI")
     if env:
         return env
-    return f"sqlite:///{Path.cwd() / 'mlflow.db'}"
+    from rageval.project import output_root
+
+    return f"sqlite:///{output_root() / 'mlflow.db'}"
 
 
 def client_for(uri: str):
@@ -45,7 +48,11 @@ def ensure_experiment(client, name: str) -> str:
     exp = client.get_experiment_by_name(name)
     if exp is None:
         try:
-            exp_id = client.create_experiment(name, tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND})
+            exp_id = client.create_experiment(
+                name,
+                artifact_location=_artifact_location(client, name),
+                tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND},
+            )
         except Exception:
             exp = client.get_experiment_by_name(name)
             if exp is None:
@@ -55,6 +62,21 @@ def ensure_experiment(client, name: str) -> str:
     if EXPERIMENT_KIND_TAG not in (exp.tags or {}):  # an experiment made by an older rageval
         client.set_experiment_tag(exp.experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
     return exp.experiment_id
+
+
+def _artifact_location(client, name: str) -> str | None:
+    """Artifacts of a new experiment in a local SQLite store: ``mlruns/`` beside the database.
+    MLflow's default is ``./mlruns`` in the working directory, which for a command run from a
+    subfolder (the corpus) would write into that folder. None (MLflow's default) elsewhere."""
+    import re
+
+    uri = str(client.tracking_uri)
+    if not uri.startswith("sqlite:///"):
+        return None
+    folder = Path(uri[len("sqlite:///") :]).parent
+    if folder.resolve() == Path.cwd().resolve():
+        return None  # MLflow's own layout, mlruns/<experiment id>
+    return str(folder / "mlruns" / (re.sub(r"[^\w.-]+", "_", name) or "experiment"))
 
 
 def _git(args: list[str], cwd) -> str:

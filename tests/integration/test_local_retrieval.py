@@ -62,7 +62,7 @@ def test_approximate_indexes_agree_with_exact_on_a_small_corpus(chunks, encoder,
         r = FaissRetriever(index_type=kind, cache_dir=str(tmp_path), **extra)
         r.index(chunks, encoder)
         assert [x.ids for x in r.search(QUERIES, 3)] == [x.ids for x in want]
-        assert list((tmp_path / "indexes").glob(f"faiss-{kind}-*.faiss"))
+        assert list((tmp_path / "indexes").glob(f"faiss-{kind}-*/index.faiss"))
 
 
 def test_bm25_ranks_the_lexical_match_first_and_drops_non_matches(chunks, tmp_path):

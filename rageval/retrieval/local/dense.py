@@ -6,8 +6,10 @@
 embeddings are never held in memory beside the index. IVF trains on an evenly spaced sample of
 ``ivf_train_size`` rows. Built HNSW/IVF indexes are cached on disk, keyed by the chunk ids
 (content-derived, so they stand for corpus and chunking), the model fingerprint and the index
-parameters; a run that finds its index there embeds no document. A flat index is rebuilt from the
-cached embeddings, which is as fast as loading it.
+parameters; a run that finds its index there embeds no document. A cached index is read only after
+its files match the sha256 written with them (a damaged one is rebuilt, with a warning naming it).
+A flat index is rebuilt from the cached embeddings (verified segment by segment), which is as fast
+as loading it.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from rageval.scoring.ranking import break_ties
 from rageval.types import Chunk, RankedList
 
 INDEX_TYPES = ("flat", "hnsw", "ivf", "auto")
+INDEX_FILE = "index.faiss"  # inside the cached index's folder, beside its digest
 
 
 class FaissRetriever:
@@ -125,15 +128,14 @@ class FaissRetriever:
         self.ids = ids
         n = len(ids)
         kind = self.built_type = self.kind_for(n)
-        path = self._cache_path(kind, fingerprint)
-        self.index_path = path
-        self.loaded_from_cache = path is not None and path.is_file()
-        if self.loaded_from_cache:
-            index = faiss.read_index(str(path))
-        else:
+        folder = self._cache_path(kind, fingerprint)
+        self.index_path = None if folder is None else folder / INDEX_FILE
+        index = None if folder is None else _load_index(faiss, folder, n)
+        self.loaded_from_cache = index is not None
+        if index is None:
             index = self._stream(kind, n, rows)
-            if path is not None and index is not None:
-                _save_index(faiss, index, path)
+            if folder is not None and index is not None:
+                _save_index(faiss, index, folder)
         if kind == "hnsw" and index is not None:
             index.hnsw.efSearch = self.params["hnsw_ef_search"]
         elif kind == "ivf" and index is not None:
@@ -154,7 +156,8 @@ class FaissRetriever:
         h = hashlib.sha256("\n".join(self.ids).encode())
         h.update(fingerprint.encode())
         h.update(json.dumps([kind, self.params], sort_keys=True).encode())
-        return self.cache_dir / "indexes" / f"faiss-{kind}-{h.hexdigest()[:24]}.faiss"
+        # a folder: the index and the digest it is verified against (formats/sealed.py)
+        return self.cache_dir / "indexes" / f"faiss-{kind}-{h.hexdigest()[:24]}"
 
     def index_bytes(self) -> dict[str, int | None]:
         """Bytes the index holds in memory (vectors, graph or lists) and needs on disk: its cached
@@ -218,23 +221,50 @@ def faiss_memory_bytes(index) -> int:
     return int(len(faiss.serialize_index(index)))
 
 
-def _save_index(faiss, index, path: Path) -> None:
-    """Cache a built index for the next run; a cache that cannot be written (full, read-only)
-    costs the next run a rebuild, not this run its result."""
+def _load_index(faiss, folder: Path, n: int):
+    """The cached index in ``folder`` when it is whole (its digest matches, FAISS reads it, it
+    holds ``n`` vectors); else None, with a warning naming it, after removing it."""
+    from rageval.formats import sealed
+
+    if not folder.exists():
+        return None
+    reason = sealed.fault(folder)
+    if reason is None:
+        try:
+            index = faiss.read_index(str(folder / INDEX_FILE))
+        except RuntimeError as err:  # faiss reports an unreadable file as RuntimeError
+            reason = "FAISS cannot read it: " + str(err).strip().splitlines()[-1][-200:]
+        else:
+            if index.ntotal == n:
+                return index
+            reason = f"it holds {index.ntotal:,} vectors, the corpus has {n:,}"
+    sealed.discard(folder, "FAISS index", reason)
+    return None
+
+
+def _save_index(faiss, index, folder: Path) -> None:
+    """Cache a built index (sealed with its digest) for the next run; a cache that cannot be
+    written (full, read-only) costs the next run a rebuild, not this run its result."""
+    import shutil
     import warnings
 
-    tmp = path.with_suffix(f".{time.time_ns()}.tmp")
+    from rageval.formats import sealed
+
+    tmp = None
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        faiss.write_index(index, str(tmp))
-        tmp.replace(path)
+        tmp = sealed.temporary(folder)
+        faiss.write_index(index, str(tmp / INDEX_FILE))
+        sealed.publish(tmp, folder)
     except (OSError, RuntimeError) as err:  # faiss reports a failed write as RuntimeError
-        tmp.unlink(missing_ok=True)
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
         # FAISS's message repeats the (long) temporary path before the cause, which comes last:
         # name the path once, in the warning, and keep the end of the message when it is long
-        reason = str(err).strip().splitlines()[-1].replace(str(tmp), "a temporary file")
+        reason = str(err).strip().splitlines()[-1]
+        if tmp is not None:
+            reason = reason.replace(str(tmp / INDEX_FILE), "a temporary file")
         reason = reason if len(reason) <= 200 else "..." + reason[-200:]
         warnings.warn(
-            f"could not cache the FAISS index at {path} ({reason}); the next run builds it again",
+            f"could not cache the FAISS index at {folder} ({reason}); the next run builds it again",
             stacklevel=2,
         )

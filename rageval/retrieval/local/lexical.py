@@ -1,5 +1,6 @@
 """Lexical retrieval with bm25s. Tokenisation (stopwords, stemmer, token pattern) and the BM25
-variant and parameters come from config; the built index is cached on disk by content."""
+variant and parameters come from config; the built index is cached on disk by content, sealed with
+a sha256 of its files and read only when they match (a damaged one is rebuilt, with a warning)."""
 
 from __future__ import annotations
 
@@ -81,20 +82,42 @@ class BM25Retriever:
         start = time.perf_counter()
         self.ids = [c.id for c in chunks]
         path = self._cache_path()
-        if path is not None and (path / "params.index.json").is_file():
-            self._bm25 = bm25s.BM25.load(str(path), show_progress=False)
-        else:
+        self._bm25 = None if path is None else self._load(path)
+        if self._bm25 is None:
             p = self.params
             self._bm25 = bm25s.BM25(k1=p["k1"], b=p["b"], method=p["method"])
             self._bm25.index(self._tokenize([c.text for c in chunks]), show_progress=False)
             if path is not None:
-                tmp = path.with_name(f"{path.name}.{time.time_ns()}.tmp")
-                self._bm25.save(str(tmp), show_progress=False)
-                try:
-                    tmp.replace(path)
-                except OSError:  # another process saved the same index first
-                    shutil.rmtree(tmp, ignore_errors=True)
+                self._save(path)
         self.build_seconds = time.perf_counter() - start
+
+    def _load(self, path: Path):
+        """The cached index when its files match their digest and bm25s reads it; else None,
+        after a warning naming it and its removal (the caller rebuilds it)."""
+        import bm25s
+
+        from rageval.formats import sealed
+
+        if not path.exists():
+            return None
+        reason = sealed.fault(path)
+        if reason is None:
+            try:
+                return bm25s.BM25.load(str(path), show_progress=False)
+            except Exception as err:  # any read failure means: rebuild it
+                reason = f"bm25s cannot read it: {type(err).__name__}: {str(err)[-200:]}"
+        sealed.discard(path, "BM25 index", reason)
+        return None
+
+    def _save(self, path: Path) -> None:
+        from rageval.formats import sealed
+
+        tmp = sealed.temporary(path)
+        try:
+            self._bm25.save(str(tmp), show_progress=False)
+            sealed.publish(tmp, path)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
 
     def index_bytes(self) -> dict[str, int | None]:
         """Bytes of the BM25 score matrix and vocabulary in memory, and of the saved index in

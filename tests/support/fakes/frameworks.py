@@ -45,6 +45,15 @@ def paragraphs() -> list[tuple[str, str]]:
     ]
 
 
+def source_of(doc_id: str, key: str) -> str:
+    """What a loader records as a passage's source under ``key``: LangChain's ``source`` and
+    LlamaIndex's ``file_path`` hold the file's path, ``file_name`` its name; other keys the id."""
+    path = next(corpus_dir().glob(f"{doc_id}.*"))
+    if key in ("source", "file_path"):
+        return str(path.resolve())
+    return path.name if key == "file_name" else doc_id
+
+
 def langchain_retriever(k: int = 4, source_key: str = "doc_id"):
     from langchain_core.documents import Document
     from langchain_core.embeddings import Embeddings
@@ -59,12 +68,15 @@ def langchain_retriever(k: int = 4, source_key: str = "doc_id"):
 
     store = InMemoryVectorStore(HashedWords())
     store.add_documents(
-        [Document(page_content=p, metadata={source_key: d}) for d, p in paragraphs()]
+        [
+            Document(page_content=p, metadata={source_key: source_of(d, source_key)})
+            for d, p in paragraphs()
+        ]
     )
     return store.as_retriever(search_kwargs={"k": k})
 
 
-def llamaindex_retriever(similarity_top_k: int = 4):
+def llamaindex_retriever(similarity_top_k: int = 4, source_key: str = "doc_id"):
     from llama_index.core import VectorStoreIndex
     from llama_index.core.embeddings import BaseEmbedding
     from llama_index.core.schema import TextNode
@@ -83,6 +95,7 @@ def llamaindex_retriever(similarity_top_k: int = 4):
     for d, p in paragraphs():
         sentences = re.split(r"(?<=[.!?])\s+", p)
         for i in range(0, len(sentences), 3):
-            nodes.append(TextNode(text=" ".join(sentences[i : i + 3]), metadata={"doc_id": d}))
+            text, meta = " ".join(sentences[i : i + 3]), {source_key: source_of(d, source_key)}
+            nodes.append(TextNode(text=text, metadata=meta))
     index = VectorStoreIndex(nodes, embed_model=HashedWords())
     return index.as_retriever(similarity_top_k=similarity_top_k)

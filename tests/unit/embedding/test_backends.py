@@ -16,6 +16,7 @@ from rageval.embedding import SentenceTransformerEncoder, backends
 from rageval.embedding.cache import EmbeddingCache
 from rageval.embedding.guard import AGREE_COSINE, PairedEncoder, check_query_model
 from rageval.errors import ConfigError, IndexMismatchError
+from rageval.formats import sealed
 
 # --- choices and the one install hint -------------------------------------------------------
 
@@ -177,6 +178,32 @@ def test_a_failed_export_leaves_nothing_and_the_next_run_retries(tmp_path, monke
     assert calls == [1, 2] and (got.path / "m.onnx").read_bytes() == b"ok"
 
 
+@pytest.mark.parametrize("damage", ["truncated", "overwritten", "unsealed"])
+def test_a_damaged_export_is_exported_again_with_a_warning(tmp_path, monkeypatch, damage):
+    calls = []
+
+    def export(source, target):
+        calls.append(1)
+        target.mkdir(parents=True)
+        (target / "m.onnx").write_bytes(b"weights" * 1000)
+        return "m.onnx"
+
+    monkeypatch.setitem(backends.EXPORTERS, ("onnx", "none"), export)
+    first = backends.prepare(Path("/src"), "e" * 64, "onnx", "none", tmp_path)
+    model = first.path / "m.onnx"
+    if damage == "truncated":
+        model.write_bytes(model.read_bytes()[:100])
+    elif damage == "overwritten":
+        model.write_bytes(b"x" * model.stat().st_size)
+    else:  # an export without a digest: not read unverified
+        (first.path / sealed.DIGEST).unlink()
+    with pytest.warns(UserWarning, match=rf"cached model export {first.path} is damaged"):
+        again = backends.prepare(Path("/src"), "e" * 64, "onnx", "none", tmp_path)
+    assert calls == [1, 1] and (again.path / "m.onnx").read_bytes() == b"weights" * 1000
+    assert backends.prepare(Path("/src"), "e" * 64, "onnx", "none", tmp_path).path == again.path
+    assert calls == [1, 1]  # whole again: read, not exported a third time
+
+
 # --- the query/index guard --------------------------------------------------------------------
 
 
@@ -244,6 +271,7 @@ def test_an_export_of_an_older_format_is_rebuilt_and_the_others_kept(tmp_path, m
         (old / "m.bin").write_bytes(b"old")
         info = {"format": 1, "backend": backend, "file_name": "m.bin", "max_cosine_distance": 0}
         (old / "export.json").write_text(json.dumps(info))
+        sealed.seal(old)  # as prepare() leaves an export: each file's sha256 beside it
     assert backends.export_format("onnx") > 1 == backends.export_format("static")
     onnx = backends.prepare(Path("/src"), "c" * 64, "onnx", "none", tmp_path)
     static = backends.prepare(Path("/src"), "c" * 64, "static", "none", tmp_path)
@@ -268,6 +296,7 @@ def test_a_new_int8_format_rebuilds_the_int8_export_only(tmp_path, monkeypatch):
         (old / "m.bin").write_bytes(b"old")
         info = {"format": 2, "backend": "openvino", "quantize": quantize, "file_name": "m.bin"}
         (old / "export.json").write_text(json.dumps(info))
+        sealed.seal(old)  # as prepare() leaves an export
     assert backends.export_format("openvino", "int8") == 3 > backends.export_format("openvino")
     assert backends.export_format("openvino", "none") == 2
     plain = backends.prepare(Path("/src"), "d" * 64, "openvino", "none", tmp_path)

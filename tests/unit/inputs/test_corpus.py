@@ -71,3 +71,30 @@ def test_missing_and_empty_folder(tmp_path):
         load_corpus(tmp_path / "nope")
     with pytest.raises(InputError, match="corpus is empty"):
         load_corpus(tmp_path)
+
+
+@pytest.mark.parametrize(
+    "stray",
+    [
+        "outputs/check/2026-12-04_15-41-44/gate.md",
+        "multirun/2026-12-04/15-00-00/0/per_query.md",
+        "mlruns/1/abc/artifacts/report.md",
+        ".cache/notes.txt",
+        "old-run/summary.md",  # a folder holding a run's report.json, whatever its name
+    ],
+)
+def test_rageval_outputs_inside_the_corpus_are_skipped_and_named(mini, tmp_path, stray):
+    import shutil
+
+    corpus = tmp_path / "corpus"
+    shutil.copytree(mini / "corpus", corpus)
+    clean = corpus_digest(load_corpus(corpus))
+    f = corpus / stray
+    f.parent.mkdir(parents=True)
+    f.write_text("# Gate: PASS\n\nndcg@5 0.74\n")
+    if stray.startswith("old-run"):
+        (f.parent / "report.json").write_text("{}")
+    with pytest.warns(UserWarning, match="skipped 1 file") as record:
+        docs = load_corpus(corpus)
+    assert stray in str(record[0].message)
+    assert corpus_digest(docs) == clean

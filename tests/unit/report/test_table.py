@@ -191,3 +191,26 @@ def test_no_module_but_the_table_model_builds_a_markdown_table_by_hand():
         for hit in hand_built_rows(path.read_text(encoding="utf-8"))
     ]
     assert bad == [], "build a rageval.report.table.Table instead:\n" + "\n".join(bad)
+
+
+def test_a_mean_that_was_not_measured_shows_n_a_never_nan():
+    import math
+
+    from rageval.report.table import mean_ci
+
+    assert mean_ci(math.nan, math.nan, math.nan) == "n/a"
+    assert mean_ci(None) == "n/a"
+    assert mean_ci(0.5, math.nan, 0.7) == "0.500"
+    assert mean_ci(0.5, 0.25, 0.75, 3, 2) == "0.500 [0.25, 0.75]"
+
+
+def test_a_gate_row_whose_figures_are_nan_shows_n_a():
+    import math
+
+    from rageval.gate.compare import Comparison, MetricRow
+    from rageval.report.table import num
+
+    assert num(math.nan) == "n/a" and num(None) == "n/a" and num(0.25, "+.2f") == "+0.25"
+    row = MetricRow("ndcg@5", 0.8, 0.8, 0.0, 0.03, math.nan, "ok", 0, 6, 0)
+    text = Comparison(status="pass", rows=[row], k=5, n_queries=6).console()
+    assert "n/a" in text and "nan" not in text
