@@ -108,6 +108,14 @@ class RagevalConfig:
     gate: dict[str, Any] = place(factory=dict)
 
 
+# Keys that turn a config node into code: Hydra's instantiation keys, and the adapters' import
+# paths and their arguments. Code is named only by the project's conf/ and rageval.yaml: no file
+# rageval reads (a baseline, a report, a study's baseline) ever sets one (docs/reliability.md).
+CODE_KEYS = frozenset(
+    {"_target_", "_args_", "_partial_", "_recursive_", "_convert_", "factory", "function", "kwargs"}
+)
+
+
 # Keys that were removed, and the key to write instead: a config or command line that still sets
 # one stops with one line naming the replacement (rageval.app.removed_keys.refuse_removed_keys).
 REMOVED_KEYS = {"mlflow.compare_metric": "sweep.compare_metric"}

@@ -30,7 +30,9 @@ from rageval.errors import InputError
 from rageval.formats.atomic import atomic_write_text
 from rageval.report.table import Column, Table
 
-SCHEMA = 2
+# 3: the typed document of rageval.gate.baseline_schema (no code keys, no masked values); 2 still
+# reads where it holds only data
+SCHEMA = 3
 # summary keys copied from the report
 SUMMARY_KEYS = (
     "level",
@@ -78,10 +80,15 @@ def _read_json(path: Path, what: str) -> dict[str, Any]:
 def load_report(path: str | Path) -> dict[str, Any]:
     """A report.json or a baseline (either schema), checked for the keys the gate needs; a
     baseline's per-query values are read from its CSV."""
+    from rageval.gate.baseline_schema import validate_baseline, validate_report
+
     p = Path(path)
     data = _read_json(p, "report")
-    if data.get("per_query_file"):
+    if "per_query_file" in data or data.get("schema") in (2, 3):
+        data = validate_baseline(data, p)  # typed, data only (exit 2 naming the key)
         data = {**data, "per_query": _read_sidecar(p, data)}
+    else:
+        data = validate_report(data, p)
     _absolute_again(data, p.parent)
     missing = [k for k in ("metrics", "per_query", "digests", "k") if k not in data]
     if missing:
@@ -225,8 +232,13 @@ def _absolute_again(data: dict[str, Any], folder: Path) -> dict[str, Any]:
             if node is None:
                 break
         else:
-            key: Any = int(last) if isinstance(node, list) else last
-            if isinstance(node, (dict, list)) and isinstance(node[key], str):
+            if isinstance(node, list) and last.isdigit() and int(last) < len(node):
+                key: Any = int(last)
+            elif isinstance(node, dict) and last in node:
+                key = last
+            else:
+                continue
+            if isinstance(node[key], str):
                 node[key] = os.path.normpath(folder.resolve() / node[key])
     return data
 
@@ -246,6 +258,10 @@ def write_baseline(report: Mapping[str, Any], path: str | Path, source: Mapping[
         summary["project"] = {"root": str(project.root)}
         if project.config_dir is not None:
             summary["project"]["config_dir"] = str(project.config_dir)
+    if "config" in summary:  # data only: code is named by the project's config, secrets by env
+        summary["config"] = stored_config(summary["config"])
+    if "overrides" in summary:
+        summary["overrides"] = stored_overrides(summary["overrides"])
     relative: list[str] = []
     for key in ("promoted_from", "config", "judgements", "project"):
         if key in summary:
@@ -259,6 +275,9 @@ def write_baseline(report: Mapping[str, Any], path: str | Path, source: Mapping[
         summary["ci"] = report["ci"]
     summary["per_query_file"] = sidecar_path(p).name
     summary["per_query_sha256"] = hashlib.sha256(table.encode()).hexdigest()
+    from rageval.gate.baseline_schema import validate_baseline
+
+    validate_baseline(summary, p)  # what a check would refuse is never written
     # The pair changes at one moment: the new CSV is written beside the old one, the summary
     # (which names the CSV's digest) replaces the old summary, then the CSV moves in. A kill
     # before the summary leaves the old pair; after it, the new summary and its CSV waiting
@@ -269,6 +288,43 @@ def write_baseline(report: Mapping[str, Any], path: str | Path, source: Mapping[
     atomic_write_text(p, json.dumps(summary, indent=2) + "\n")
     os.replace(pending, sidecar_path(p))
     return p
+
+
+def stored_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A run's resolved config as a baseline stores it: without the keys that name code (the
+    project's config names it) and without masked secrets (replayed from their environment
+    variable by the project's config, never from a file)."""
+    from rageval.gate.baseline_schema import CODE_KEYS
+    from rageval.redact import MASK
+
+    def walk(v: Any) -> Any:
+        if isinstance(v, Mapping):
+            return {
+                k: walk(x)
+                for k, x in v.items()
+                if k not in CODE_KEYS and not (isinstance(x, str) and MASK in x)
+            }
+        if isinstance(v, list):
+            return [walk(x) for x in v]
+        return v
+
+    return walk(config)
+
+
+def stored_overrides(lines: list[str]) -> list[str]:
+    """The run's override lines a baseline keeps: not those naming code or holding an
+    interpolation or a masked secret (the summary line shows the rest)."""
+    from rageval.config_schema import override_key
+    from rageval.gate.baseline_schema import CODE_KEYS, INTERPOLATION
+    from rageval.redact import MASK
+
+    return [
+        o
+        for o in lines
+        if override_key(o).rsplit(".", 1)[-1] not in CODE_KEYS
+        and not INTERPOLATION.search(o)
+        and MASK not in o
+    ]
 
 
 def pending_path(path: str | Path) -> Path:
