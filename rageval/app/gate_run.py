@@ -156,11 +156,11 @@ def _refuse_outside(path: str, value: Any, roots: Sequence[Path]) -> None:
 
 def _refuse_code_or_interpolation(path: str, value: Any) -> None:
     from rageval.errors import InputError
-    from rageval.gate.baseline_schema import _Refused, plain_data
+    from rageval.gate.baseline_schema import Refused, plain_data
 
     try:
         plain_data(value, code_ok=CODE_KEYS)  # code keys are dropped (data_only), never replayed
-    except _Refused as err:
+    except Refused as err:
         raise InputError(f"config.{path}: {err}; a baseline holds data only") from None
 
 

@@ -58,13 +58,13 @@ OPTION = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 INTERPOLATION = re.compile(r"\$\{")
 
 
-class _Refused(ValueError):
+class Refused(ValueError):
     """A value a baseline may not hold; the message says why."""
 
 
 def _no_interpolation(text: str) -> str:
     if INTERPOLATION.search(text):
-        raise _Refused(
+        raise Refused(
             f"{text[:60]!r} is an interpolation; a baseline holds plain values "
             "(interpolations are refused, never resolved)"
         )
@@ -74,13 +74,13 @@ def _no_interpolation(text: str) -> str:
 def plain_data(value: Any, code_ok: frozenset[str] = frozenset(), at: str = "") -> Any:
     """``value`` when it is plain JSON data: mappings with string keys, lists, strings without
     interpolation, numbers, booleans, null, and no key naming code (CODE_KEYS except
-    ``code_ok``) at any depth; else :class:`_Refused` naming the key."""
+    ``code_ok``) at any depth; else :class:`Refused` naming the key."""
     if isinstance(value, Mapping):
         for k, v in value.items():
             if not isinstance(k, str):
-                raise _Refused(f"{at}{k!r}: keys are strings")
+                raise Refused(f"{at}{k!r}: keys are strings")
             if k in CODE_KEYS and k not in code_ok:
-                raise _Refused(
+                raise Refused(
                     f"{at}{k} names code; code is named only by the project's conf/ and "
                     "rageval.yaml, never by a baseline"
                 )
@@ -93,11 +93,11 @@ def plain_data(value: Any, code_ok: frozenset[str] = frozenset(), at: str = "") 
     if isinstance(value, str):
         try:
             return _no_interpolation(value)
-        except _Refused as err:
-            raise _Refused(f"{at.rstrip('.') or 'value'}: {err}") from None
+        except Refused as err:
+            raise Refused(f"{at.rstrip('.') or 'value'}: {err}") from None
     if value is None or isinstance(value, bool | int | float):
         return value
-    raise _Refused(f"{at.rstrip('.')}: {type(value).__name__} is not JSON data")
+    raise Refused(f"{at.rstrip('.')}: {type(value).__name__} is not JSON data")
 
 
 Text = Annotated[StrictStr, AfterValidator(_no_interpolation)]
@@ -123,11 +123,11 @@ def _report_config(value: dict[str, Any]) -> dict[str, Any]:
 def _choices(value: dict[str, Any]) -> dict[str, Any]:
     for group, option in value.items():
         if group not in GROUPS:
-            raise _Refused(f"{group!r} is not a config group ({', '.join(GROUPS)})")
+            raise Refused(f"{group!r} is not a config group ({', '.join(GROUPS)})")
         if option is None:
             continue
         if not isinstance(option, str) or not OPTION.match(option) or ".." in option:
-            raise _Refused(
+            raise Refused(
                 f"{group}: {option!r} is not an option name (a file name in conf/{group}/, "
                 "no folder, no `..`)"
             )
@@ -138,7 +138,7 @@ def _relative(value: list[str]) -> list[str]:
     for key in value:  # a user's own values (config.extra.*) may hold project paths too
         if key not in PATH_KEYS and not key.startswith("config.extra."):
             shown = ", ".join(sorted(PATH_KEYS))
-            raise _Refused(f"{key!r} is not a path key ({shown}, config.extra.*)")
+            raise Refused(f"{key!r} is not a path key ({shown}, config.extra.*)")
     return value
 
 
@@ -149,7 +149,7 @@ def _overrides(value: list[str]) -> list[str]:
         _no_interpolation(line)
         leaf = override_key(line).rsplit(".", 1)[-1]
         if leaf in CODE_KEYS:
-            raise _Refused(f"{line[:60]!r} names code; a baseline never does")
+            raise Refused(f"{line[:60]!r} names code; a baseline never does")
     return value
 
 
@@ -209,7 +209,7 @@ class Baseline(_Doc):
 
 def _hex(text: str) -> str:
     if not re.fullmatch(r"[0-9a-f]{64}", text):
-        raise _Refused("not a sha256 (64 hex digits)")
+        raise Refused("not a sha256 (64 hex digits)")
     return text
 
 
