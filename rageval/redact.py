@@ -303,11 +303,12 @@ def scrub(text: str, secrets: Iterable[str]) -> str:
     return mask_url(text)
 
 
-def redact_override(override: str) -> str:
-    """A Hydra override ``key=value`` with the value masked when the key looks secret, and the
-    secrets inside a dict or list value masked where they stand."""
+def redact_override(override: str, declared: Iterable[str] = ()) -> str:
+    """A Hydra override ``key=value`` with the value masked when the key is a secret setting
+    (``declared``: a config's ``secrets`` list), and the secrets inside a dict or list value
+    masked where they stand."""
     key, sep, value = override.partition("=")
-    if sep and _secret_override_key(key):
+    if sep and _secret_override_key(key, declared):
         return f"{key}={MASK}"
     if sep and value[:1] in "{[":
         parsed = _parse_override_value(override)
