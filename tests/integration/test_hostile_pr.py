@@ -100,8 +100,8 @@ def test_h1_a_factory_from_the_baseline_never_runs(project, adapter):
         },
     )
     done = rageval(["check"], project)
+    assert not marker.exists()  # before: uid=0(root)... in it
     refused(done, "baseline.json", "config: backend.factory names code")
-    assert not marker.exists()
 
 
 def test_h1_a_function_from_the_baseline_never_runs(project):
@@ -112,8 +112,8 @@ def test_h1_a_function_from_the_baseline_never_runs(project):
     golden.write_text(json.dumps(first) + "\n" + "\n".join(golden.read_text().splitlines()[1:]))
     edit_baseline(project, choices__backend="function", config__backend={"function": "os:system"})
     done = rageval(["check"], project)
-    refused(done, "config: backend.function names code")
     assert not marker.exists()
+    refused(done, "config: backend.function names code")
     # the replay key list is no way around: kwargs is code too, at any depth
     edit_baseline(project, config__backend={"kwargs": {"cmd": f"id > {marker}"}})
     refused(rageval(["check"], project), "backend.kwargs names code")
@@ -128,8 +128,9 @@ def test_h2_a_group_choice_is_an_option_name_never_a_file(project):
         f"kwargs: {{cmd: 'id > {marker}'}}\n"
     )
     edit_baseline(project, choices__backend="../../golden/evil")
-    refused(rageval(["check"], project), "choices: backend: '../../golden/evil'")
+    done = rageval(["check"], project)
     assert not marker.exists()
+    refused(done, "choices: backend: '../../golden/evil'")
     # a plain name that is no option of conf/backend/ or rageval's is refused too
     edit_baseline(project, choices__backend="evil")
     refused(rageval(["check"], project), "choices.backend: 'evil' is not an option")
@@ -146,10 +147,10 @@ def test_h3_interpolations_are_refused_never_resolved(project, tmp_path):
         shutil.copy(project / "golden" / "baseline.json", tmp_path / "b.json")
         edit_baseline(project, **change)
         done = rageval(["check", "--mlflow"], project, env)
-        refused(done, "interpolation")
         assert GH_PAT not in done.stdout + done.stderr
+        no_secret_anywhere(project, GH_PAT, summary)
+        refused(done, "interpolation")
         shutil.copy(tmp_path / "b.json", project / "golden" / "baseline.json")
-    no_secret_anywhere(project, GH_PAT, summary)
 
 
 def test_h6_keyword_dsns_and_declared_secrets_are_masked_everywhere(project, tmp_path):
