@@ -282,11 +282,16 @@ def write_baseline(report: Mapping[str, Any], path: str | Path, source: Mapping[
     # (which names the CSV's digest) replaces the old summary, then the CSV moves in. A kill
     # before the summary leaves the old pair; after it, the new summary and its CSV waiting
     # beside (read_pair finishes the move). Leftovers of killed writes are cleared first.
-    clear_leftovers(p)
-    pending = pending_path(p)
-    atomic_write_text(pending, table)
-    atomic_write_text(p, json.dumps(summary, indent=2) + "\n")
-    os.replace(pending, sidecar_path(p))
+    # Concurrent promotes take turns on the folder's lock, the later one's pair winning.
+    from rageval.formats.atomic import locked
+
+    waiting = f"rageval: another promote is writing {p}; waiting for it to finish"
+    with locked(p, waiting=waiting):
+        clear_leftovers(p)
+        pending = pending_path(p)
+        atomic_write_text(pending, table)
+        atomic_write_text(p, json.dumps(summary, indent=2) + "\n")
+        os.replace(pending, sidecar_path(p))
     return p
 
 
