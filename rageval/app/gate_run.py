@@ -112,6 +112,7 @@ def compose_from_baseline(
             apply_to_config(rest, cfg)
         except (HydraException, OmegaConfBaseException) as err:
             raise explain(err, [o.line for o in rest], config_keys(cfg), groups) from None
+    _code_named(cfg, choices)
     from rageval.app.config import absolute_paths
 
     absolute_paths(cfg)  # a project's relative paths are the project root's
@@ -119,6 +120,25 @@ def compose_from_baseline(
     if not mlflow and not any(o.key == "mlflow.enabled" for o in rest):
         cfg.mlflow.enabled = False
     return cfg
+
+
+def _code_named(cfg, choices: Mapping[str, str]) -> None:
+    """ConfigError when the backend's code (``function``, ``factory``) is named by neither the
+    project's config nor the command line: a baseline never names it."""
+    from omegaconf import DictConfig, OmegaConf
+
+    backend = cfg.get("backend")
+    if not isinstance(backend, DictConfig):
+        return
+    for key in ("function", "factory"):
+        if key in list(backend.keys()) and OmegaConf.is_missing(backend, key):
+            option = choices.get("backend", "function")
+            raise ConfigError(
+                f"backend.{key} is code, which a baseline never names: name it in the project's "
+                f"conf/backend/ (an option with `defaults: [{option}]` and `{key}: ...`), or "
+                f"pass it to the check (rageval check backend={option} "
+                f"backend.{key}=myapp.module:name)"
+            )
 
 
 # kept under its old name: every key that names code

@@ -112,3 +112,13 @@ def test_mandatory_values_the_configs_leave_open_are_replayed():
     baseline["config"]["dataset"]["corpus"] = "/data/c"
     with pytest.raises(InputError, match="config.dataset.corpus: '/data/c' is outside"):
         compose_from_baseline(baseline, [])
+
+
+def test_a_check_needs_the_code_from_the_project_or_the_command_line():
+    from rageval.errors import ConfigError
+
+    baseline = {"choices": {**CHOICES, "backend": "function"}, "config": {"chunk": 64}}
+    with pytest.raises(ConfigError, match="backend.function is code, which a baseline never"):
+        compose_from_baseline(baseline, [])
+    cfg = compose_from_baseline(baseline, ["backend=function", "backend.function=a.b:c"])
+    assert cfg.backend.function == "a.b:c" and cfg.chunk == 64
