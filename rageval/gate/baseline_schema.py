@@ -225,11 +225,12 @@ class Report(BaseModel):
 
     model_config = ConfigDict(extra="allow", strict=True)
 
-    k: StrictInt
-    metrics: dict[str, Number | None]
+    # required by the gate's readers (rageval.gate.baseline.load_report says which are missing)
+    k: StrictInt | None = None
+    metrics: dict[str, Number | None] = {}
     # query texts are the golden set's (any text); never replayed
     per_query: list[dict[str, Any]]
-    digests: dict[str, Text | None]
+    digests: dict[str, Text | None] = {}
     choices: Choices = {}
     overrides: list[StrictStr] = []
     # a run's resolved config, code keys included: recorded, never replayed (gate_run)
