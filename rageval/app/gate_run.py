@@ -203,7 +203,7 @@ def replay_values(
     refused (never resolved) and a data path outside the project (or ``roots``) is refused."""
     from omegaconf import DictConfig
 
-    from rageval.redact import MASK
+    from rageval.gate.baseline import holds_mask
 
     left: list[str] = []
     open_mapping = isinstance(cfg, DictConfig) and len(cfg) == 0 and bool(prefix)
@@ -225,7 +225,7 @@ def replay_values(
             left += [f"{key}.{k}" for k in inner]
         elif isinstance(value, Mapping) and not open_mapping:
             left.append(str(key))  # a mapping where the configs hold a plain value
-        elif isinstance(value, str) and MASK in value:
+        elif holds_mask(value):  # a masked secret (at any depth) is never replayed
             continue
         else:
             if path in _PATHS and value != (None if node is None else node._value()):

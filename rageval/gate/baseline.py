@@ -300,20 +300,30 @@ def stored_config(config: Mapping[str, Any]) -> dict[str, Any]:
     project's config names it) and without masked secrets (replayed from their environment
     variable by the project's config, never from a file)."""
     from rageval.gate.baseline_schema import CODE_KEYS
-    from rageval.redact import MASK
 
     def walk(v: Any) -> Any:
         if isinstance(v, Mapping):
             return {
                 k: walk(x)
                 for k, x in v.items()
-                if k not in CODE_KEYS and not (isinstance(x, str) and MASK in x)
+                if k not in CODE_KEYS and (isinstance(x, Mapping) or not holds_mask(x))
             }
         if isinstance(v, list):
             return [walk(x) for x in v]
         return v
 
     return walk(config)
+
+
+def holds_mask(value: Any) -> bool:
+    """Whether ``value`` (at any depth) holds a masked secret: it is never stored nor replayed."""
+    from rageval.redact import MASK
+
+    if isinstance(value, Mapping):
+        return any(holds_mask(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return any(holds_mask(v) for v in value)
+    return isinstance(value, str) and MASK in value
 
 
 def stored_overrides(lines: list[str]) -> list[str]:

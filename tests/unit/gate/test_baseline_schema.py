@@ -86,3 +86,26 @@ def test_secrets_are_declared_not_guessed_from_a_name():
 def test_a_secret_prints_masked_and_is_unwrapped_on_purpose():
     s = Secret("sk-live-zzzz")
     assert str(s) == MASK and "sk-live" not in f"{s} {s!r} {[s]}" and s.reveal() == "sk-live-zzzz"
+
+
+def test_a_mask_is_never_stored_nor_replayed_at_any_depth():
+    from omegaconf import open_dict
+
+    from rageval.app.config import compose
+    from rageval.app.gate_run import replay_values
+    from rageval.gate.baseline import stored_config
+
+    config = {
+        "chunk": 64,
+        "extra": {"tokens": [MASK, MASK], "url": f"https://u:{MASK}@h", "n": 2},
+        "backend": {"api_key": MASK, "doc_id_key": "source"},
+    }
+    assert stored_config(config) == {
+        "chunk": 64,
+        "extra": {"n": 2},
+        "backend": {"doc_id_key": "source"},
+    }
+    cfg = compose(["+extra.tokens=[a,b]"])
+    with open_dict(cfg):
+        replay_values(cfg, {"extra": {"tokens": [MASK, MASK]}, "chunk": 64})
+    assert list(cfg.extra.tokens) == ["a", "b"] and cfg.chunk == 64
