@@ -107,7 +107,8 @@ def compose_from_baseline(
         ) from None
     roots = [Path(where).resolve().parent] if where else []
     with open_dict(cfg):
-        replay_values(cfg, baseline.get("config") or {}, skip=changed, roots=roots)
+        given = {o.key for o in rest}  # set on the command line: the user's, not the baseline's
+        replay_values(cfg, baseline.get("config") or {}, skip=changed, roots=roots, given=given)
         try:
             apply_to_config(rest, cfg)
         except (HydraException, OmegaConfBaseException) as err:
@@ -165,12 +166,16 @@ def _refuse_outside(path: str, value: Any, roots: Sequence[Path]) -> None:
 
     if not isinstance(value, str) or not value or "://" in value:
         return
+    from rageval.project import find_project
+
     p = Path(resolve_path(value)).resolve()
     allowed = [project_root().resolve(), *(Path(r).resolve() for r in roots)]
     if not any(p.is_relative_to(r) for r in allowed):
+        where = "the project" if find_project() else "the working directory (no rageval.yaml)"
         raise InputError(
-            f"config.{path}: {value[:80]!r} is outside the project ({allowed[0]}); a baseline's "
-            "paths stay inside the project: set the path in the project's conf/, or re-promote"
+            f"config.{path}: {value[:80]!r} is outside {where} ({allowed[0]}); a baseline's "
+            "paths stay inside the project: set the path in the project's conf/ or on the "
+            f"command line ({path}=...), or re-promote"
         )
 
 
@@ -190,6 +195,7 @@ def replay_values(
     skip: set[str] = frozenset(),
     prefix: str = "",
     roots: Sequence[Path] = (),
+    given: set[str] = frozenset(),
 ) -> list[str]:
     """Lay the baseline's resolved ``values`` over ``cfg`` (see the module docstring); returns
     the dotted keys left out because no config defines them.
@@ -221,14 +227,15 @@ def replay_values(
         if node is not None and node._is_interpolation():
             continue  # machine-local or derived: resolved here, not replayed
         if isinstance(value, Mapping) and isinstance(node, DictConfig):
-            inner = replay_values(node, value, prefix=f"{path}.", roots=roots)
+            inner = replay_values(node, value, prefix=f"{path}.", roots=roots, given=given)
             left += [f"{key}.{k}" for k in inner]
         elif isinstance(value, Mapping) and not open_mapping:
             left.append(str(key))  # a mapping where the configs hold a plain value
         elif holds_mask(value):  # a masked secret (at any depth) is never replayed
             continue
         else:
-            if path in _PATHS and value != (None if node is None else node._value()):
+            here = None if node is None else node._value()
+            if path in _PATHS and path not in given and value != here:
                 _refuse_outside(path, value, roots)
             cfg[key] = data_only(value)
     return left
