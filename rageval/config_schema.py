@@ -106,6 +106,63 @@ class RagevalConfig:
     mlflow: MlflowConfig = place(factory=MlflowConfig)
     sweep: SweepConfig = place(factory=SweepConfig)
     gate: dict[str, Any] = place(factory=dict)
+    # settings a project declares secret beyond SECRET_NAMES (dotted keys: [extra.conninfo])
+    secrets: list[str] = place(factory=list)
+
+
+# Keys that turn a config node into code: Hydra's instantiation keys, and the adapters' import
+# paths and their arguments. Code is named only by the project's conf/ and rageval.yaml: no file
+# rageval reads (a baseline, a report, a study's baseline) ever sets one (docs/reliability.md).
+CODE_KEYS = frozenset(
+    {"_target_", "_args_", "_partial_", "_recursive_", "_convert_", "factory", "function", "kwargs"}
+)
+
+
+# Settings that hold secrets, declared here by name (not guessed from a word inside it): a key
+# named so, ending in _<name> or starting secret_/password_ (backend.api_key,
+# extra.db_password), at any depth, and every key a project lists in `secrets`
+# (extra.conninfo). Their values are never written to a file, an MLflow field or a console
+# line, and a replay takes them from the environment variable the project's config reads (never
+# from a file): a baseline stores none of them. Every other value (backend.doc_id_key,
+# backend.min_token_length) is stored verbatim so a replay is exact. Names of environment
+# variables (*_env) are not secrets.
+SECRET_NAMES = frozenset(
+    {
+        "api_key",
+        "apikey",
+        "access_key",
+        "secret_key",
+        "private_key",
+        "subscription_key",
+        "account_key",
+        "master_key",
+        "secret",
+        "token",
+        "password",
+        "passwd",
+        "dsn",
+        "conninfo",
+        "connection_string",
+        "credential",
+        "credentials",
+        "authorization",
+        "cookie",
+    }
+)
+
+
+def is_secret_setting(name: str, declared: Any = ()) -> bool:
+    """Whether the setting ``name`` (a key, or a dotted path checked against the ``declared``
+    paths of a project's ``secrets`` list) holds a secret."""
+    path = str(name)
+    if path in {str(d) for d in declared or ()}:
+        return True
+    low = path.rsplit(".", 1)[-1].lower().replace("-", "_")
+    if low.endswith("_env"):
+        return False
+    if low.startswith(("secret_", "password_")):  # secret_value, password_hash
+        return True
+    return low in SECRET_NAMES or any(low.endswith("_" + n) for n in SECRET_NAMES)
 
 
 # Keys that were removed, and the key to write instead: a config or command line that still sets

@@ -1,11 +1,14 @@
 """Keep secrets out of params, tags, artifacts, logs and error messages.
 
-A config value is secret when its key looks like ``*key*``, ``*secret*``, ``*token*``,
-``*password*``, ``*connection_string*``, ``*credential*`` or ``*authorization*`` (names of
-environment variables, ``*_env``, are not), and so is everything below such a key. Credentials
-inside URLs (``https://user:pass@host``) and secret-looking query parameters (``?sig=...``,
-``&api-key=...``) are masked too. ``scrub`` removes every known secret value from free text such
-as an exception message; :class:`ScrubbingStream` does it for everything printed.
+Which settings hold secrets is declared, not guessed (rageval.config_schema.SECRET_NAMES and a
+project's ``secrets`` list): ``backend.api_key``, ``extra.db_password``, ``extra.conninfo`` when
+listed, and everything below such a key. Every other value is kept verbatim
+(``backend.doc_id_key``, ``backend.min_token_length``), so a replay is exact. Credentials are
+also masked by where they stand in a value: inside URLs (``https://user:pass@host``, a password
+holding ``@`` included), in secret query parameters (``?sig=...``, ``&api-key=...``) and in
+keyword DSNs (``host=h password=...``, ``Pwd=...;``). ``scrub`` removes every known secret value
+from free text such as a driver's exception message; :class:`ScrubbingStream` does it for
+everything printed. :class:`Secret` holds a secret that prints masked.
 """
 
 from __future__ import annotations
@@ -17,28 +20,71 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from rageval.config_schema import override_key
+from rageval.config_schema import is_secret_setting, override_key
 
 MASK = "***"
-SECRET_KEY = re.compile(
-    r"key|secret|token|password|passwd|connection_string|credential|authorization", re.I
-)
 # scheme://USERINFO@host: USERINFO may be user:password, a bare token (https://TOKEN@github.com)
-# or anything else before the @ of the authority
-URL_CREDENTIALS = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<userinfo>[^/@\s?#'\"]+)@")
+# or anything else before the last @ of the authority (a password may hold @)
+URL_CREDENTIALS = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<userinfo>[^/\s?#'\"]+)@")
 # ?name=value, &name=value, ;name=value, #name=value in a URL (a fragment carries OAuth tokens);
 # masked when the name looks secret
 URL_QUERY = re.compile(r"(?P<lead>[?&;#](?P<name>[A-Za-z0-9_.-]+)=)(?P<value>[^&#\s'\"]+)")
+# a keyword DSN's password (libpq `host=h password=p`, quoted 'p w' too; ODBC `Pwd=p;`)
+KEYWORD_DSN = re.compile(
+    r"(?P<lead>(?:^|(?<=[\s;'\"=]))(?:password|passwd|pwd|sslpassword)\s*=\s*)"
+    r"(?P<value>'(?:[^'\\]|\\.)*'|[^\s;'\"]+)",
+    re.I,
+)
 # signed URLs: Azure SAS (sig), AWS SigV4 (X-Amz-Signature, X-Amz-Credential,
-# X-Amz-Security-Token), Google (X-Goog-Signature), OAuth codes and bare auth parameters
-SECRET_QUERY = {"sig", "signature", "code", "auth", "pass", "pwd", "session", "jwt", "sas"}
+# X-Amz-Security-Token), Google (X-Goog-Signature, key), OAuth codes and bare auth parameters
+SECRET_QUERY = {"sig", "signature", "code", "auth", "pass", "pwd", "session", "jwt", "sas", "key"}
 SECRET_QUERY_SUFFIX = ("signature", "-credential", "_credential")
-SECRET_ENV = re.compile(r"(KEY|SECRET|TOKEN|PASSWORD|CONNECTION_STRING)", re.I)
+# environment variables (not settings) whose values are masked wherever they appear
+SECRET_ENV = re.compile(
+    r"(KEY|SECRET|TOKEN|PASSWORD|PASSWD|CONNECTION_STRING|CONNINFO|DSN|CREDENTIAL|(^|_)PAT($|_))",
+    re.I,
+)
 
 
-def is_secret_key(key: str) -> bool:
-    """True when a name looks secret (key, token, password, ...), unless it ends in ``_env``."""
-    return bool(SECRET_KEY.search(key)) and not key.lower().endswith("_env")
+def is_secret_key(key: str, declared: Iterable[str] = ()) -> bool:
+    """True when the setting ``key`` holds a secret by declaration
+    (rageval.config_schema.is_secret_setting); ``*_env`` names never do."""
+    return is_secret_setting(key, declared)
+
+
+class Secret:
+    """A secret value that prints masked (``str``, ``repr``, f-strings, logs); the value itself
+    only through :meth:`reveal`, on purpose."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str):
+        self._value = str(value)
+
+    def reveal(self) -> str:
+        """The secret itself: pass it to the driver, never to a message."""
+        return self._value
+
+    def __str__(self) -> str:
+        return MASK
+
+    def __repr__(self) -> str:
+        return f"Secret({MASK!r})"
+
+    def __bool__(self) -> bool:
+        return bool(self._value)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Secret) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(("Secret", self._value))
+
+
+def secret_from_env(name: str | None) -> Secret | None:
+    """The environment variable ``name`` as a :class:`Secret` (None when unset or empty)."""
+    value = os.environ.get(name) if name else None
+    return Secret(value) if value else None
 
 
 # query names that look secret and are not: MLflow's shared view of a runs table names an
@@ -58,45 +104,72 @@ def _mask_userinfo(m: re.Match) -> str:
     return f"{m['scheme']}{user}:{MASK}@" if colon else f"{m['scheme']}{MASK}@"
 
 
+def _mask_keyword(m: re.Match) -> str:
+    return m["lead"] + MASK
+
+
 def mask_url(text: str) -> str:
     """Credentials in URLs masked by their place, whatever they look like:
     ``scheme://user:pass@host/?sig=x`` -> ``scheme://user:***@host/?sig=***``,
     ``https://TOKEN@github.com`` -> ``https://***@github.com``, and any query or fragment
     parameter whose name looks secret (``X-Amz-Signature``, ``access_token``, ``sig``, ``code``)."""
     text = URL_CREDENTIALS.sub(_mask_userinfo, text)
+    text = KEYWORD_DSN.sub(_mask_keyword, text)
     return URL_QUERY.sub(
         lambda m: m["lead"] + MASK if _secret_query(m["name"]) else m.group(0), text
     )
 
 
-def redact(obj: Any, key: str = "") -> Any:
-    """A copy of a nested config with secret values masked."""
+def declared_secrets(config: Any) -> tuple[str, ...]:
+    """The dotted keys a config's ``secrets`` list declares secret."""
+    listed = config.get("secrets") if isinstance(config, Mapping) else None
+    return tuple(str(x) for x in listed) if isinstance(listed, list | tuple) else ()
+
+
+def redact(obj: Any, key: str = "", declared: Iterable[str] | None = None, at: str = "") -> Any:
+    """A copy of a nested config with its secret values masked: declared secret settings (and
+    everything below one), URL and keyword-DSN credentials in any value. ``key``: the name of
+    ``obj`` (``at``: its dotted path); ``declared``: the config's own ``secrets`` list unless
+    given."""
+    if declared is None:
+        declared = declared_secrets(obj)
+    secret = bool(key) and (is_secret_key(key) or is_secret_key(at or key, declared))
+    return _redact(obj, secret, tuple(declared), at)
+
+
+def _redact(obj: Any, secret: bool, declared: tuple[str, ...], at: str) -> Any:
     if isinstance(obj, Mapping):  # below a secret key everything is secret
-        return {k: redact(v, key if is_secret_key(key) else str(k)) for k, v in obj.items()}
+        out = {}
+        for k, v in obj.items():
+            path = f"{at}.{k}" if at else str(k)
+            inner = secret or is_secret_key(str(k)) or is_secret_key(path, declared)
+            out[k] = _redact(v, inner, declared, path)
+        return out
     if isinstance(obj, list | tuple):
-        return [redact(v, key) for v in obj]
+        return [_redact(v, secret, declared, at) for v in obj]
     if isinstance(obj, str):
-        if obj and is_secret_key(key):
-            return MASK
-        return mask_url(obj)
-    if obj is not None and is_secret_key(key) and not isinstance(obj, bool | int | float):
+        return MASK if obj and secret else mask_url(obj)
+    if obj is not None and secret and not isinstance(obj, bool | int | float):
         return MASK
     return obj
 
 
 def secret_values(config: Any = None, environ: Mapping[str, str] | None = None) -> set[str]:
-    """Every secret string in ``config`` and in secret-looking environment variables."""
+    """Every secret string in ``config`` (declared settings, URL and DSN credentials) and in
+    secret-looking environment variables."""
     found: set[str] = set()
+    declared = declared_secrets(config)
 
-    def walk(o: Any, key: str = "") -> None:
+    def walk(o: Any, key: str = "", at: str = "", secret: bool = False) -> None:
+        secret = secret or bool(key) and (is_secret_key(at, declared) or is_secret_key(key))
         if isinstance(o, Mapping):
             for k, v in o.items():
-                walk(v, key if is_secret_key(key) else str(k))
+                walk(v, str(k), f"{at}.{k}".lstrip("."), secret)
         elif isinstance(o, list | tuple):
             for v in o:
-                walk(v, key)
+                walk(v, key, at, secret)
         elif isinstance(o, str):
-            if is_secret_key(key) and len(o) >= 4:
+            if secret and len(o) >= 4:
                 found.add(o)
             found.update(_url_secrets(o))
 
@@ -114,11 +187,17 @@ def override_secrets(overrides: Iterable[str]) -> set[str]:
     secret-looking key, each value of a sweep over one (``+x.api_key=A,B``), and secrets inside
     dict- and list-valued overrides (``'+extra.creds={user: bob, password: P}'``)."""
     found: set[str] = set()
+    overrides = list(overrides)
+    declared: list[str] = []
+    for o in overrides:  # `secrets=[extra.conninfo]` on the same command line declares
+        if override_key(o) == "secrets":
+            listed = _parse_override_value(o)
+            declared += [str(x) for x in listed] if isinstance(listed, list) else []
     for o in overrides:
         key, sep, value = o.partition("=")
         if not sep:
             continue
-        secret_key = _secret_override_key(key)
+        secret_key = _secret_override_key(key, declared)
         if secret_key and len(value) >= 4:
             found.add(value)
         found.update(_url_secrets(o))
@@ -195,16 +274,24 @@ def _plain(value: Any) -> Any:
 
 
 def _url_secrets(text: str) -> set[str]:
+    """The credentials inside ``text``'s URLs and keyword DSNs; for a password holding ``@``
+    also its tail before a host (``ss@``: a driver that splits at the first ``@`` names
+    ``ss@host`` as the host it could not resolve)."""
     found = set()
     for m in URL_CREDENTIALS.finditer(text):
         user, colon, pw = m["userinfo"].partition(":")
-        found.add(pw if colon else user)
+        secret = pw if colon else user
+        found.add(secret)
+        parts = secret.split("@")
+        found.update("@".join(parts[i:]) + "@" for i in range(1, len(parts)))
     found.update(m["value"] for m in URL_QUERY.finditer(text) if _secret_query(m["name"]))
-    return {s for s in found if len(s) >= 4}
+    found.update(m["value"].strip("'") for m in KEYWORD_DSN.finditer(text))
+    return {s for s in found if len(s) >= 4 or s.endswith("@") and len(s) >= 2}
 
 
-def _secret_override_key(key: str) -> bool:
-    return any(is_secret_key(part) for part in override_key(key).split("."))
+def _secret_override_key(key: str, declared: Iterable[str] = ()) -> bool:
+    path = override_key(key)
+    return is_secret_key(path, declared) or any(is_secret_key(p) for p in path.split("."))
 
 
 def scrub(text: str, secrets: Iterable[str]) -> str:
@@ -212,15 +299,16 @@ def scrub(text: str, secrets: Iterable[str]) -> str:
     masked."""
     for s in sorted(set(secrets), key=len, reverse=True):
         if s:
-            text = text.replace(s, MASK)
+            text = text.replace(s, MASK + "@" if s.endswith("@") else MASK)
     return mask_url(text)
 
 
-def redact_override(override: str) -> str:
-    """A Hydra override ``key=value`` with the value masked when the key looks secret, and the
-    secrets inside a dict or list value masked where they stand."""
+def redact_override(override: str, declared: Iterable[str] = ()) -> str:
+    """A Hydra override ``key=value`` with the value masked when the key is a secret setting
+    (``declared``: a config's ``secrets`` list), and the secrets inside a dict or list value
+    masked where they stand."""
     key, sep, value = override.partition("=")
-    if sep and _secret_override_key(key):
+    if sep and _secret_override_key(key, declared):
         return f"{key}={MASK}"
     if sep and value[:1] in "{[":
         parsed = _parse_override_value(override)

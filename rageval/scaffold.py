@@ -10,6 +10,7 @@ overwritten; .gitignore gains the lines of rageval's outputs it lacks.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -129,6 +130,7 @@ def init_project(folder: str | Path, retriever: str = "class") -> Scaffolded:
             continue
         relative = target_of(source.relative_to(TEMPLATE))
         target = root / relative
+        _refuse_links_out(root, relative)
         if target.exists():
             done.kept.append(relative.as_posix())
             continue
@@ -138,8 +140,24 @@ def init_project(folder: str | Path, retriever: str = "class") -> Scaffolded:
             text = text.replace("{{" + key + "}}", value)
         target.write_text(text, encoding="utf-8")
         done.written.append(relative.as_posix())
+    _refuse_links_out(root, Path(".gitignore"))
     done.gitignore = _extend_gitignore(root / ".gitignore")
     return done
+
+
+def _refuse_links_out(root: Path, relative: Path) -> None:
+    """InputError when writing ``root / relative`` would follow a symlink (the file, dangling
+    or not, or a folder on the way) to a place outside the project: init writes only inside."""
+    inside = root.resolve()
+    node = root
+    for part in relative.parts:
+        node = node / part
+        if node.is_symlink() and not Path(os.path.realpath(node)).is_relative_to(inside):
+            raise InputError(
+                f"is a symbolic link to {os.readlink(node)}, outside the project; init never "
+                "writes through it: remove the link or init another folder",
+                path=str(node),
+            )
 
 
 def _extend_gitignore(path: Path) -> list[str]:

@@ -5,8 +5,9 @@ composes conf/ with those choices (the user's group overrides replacing them), l
 baseline's resolved values over it, then applies the user's other overrides. So the re-run is
 the baseline's configuration whatever produced the report (a sweep job, a ``rageval check``
 run), and a change on the command line is the only difference. A baseline is data: only keys
-the configs define are replayed and no instantiation key (``_target_``...) ever is
-(:func:`replay_values`).
+the configs define are replayed, never a key that names code (``_target_``, ``factory``,
+``function``, ``kwargs``), an interpolation or a path outside the project (:func:`replay_values`);
+the baseline was read by rageval.gate.baseline_schema before.
 
 Values that say where a run happened, not what it measured, come from this machine instead:
 ``cache_dir``, ``mlflow``, ``hydra``, the gate's own settings, and every value conf/ writes as
@@ -23,7 +24,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from rageval.config_schema import measures, override_key
+from rageval.config_schema import CODE_KEYS, measures, override_key
 from rageval.errors import ConfigError
 
 # top-level keys that are not replayed from the baseline
@@ -47,10 +48,35 @@ def effective_choices(baseline: Mapping[str, Any], overrides: Sequence[str]) -> 
     return choices
 
 
+def refuse_unknown_options(choices: Mapping[str, str]) -> None:
+    """InputError (exit 2) for a group choice that is no option of the project's config folder
+    or the packaged one: a baseline names an option, never a file (``../../golden/evil``)."""
+    from rageval.app.config import config_dirs
+    from rageval.errors import InputError
+    from rageval.gate.baseline_schema import OPTION
+
+    for group, option in choices.items():
+        if option in (None, "null", "none") and group == "rerank":
+            continue
+        if group not in _groups():
+            raise InputError(f"choices.{group}: not a config group ({', '.join(_groups())})")
+        found = {p.stem for d in config_dirs() for p in (Path(d) / group).glob("*.yaml")}
+        if not OPTION.match(str(option)) or ".." in str(option) or option not in found:
+            raise InputError(
+                f"choices.{group}: {str(option)[:80]!r} is not an option of the project's "
+                f"conf/{group}/ or rageval's ({', '.join(sorted(found))}); re-promote the "
+                "baseline, or add the option to conf/"
+            )
+
+
 def compose_from_baseline(
-    baseline: Mapping[str, Any], overrides: Sequence[str] = (), mlflow: bool = False
+    baseline: Mapping[str, Any],
+    overrides: Sequence[str] = (),
+    mlflow: bool = False,
+    where: str | Path | None = None,
 ):
-    """The composed config (a DictConfig) that re-runs ``baseline`` with ``overrides`` on top."""
+    """The composed config (a DictConfig) that re-runs ``baseline`` with ``overrides`` on top;
+    ``where``: the baseline file (its folder is inside the data paths it may name)."""
     from hydra import compose, initialize_config_dir
     from hydra.errors import HydraException
     from omegaconf import OmegaConf, open_dict
@@ -66,6 +92,7 @@ def compose_from_baseline(
     overrides = preflight(list(overrides), CONF_DIR, groups, one_config=True)
     parsed = parse_all(overrides)
     choices = effective_choices(baseline, overrides)
+    refuse_unknown_options(baseline.get("choices") or {})
     changed = {g for g, c in choices.items() if (baseline.get("choices") or {}).get(g) != c}
     rest = [o for o in parsed if o.key not in groups]
     register_resolvers()
@@ -78,12 +105,15 @@ def compose_from_baseline(
             f"({', '.join(f'{g}={c}' for g, c in choices.items())}) do "
             f"not compose with conf/: {str(err).splitlines()[0]}; re-promote a baseline"
         ) from None
+    roots = [Path(where).resolve().parent] if where else []
     with open_dict(cfg):
-        replay_values(cfg, baseline.get("config") or {}, skip=changed)
+        given = {o.key for o in rest}  # set on the command line: the user's, not the baseline's
+        replay_values(cfg, baseline.get("config") or {}, skip=changed, roots=roots, given=given)
         try:
             apply_to_config(rest, cfg)
         except (HydraException, OmegaConfBaseException) as err:
             raise explain(err, [o.line for o in rest], config_keys(cfg), groups) from None
+    _code_named(cfg, choices)
     from rageval.app.config import absolute_paths
 
     absolute_paths(cfg)  # a project's relative paths are the project root's
@@ -93,42 +123,101 @@ def compose_from_baseline(
     return cfg
 
 
-# Keys with which Hydra turns a config node into code (hydra.utils.instantiate): a file rageval
-# reads (a baseline, a study's baseline, a run folder) is data, so these never come from one.
-INSTANTIATION_KEYS = frozenset({"_target_", "_args_", "_partial_", "_recursive_", "_convert_"})
+def _code_named(cfg, choices: Mapping[str, str]) -> None:
+    """ConfigError when the backend's code (``function``, ``factory``) is named by neither the
+    project's config nor the command line: a baseline never names it."""
+    from omegaconf import DictConfig, OmegaConf
+
+    backend = cfg.get("backend")
+    if not isinstance(backend, DictConfig):
+        return
+    for key in ("function", "factory"):
+        if key in list(backend.keys()) and OmegaConf.is_missing(backend, key):
+            option = choices.get("backend", "function")
+            raise ConfigError(
+                f"backend.{key} is code, which a baseline never names: name it in the project's "
+                f"conf/backend/ (an option with `defaults: [{option}]` and `{key}: ...`), or "
+                f"pass it to the check (rageval check backend={option} "
+                f"backend.{key}=myapp.module:name)"
+            )
+
+
+# kept under its old name: every key that names code
+INSTANTIATION_KEYS = CODE_KEYS
 
 
 def data_only(value: Any) -> Any:
-    """``value`` without any instantiation key, at any depth (mappings inside lists too)."""
-    if isinstance(value, Mapping):
-        return {k: data_only(v) for k, v in value.items() if k not in INSTANTIATION_KEYS}
-    if isinstance(value, list | tuple):
-        return [data_only(v) for v in value]
-    return value
+    """``value`` without any key that names code (baseline_schema.CODE_KEYS: Hydra's
+    instantiation keys, the adapters' factory, function and kwargs), at any depth."""
+    from rageval.gate.baseline_schema import drop_keys
+
+    return drop_keys(value, CODE_KEYS)
+
+
+# the config's data paths (rageval.app.config.PATH_KEYS): a replayed one stays inside the project
+_PATHS = ("dataset.corpus", "dataset.golden", "dataset.path", "judgements")
+
+
+def _refuse_outside(path: str, value: Any, roots: Sequence[Path]) -> None:
+    """InputError when the replayed data path ``value`` resolves outside the project root (and
+    the baseline's folder): a baseline never makes a run read files elsewhere."""
+    from rageval.errors import InputError
+    from rageval.project import project_root, resolve_path
+
+    if not isinstance(value, str) or not value or "://" in value:
+        return
+    from rageval.project import find_project
+
+    p = Path(resolve_path(value)).resolve()
+    allowed = [project_root().resolve(), *(Path(r).resolve() for r in roots)]
+    if not any(p.is_relative_to(r) for r in allowed):
+        where = "the project" if find_project() else "the working directory (no rageval.yaml)"
+        raise InputError(
+            f"config.{path}: {value[:80]!r} is outside {where} ({allowed[0]}); a baseline's "
+            "paths stay inside the project: set the path in the project's conf/ or on the "
+            f"command line ({path}=...), or re-promote"
+        )
+
+
+def _refuse_code_or_interpolation(path: str, value: Any) -> None:
+    from rageval.errors import InputError
+    from rageval.gate.baseline_schema import Refused, plain_data
+
+    try:
+        plain_data(value, code_ok=CODE_KEYS)  # code keys are dropped (data_only), never replayed
+    except Refused as err:
+        raise InputError(f"config.{path}: {err}; a baseline holds data only") from None
 
 
 def replay_values(
-    cfg, values: Mapping[str, Any], skip: set[str] = frozenset(), prefix: str = ""
+    cfg,
+    values: Mapping[str, Any],
+    skip: set[str] = frozenset(),
+    prefix: str = "",
+    roots: Sequence[Path] = (),
+    given: set[str] = frozenset(),
 ) -> list[str]:
     """Lay the baseline's resolved ``values`` over ``cfg`` (see the module docstring); returns
     the dotted keys left out because no config defines them.
 
     A baseline is data, never code: only keys the packaged and project configs define are
     replayed (new keys only inside a mapping the configs leave open, such as a tolerance table),
-    and no instantiation key (INSTANTIATION_KEYS) is taken at any depth, so a baseline arriving in
+    and no key naming code (CODE_KEYS) is taken at any depth, so a baseline arriving in
     a pull request cannot name a function for Hydra to call. Keys that do not change what is
     measured (rageval.config_schema.measures: the cache, MLflow, where the embedding runs...)
-    keep this machine's values, and so do the top-level keys in ``skip``."""
+    keep this machine's values, and so do the top-level keys in ``skip``. An interpolation is
+    refused (never resolved) and a data path outside the project (or ``roots``) is refused."""
     from omegaconf import DictConfig
 
-    from rageval.redact import MASK
+    from rageval.gate.baseline import holds_mask
 
     left: list[str] = []
     open_mapping = isinstance(cfg, DictConfig) and len(cfg) == 0 and bool(prefix)
     for key, value in values.items():
         path = f"{prefix}{key}"
-        if key in INSTANTIATION_KEYS or (not prefix and key in skip) or not measures(path):
+        if key in CODE_KEYS or (not prefix and key in skip) or not measures(path):
             continue
+        _refuse_code_or_interpolation(path, value)
         # `key in cfg` is False for a mandatory value (???) not yet set: ask the keys
         defined = key in list(cfg.keys())
         if not defined and not open_mapping:
@@ -138,12 +227,16 @@ def replay_values(
         if node is not None and node._is_interpolation():
             continue  # machine-local or derived: resolved here, not replayed
         if isinstance(value, Mapping) and isinstance(node, DictConfig):
-            left += [f"{key}.{k}" for k in replay_values(node, value, prefix=f"{path}.")]
+            inner = replay_values(node, value, prefix=f"{path}.", roots=roots, given=given)
+            left += [f"{key}.{k}" for k in inner]
         elif isinstance(value, Mapping) and not open_mapping:
             left.append(str(key))  # a mapping where the configs hold a plain value
-        elif isinstance(value, str) and MASK in value:
+        elif holds_mask(value):  # a masked secret (at any depth) is never replayed
             continue
         else:
+            here = None if node is None else node._value()
+            if path in _PATHS and path not in given and value != here:
+                _refuse_outside(path, value, roots)
             cfg[key] = data_only(value)
     return left
 
@@ -190,7 +283,10 @@ def baseline_project(baseline: Mapping[str, Any], path: str | Path):
     from rageval.project import MARKER, find_project, load_project
 
     root = (baseline.get("project") or {}).get("root")
-    if root and (Path(root) / MARKER).is_file():
+    here = Path(path).resolve()
+    # the recorded project holds the baseline: a baseline never points the check at another
+    # project's config (and the code that config names)
+    if root and (Path(root) / MARKER).is_file() and here.is_relative_to(Path(root).resolve()):
         return load_project(root)
     return find_project(start=Path(path).resolve().parent)
 
@@ -202,7 +298,7 @@ def _run_check(baseline, baseline_path, overrides, out, mlflow, quiet):
     from rageval.gate.slices import check_spec
     from rageval.report.html import write_diff_page
 
-    cfg = compose_from_baseline(baseline, overrides, mlflow)
+    cfg = compose_from_baseline(baseline, overrides, mlflow, where=baseline_path)
     # a mistyped slice or metric fails now, not after the re-run
     check_spec(
         _plain(cfg.gate.get("slices")),

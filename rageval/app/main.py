@@ -24,6 +24,7 @@ from rageval.errors import ConfigError, RagevalError
 from rageval.redact import (
     ScrubbingStream,
     command_line_secrets,
+    declared_secrets,
     redact,
     redact_override,
     redact_yaml_file,
@@ -140,7 +141,8 @@ def _write_run(report, out: Path, config, overrides, choices) -> None:
 
     # every file and MLflow field a run writes holds the overrides masked (sweeps, studies' final
     # runs, checks): the one masking path of override lines
-    report.overrides = [redact_override(o) for o in overrides or []]
+    declared = declared_secrets(config)  # the project's `secrets` list
+    report.overrides = [redact_override(o, declared) for o in overrides or []]
     report.choices = dict(choices or {})
     atomic_write_text(out / "config.yaml", yaml.safe_dump(redact(config), sort_keys=False))
     save_run_folder(report, out)  # report.json last, as rageval.evaluate(...).save(dir) does

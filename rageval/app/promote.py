@@ -103,7 +103,7 @@ def project_data(baseline_path: str | Path, golden: str | None = None) -> Projec
                 f"the current baseline {baseline_path}",
                 labels,
             )
-        cfg = compose_from_baseline(current, [])
+        cfg = compose_from_baseline(current, [], where=baseline_path)
         dataset = OmegaConf.to_container(cfg.dataset, resolve=True)
         g, c = _dataset_digests(dataset)
         if g:

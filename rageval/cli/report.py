@@ -30,8 +30,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     """Write the page and print its path."""
-    from rageval.report.run_files import write_report
+    from rageval.gate.baseline_schema import validate_report
+    from rageval.report.run_files import load, write_report
 
+    for run in (args.run_dir, args.other):  # typed first: a hand-edited report names its key
+        if run is not None:
+            validate_report(load(run), run)
     path = write_report(args.run_dir, args.other, args.out)
     print(f"per-query page: {path}")
     return 0

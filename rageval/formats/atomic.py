@@ -49,6 +49,12 @@ def atomic_open(path: str | Path, mode: str = "w", encoding: str | None = "utf-8
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, target)
+    except OSError as err:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        if err.filename is None and err.errno is not None:  # a write or fsync: name the file
+            raise OSError(err.errno, err.strerror, str(target)) from None
+        raise
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
@@ -72,13 +78,14 @@ _held_guard = threading.Lock()
 
 
 @contextlib.contextmanager
-def locked(path: str | Path) -> Iterator[None]:
+def locked(path: str | Path, waiting: str | None = None) -> Iterator[None]:
     """Hold an exclusive lock for a read-modify-write of ``path`` (``golden add``, ``migrate
     --in-place``): concurrent writers take turns instead of overwriting each other's lines.
 
     The lock is ``flock`` on the file's folder, not on the file: an atomic write replaces the
     file (a new inode), so a lock on the old one would protect nothing, and a lock file beside it
-    would end up in the user's repository. Re-entrant within a process; released if it dies."""
+    would end up in the user's repository. Re-entrant within a process; released if it dies.
+    ``waiting``: a line printed (stderr) when another process holds the lock, before waiting."""
     folder = os.path.dirname(os.path.abspath(write_target(path))) or "."
     with _held_guard:
         rlock, depth = _held.setdefault(folder, (threading.RLock(), [0]))
@@ -87,7 +94,14 @@ def locked(path: str | Path) -> Iterator[None]:
         if depth[0] == 0:
             os.makedirs(folder, exist_ok=True)
             fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if waiting:
+                    import sys
+
+                    print(waiting, file=sys.stderr, flush=True)
+                fcntl.flock(fd, fcntl.LOCK_EX)
         depth[0] += 1
         try:
             yield

@@ -30,7 +30,9 @@ from rageval.errors import InputError
 from rageval.formats.atomic import atomic_write_text
 from rageval.report.table import Column, Table
 
-SCHEMA = 2
+# 3: the typed document of rageval.gate.baseline_schema (no code keys, no masked values); 2 still
+# reads where it holds only data
+SCHEMA = 3
 # summary keys copied from the report
 SUMMARY_KEYS = (
     "level",
@@ -80,10 +82,15 @@ def _read_json(path: Path, what: str) -> dict[str, Any]:
 def load_report(path: str | Path) -> dict[str, Any]:
     """A report.json or a baseline (either schema), checked for the keys the gate needs; a
     baseline's per-query values are read from its CSV."""
+    from rageval.gate.baseline_schema import validate_baseline, validate_report
+
     p = Path(path)
     data = _read_json(p, "report")
-    if data.get("per_query_file"):
+    if "per_query_file" in data or data.get("schema") in (2, 3):
+        data = validate_baseline(data, p)  # typed, data only (exit 2 naming the key)
         data = {**data, "per_query": _read_sidecar(p, data)}
+    else:
+        data = validate_report(data, p)
     _absolute_again(data, p.parent)
     missing = [k for k in ("metrics", "per_query", "digests", "k") if k not in data]
     if missing:
@@ -229,8 +236,13 @@ def _absolute_again(data: dict[str, Any], folder: Path) -> dict[str, Any]:
             if node is None:
                 break
         else:
-            key: Any = int(last) if isinstance(node, list) else last
-            if isinstance(node, (dict, list)) and isinstance(node[key], str):
+            if isinstance(node, list) and last.isdigit() and int(last) < len(node):
+                key: Any = int(last)
+            elif isinstance(node, dict) and last in node:
+                key = last
+            else:
+                continue
+            if isinstance(node[key], str):
                 node[key] = os.path.normpath(folder.resolve() / node[key])
     return data
 
@@ -250,6 +262,10 @@ def write_baseline(report: Mapping[str, Any], path: str | Path, source: Mapping[
         summary["project"] = {"root": str(project.root)}
         if project.config_dir is not None:
             summary["project"]["config_dir"] = str(project.config_dir)
+    if "config" in summary:  # data only: code is named by the project's config, secrets by env
+        summary["config"] = stored_config(summary["config"])
+    if "overrides" in summary:
+        summary["overrides"] = stored_overrides(summary["overrides"])
     relative: list[str] = []
     for key in ("promoted_from", "config", "judgements", "project", "ppi"):
         if key in summary:
@@ -263,16 +279,71 @@ def write_baseline(report: Mapping[str, Any], path: str | Path, source: Mapping[
         summary["ci"] = report["ci"]
     summary["per_query_file"] = sidecar_path(p).name
     summary["per_query_sha256"] = hashlib.sha256(table.encode()).hexdigest()
+    from rageval.gate.baseline_schema import validate_baseline
+
+    validate_baseline(summary, p)  # what a check would refuse is never written
     # The pair changes at one moment: the new CSV is written beside the old one, the summary
     # (which names the CSV's digest) replaces the old summary, then the CSV moves in. A kill
     # before the summary leaves the old pair; after it, the new summary and its CSV waiting
     # beside (read_pair finishes the move). Leftovers of killed writes are cleared first.
-    clear_leftovers(p)
-    pending = pending_path(p)
-    atomic_write_text(pending, table)
-    atomic_write_text(p, json.dumps(summary, indent=2) + "\n")
-    os.replace(pending, sidecar_path(p))
+    # Concurrent promotes take turns on the folder's lock, the later one's pair winning.
+    from rageval.formats.atomic import locked
+
+    waiting = f"rageval: another promote is writing {p}; waiting for it to finish"
+    with locked(p, waiting=waiting):
+        clear_leftovers(p)
+        pending = pending_path(p)
+        atomic_write_text(pending, table)
+        atomic_write_text(p, json.dumps(summary, indent=2) + "\n")
+        os.replace(pending, sidecar_path(p))
     return p
+
+
+def stored_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A run's resolved config as a baseline stores it: without the keys that name code (the
+    project's config names it) and without masked secrets (replayed from their environment
+    variable by the project's config, never from a file)."""
+    from rageval.gate.baseline_schema import CODE_KEYS
+
+    def walk(v: Any) -> Any:
+        if isinstance(v, Mapping):
+            return {
+                k: walk(x)
+                for k, x in v.items()
+                if k not in CODE_KEYS and (isinstance(x, Mapping) or not holds_mask(x))
+            }
+        if isinstance(v, list):
+            return [walk(x) for x in v]
+        return v
+
+    return walk(config)
+
+
+def holds_mask(value: Any) -> bool:
+    """Whether ``value`` (at any depth) holds a masked secret: it is never stored nor replayed."""
+    from rageval.redact import MASK
+
+    if isinstance(value, Mapping):
+        return any(holds_mask(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return any(holds_mask(v) for v in value)
+    return isinstance(value, str) and MASK in value
+
+
+def stored_overrides(lines: list[str]) -> list[str]:
+    """The run's override lines a baseline keeps: not those naming code or holding an
+    interpolation or a masked secret (the summary line shows the rest)."""
+    from rageval.config_schema import override_key
+    from rageval.gate.baseline_schema import CODE_KEYS, INTERPOLATION
+    from rageval.redact import MASK
+
+    return [
+        o
+        for o in lines
+        if override_key(o).rsplit(".", 1)[-1] not in CODE_KEYS
+        and not INTERPOLATION.search(o)
+        and MASK not in o
+    ]
 
 
 def pending_path(path: str | Path) -> Path:

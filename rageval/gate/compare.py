@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from rageval.config_schema import measures
+from rageval.config_schema import CODE_KEYS, measures
 from rageval.errors import ConfigError, InputError
 from rageval.gate import slices as slice_gate
 from rageval.gate.baseline import config_summary
@@ -43,6 +43,7 @@ from rageval.gate.paired import (
     measure,
     verdict,
 )
+from rageval.redact import MASK
 from rageval.report.table import Column, Table, num
 from rageval.scoring.spec import MetricSpec
 from rageval.scoring.stats import holm
@@ -349,11 +350,17 @@ def config_diff(
     def mirrored(key: str) -> bool:
         return any(key == m or key.startswith(m + ".") for m in mirrors)
 
+    def recorded(key: str, x: Any, y: Any) -> bool:
+        """A key both sides can hold: never code (a baseline names none, the project's config
+        does) nor a masked secret (a baseline stores none)."""
+        masked = any(isinstance(v, str) and MASK in v for v in (x, y))
+        return not masked and not CODE_KEYS.intersection(key.split("."))
+
     a, b = _flat(baseline.get("config") or {}), _flat(current.get("config") or {})
     diffs = [
         f"{k}: {a.get(k, '(unset)')} -> {b.get(k, '(unset)')}"
         for k in sorted(a.keys() | b.keys())
-        if a.get(k) != b.get(k) and not mirrored(k)
+        if a.get(k) != b.get(k) and not mirrored(k) and recorded(k, a.get(k), b.get(k))
     ]
     if len(diffs) > limit:
         diffs = [*diffs[:limit], f"and {len(diffs) - limit} more"]

@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from mlflow_store import store_uri
@@ -12,7 +13,7 @@ from rageval.app.gate_run import run_check
 from rageval.app.main import run_app
 from rageval.app.promote import promote
 from rageval.errors import ConfigError, InputError
-from rageval.gate.baseline import load_baseline, portable
+from rageval.gate.baseline import load_baseline, portable, stored_config
 from rageval.testing import assert_no_regression
 from rageval.tracking.lookups import BASELINE_TAG
 
@@ -78,8 +79,10 @@ def test_promote_by_run_id_writes_the_report_and_moves_the_mlflow_tag(store, tmp
     assert {k: base[k] for k in ("metrics", "digests", "choices")} == {
         k: r64[k] for k in ("metrics", "digests", "choices")
     }
-    # paths come back as this checkout's; cache_dir (never replayed) is not kept
-    assert base["config"] == portable(r64["config"], tmp_path, project=tmp_path / "x")[0]
+    # paths come back as this checkout's; cache_dir (never replayed) and the keys naming code
+    # (the project's config names them) are not kept
+    kept = stored_config(portable(r64["config"], tmp_path, project=tmp_path / "x")[0])
+    assert base["config"] == kept and "_target_" not in json.dumps(base["config"])
     assert [r["ndcg@5"] for r in base["per_query"]] == [r["ndcg@5"] for r in r64["per_query"]]
     assert f"promoted run {run_id}" in done.summary() and "chunk=64" in done.summary()
     assert tagged(store["uri"], r64["mlflow_run_id"]) == "true"
@@ -200,7 +203,9 @@ def check_cli(baseline, tmp_path, *overrides):
         capture_output=True,
         text=True,
         env=env,
-        cwd=tmp_path,
+        # the checkout holds the dataset the baseline names: a baseline's data paths stay inside
+        # the project, or the working directory outside one (docs/reliability.md)
+        cwd=Path(__file__).resolve().parents[2],
         timeout=600,
     )
 

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from rageval.errors import BackendError, ConfigError, IndexMismatchError, install_hint
+from rageval.redact import scrub, secret_from_env
 from rageval.retrieval.base import Encoder
 from rageval.types import Chunk, RankedList
 
@@ -47,10 +48,13 @@ _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 INSTALL_HINT = install_hint("pgvector")
 
 
-def _mask(text: str) -> str:
-    """A DSN or error text with any password replaced by ``***``."""
-    text = re.sub(r"(://[^:/@\s]+:)[^@\s]*@", r"\1***@", text)
-    return re.sub(r"(password\s*=\s*)('[^']*'|\S+)", r"\1***", text, flags=re.IGNORECASE)
+def _mask(text: str, dsn: str | None) -> str:
+    """A DSN or error text with any password replaced by ``***`` (rageval.redact: URL and
+    keyword forms; the parts of ``dsn``'s password a driver's error may carry, such as the tail
+    after an ``@`` it took for the host)."""
+    from rageval.redact import secret_values
+
+    return scrub(text, secret_values(None, {"dsn": dsn}) if dsn else set())
 
 
 def _choice_checks(
@@ -187,7 +191,8 @@ class PgVectorRetriever:
             raise ConfigError(
                 f"backend=pgvector needs psycopg and pgvector: {INSTALL_HINT}"
             ) from None
-        dsn = os.environ.get(self.dsn_env) if self.dsn_env else None
+        secret = secret_from_env(self.dsn_env)  # prints masked: unwrapped for the driver only
+        dsn = secret.reveal() if secret else None
         if not dsn:
             from rageval.retrieval.pgvector.server import EmbeddedPostgres
 
@@ -201,11 +206,14 @@ class PgVectorRetriever:
             register_vector(conn)
         except psycopg.Error as err:
             raise BackendError(
-                f"cannot connect to PostgreSQL ({_mask(str(err)).strip()}); check the DSN in "
+                f"cannot connect to PostgreSQL ({_mask(str(err), dsn).strip()}); check the DSN in "
                 f"${self.dsn_env} and that the vector extension is installed"
             ) from None
         self._conn = conn
         return conn
+
+    def _dsn(self) -> str | None:
+        return os.environ.get(self.dsn_env) if self.dsn_env else None
 
     @property
     def _vector_type(self) -> str:
@@ -406,8 +414,9 @@ class PgVectorRetriever:
                     if not cur.nextset():
                         break
         except psycopg.Error as err:
+            why = _mask(str(err), self._dsn()).strip()
             raise BackendError(
-                f"PostgreSQL failed the search on {self.table!r}: {_mask(str(err)).strip()}",
+                f"PostgreSQL failed the search on {self.table!r}: {why}",
                 failed_queries=queries,
             ) from None
         self.requests["search"] += len(queries)
@@ -468,7 +477,9 @@ class PgVectorRetriever:
                 try:
                     conn.execute(f"DROP TABLE IF EXISTS {self.table}")
                 except Exception as exc:
-                    log.warning("pgvector: could not drop %s: %s", self.table, _mask(str(exc)))
+                    log.warning(
+                        "pgvector: could not drop %s: %s", self.table, _mask(str(exc), self._dsn())
+                    )
             conn.close()
         server, self._server = self._server, None
         if server is not None:

@@ -7,8 +7,10 @@ from __future__ import annotations
 import contextlib
 
 import pytest
+from omegaconf import OmegaConf
 
 from rageval.app.gate_run import INSTANTIATION_KEYS, compose_from_baseline, data_only
+from rageval.errors import InputError
 
 CHOICES = {"dataset": "demo", "embedding": "minilm", "backend": "faiss", "search": "vector"}
 
@@ -52,7 +54,7 @@ def test_data_only_strips_every_instantiation_key_at_any_depth():
     assert {"_target_", "_args_", "_partial_", "_recursive_", "_convert_"} <= INSTANTIATION_KEYS
 
 
-def test_open_mappings_still_take_their_entries():
+def test_code_arguments_are_never_replayed_data_is():
     from omegaconf import open_dict
 
     from rageval.app.config import compose
@@ -62,9 +64,11 @@ def test_open_mappings_still_take_their_entries():
     with open_dict(cfg):
         left = replay_values(
             cfg,
-            {"backend": {"kwargs": {"top": 3}}, "chunk": 64, "nope": 1},
+            {"backend": {"kwargs": {"top": 3}, "factory": "os:system"}, "chunk": 64, "nope": 1},
         )
-    assert cfg.backend.kwargs.top == 3 and cfg.chunk == 64
+    # kwargs and factory name code: the project's config names them, a baseline never does
+    assert dict(cfg.backend.kwargs) == {} and cfg.chunk == 64
+    assert OmegaConf.is_missing(cfg.backend, "factory")
     assert left == ["nope"]
 
 
@@ -99,8 +103,22 @@ def test_the_current_line_shows_what_the_re_run_used_not_the_baseline_s_slices()
 def test_mandatory_values_the_configs_leave_open_are_replayed():
     baseline = {
         "choices": {**CHOICES, "dataset": "custom"},
-        "config": {"dataset": {"corpus": "/data/c", "golden": "/data/g.jsonl", "x": 1}},
+        "config": {"dataset": {"corpus": "data/c", "golden": "data/g.jsonl", "x": 1}},
     }
     cfg = compose_from_baseline(baseline, [])
-    assert cfg.dataset.corpus == "/data/c" and cfg.dataset.golden == "/data/g.jsonl"
+    assert cfg.dataset.corpus == "data/c" and cfg.dataset.golden == "data/g.jsonl"
     assert "x" not in cfg.dataset
+    # a path outside the project is refused, not read
+    baseline["config"]["dataset"]["corpus"] = "/data/c"
+    with pytest.raises(InputError, match="config.dataset.corpus: '/data/c' is outside"):
+        compose_from_baseline(baseline, [])
+
+
+def test_a_check_needs_the_code_from_the_project_or_the_command_line():
+    from rageval.errors import ConfigError
+
+    baseline = {"choices": {**CHOICES, "backend": "function"}, "config": {"chunk": 64}}
+    with pytest.raises(ConfigError, match="backend.function is code, which a baseline never"):
+        compose_from_baseline(baseline, [])
+    cfg = compose_from_baseline(baseline, ["backend=function", "backend.function=a.b:c"])
+    assert cfg.backend.function == "a.b:c" and cfg.chunk == 64

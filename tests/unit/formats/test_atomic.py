@@ -66,3 +66,42 @@ def test_atomic_write_refuses_a_target_that_is_not_a_regular_file(tmp_path, kind
     link.symlink_to(target)
     with pytest.raises(InputError):
         write_target(link)
+
+
+def test_a_full_disk_names_the_file_it_was_writing(tmp_path, monkeypatch):
+    import errno
+
+    from rageval.rundir import os_errors
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    target = tmp_path / "golden" / "baseline.json"
+    with pytest.raises(Exception) as err, os_errors():
+        atomic_write_text(target, "{}")
+    assert f"cannot write {target}: No space left on device" in str(err.value)
+    assert list((tmp_path / "golden").iterdir()) == []  # no temporary file left behind
+
+
+def test_a_second_writer_says_it_waits_for_the_lock_then_takes_its_turn(tmp_path, capsys):
+    import fcntl
+    import threading
+
+    target = tmp_path / "baseline.json"
+    fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)  # another process's hold on the folder
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    order = []
+
+    def second():
+        with locked(target, waiting="waiting for the other promote"):
+            order.append("second")
+
+    t = threading.Thread(target=second)
+    t.start()
+    t.join(timeout=1)  # it cannot finish while the lock is held
+    order.append("first done")
+    os.close(fd)  # released
+    t.join()
+    assert order == ["first done", "second"]
+    assert "waiting for the other promote" in capsys.readouterr().err

@@ -216,3 +216,29 @@ def test_check_prints_annotations_only_when_asked(fmt, monkeypatch, capsys, tmp_
     out = capsys.readouterr().out
     assert ("::error file=b.json" in out) == (fmt == "github")
     assert "appended to the job summary" in out and (tmp_path / "s.md").is_file()
+
+
+def test_init_never_writes_through_a_link_out_of_the_project(tmp_path):
+    import os
+
+    from rageval.errors import InputError
+    from rageval.scaffold import init_project
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    root = tmp_path / "proj"
+    (root / "conf").mkdir(parents=True)
+    os.symlink(outside / "planted.yaml", root / "conf" / "config.yaml")  # dangling
+    with pytest.raises(InputError, match="symbolic link to .*outside the project"):
+        init_project(root)
+    assert list(outside.iterdir()) == []
+    os.unlink(root / "conf" / "config.yaml")
+    os.symlink(outside, root / "golden")  # a folder on the way
+    with pytest.raises(InputError, match="golden: is a symbolic link"):
+        init_project(root)
+    assert list(outside.iterdir()) == []
+    os.unlink(root / "golden")
+    (root / "mine").mkdir()
+    os.symlink(root / "mine", root / "golden")  # a link inside the project is the user's choice
+    init_project(root)
+    assert (root / "mine" / "retriever.jsonl").is_file()
