@@ -230,6 +230,7 @@ def _run_check(baseline, baseline_path, overrides, out, mlflow, quiet):
         min_slice_size=int(cfg.min_slice_size),
         mirrors=interpolated_keys(cfg),
         on_inconclusive=str(gate.get("on_inconclusive") or "warn"),
+        on_embedding_drift=str(gate.get("on_embedding_drift") or "warn"),
     )
     # the re-run is the baseline's config with the user's overrides on top: its summary names the
     # baseline's tuned keys too (search.fusion=weighted), not only what was typed

@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from rageval.embedding import canary
 from rageval.errors import InputError
 from rageval.formats.atomic import atomic_write_text
 from rageval.report.table import Column, Table
@@ -45,6 +46,8 @@ SUMMARY_KEYS = (
     # existed: such a baseline reads as "gold" with no judgements)
     "label_set",
     "judgements",
+    # what the numbers stand on (rageval.report.provenance; absent before it was recorded)
+    "provenance",
 )
 ID_COLUMNS = ("id", "query", "n_relevant", "first_relevant_rank")
 # what gate.slices groups queries by (rageval.scoring.slices); tags and meta as JSON text
@@ -83,6 +86,8 @@ def load_report(path: str | Path) -> dict[str, Any]:
     if data.get("per_query_file"):
         data = {**data, "per_query": _read_sidecar(p, data)}
     _absolute_again(data, p.parent)
+    if isinstance(data.get("canary"), dict) and data["canary"].get("file"):
+        data["canary"] = canary.from_file(data["canary"], p)  # the vectors beside the baseline
     missing = [k for k in ("metrics", "per_query", "digests", "k") if k not in data]
     if missing:
         raise InputError(f"not a rageval report: missing {', '.join(missing)}", path=str(p))
@@ -257,6 +262,8 @@ def write_baseline(report: Mapping[str, Any], path: str | Path, source: Mapping[
     summary["metrics"] = report["metrics"]
     if "ci" in report:
         summary["ci"] = report["ci"]
+    if report.get("canary"):  # the embedding canary's vectors go to their own file beside it
+        summary["canary"] = canary.to_file(report["canary"], p)
     summary["per_query_file"] = sidecar_path(p).name
     summary["per_query_sha256"] = hashlib.sha256(table.encode()).hexdigest()
     # The pair changes at one moment: the new CSV is written beside the old one, the summary
@@ -268,6 +275,8 @@ def write_baseline(report: Mapping[str, Any], path: str | Path, source: Mapping[
     atomic_write_text(pending, table)
     atomic_write_text(p, json.dumps(summary, indent=2) + "\n")
     os.replace(pending, sidecar_path(p))
+    if "canary" not in summary:  # a canary of the replaced baseline: no longer named
+        canary.sibling_path(p).unlink(missing_ok=True)
     return p
 
 

@@ -67,6 +67,11 @@ class EvalReport:
     label_set: str = "gold"
     judgements: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    # what the numbers stand on: per-document corpus and per-query golden digests, judgements,
+    # the embedding's fingerprint and environment (rageval.report.provenance); and the embedding
+    # canary's texts and vectors (rageval.embedding.canary; None: the run embeds nothing)
+    provenance: dict[str, Any] = field(default_factory=dict)
+    canary: dict[str, Any] | None = None
 
     def headline(self) -> dict[str, float]:
         """The headline metrics at the report's k, in the usual order."""
