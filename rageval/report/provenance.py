@@ -139,6 +139,10 @@ def _names(ids: Sequence[str]) -> str:
     return shown + (f" and {len(ids) - SHOWN} more" if len(ids) > SHOWN else "")
 
 
+def _plural(unit: str) -> str:
+    return "queries" if unit == "query" else f"{unit}s"
+
+
 def _set_diff(what: str, unit: str, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     """``corpus: 1 document added (x), 0 removed, 2 changed (a, b)``, or [] when equal."""
     if old.get("digest") == new.get("digest"):
@@ -147,51 +151,60 @@ def _set_diff(what: str, unit: str, old: Mapping[str, Any], new: Mapping[str, An
     if not isinstance(a, Mapping) or not isinstance(b, Mapping):
         return [
             f"{what}: changed (digest {str(old.get('digest'))[:12]} -> "
-            f"{str(new.get('digest'))[:12]}; {old.get('count')} -> {new.get('count')} {unit}s, "
+            f"{str(new.get('digest'))[:12]}; {old.get('count')} -> {new.get('count')} {_plural(unit)}, "
             "per-entry digests not recorded)"
         ]
     added = [k for k in b if k not in a]
     removed = [k for k in a if k not in b]
     changed = [k for k in a if k in b and a[k] != b[k]]
 
-    def part(ids: list[str], verb: str) -> str:
-        noun = unit if len(ids) == 1 else f"{unit}s"
-        return f"{len(ids)} {noun} {verb}" + (f" ({_names(ids)})" if ids else "")
+    def named(ids: list[str]) -> str:
+        return f" ({_names(ids)})" if ids else ""
 
-    text = ", ".join([part(added, "added"), part(removed, "removed"), part(changed, "changed")])
+    noun = unit if len(added) == 1 else _plural(unit)
+    text = (
+        f"{len(added)} {noun} added{named(added)}, {len(removed)} removed{named(removed)}, "
+        f"{len(changed)} changed{named(changed)}"
+    )
     if not (added or removed or changed):  # same entries, another digest: the ids' order/format
         text = f"digest {str(old.get('digest'))[:12]} -> {str(new.get('digest'))[:12]}"
     return [f"{what}: {text}"]
 
 
+def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
+    """A nested mapping as ``{"versions.torch": "2.13.0", ...}``."""
+    if not isinstance(value, Mapping):
+        return {prefix[:-1]: value} if prefix else {}
+    out: dict[str, Any] = {}
+    for k, v in value.items():
+        out.update(_flat(v, f"{prefix}{k}."))
+    return out
+
+
 def _embedding_diff(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> list[str]:
+    """``embedding: backend torch -> onnx, quantize none -> int8, ...`` (one line), or []."""
     if old is None and new is None:
         return []
     if old is None or new is None:
         side = "the baseline" if old is None else "this run"
         return [f"embedding: {side} embeds nothing (no vector search)"]
-    lines = []
+    parts = []
     if old.get("fingerprint") != new.get("fingerprint"):
-        lines.append(
-            f"embedding: model fingerprint {str(old.get('fingerprint'))[:12]} -> "
+        parts.append(
+            f"model fingerprint {str(old.get('fingerprint'))[:12]} -> "
             f"{str(new.get('fingerprint'))[:12]} ({old.get('description')} -> "
             f"{new.get('description')})"
         )
     for key in ("backend", "quantize", "precision", "cpu"):
         if key in old and key in new and old[key] != new[key]:
-            lines.append(f"embedding: {key} {old[key]} -> {new[key]}")
+            parts.append(f"{key} {old[key]} -> {new[key]}")
     va, vb = old.get("versions") or {}, new.get("versions") or {}
-    moved = [f"{n} {va[n]} -> {vb[n]}" for n in sorted(va.keys() & vb.keys()) if va[n] != vb[n]]
-    if moved:
-        lines.append("embedding: library versions " + ", ".join(moved))
-    na, nb = old.get("numerics"), new.get("numerics")
-    if na is not None and nb is not None and na != nb:
+    parts += [f"{n} {va[n]} -> {vb[n]}" for n in sorted(va.keys() & vb.keys()) if va[n] != vb[n]]
+    na, nb = _flat(old.get("numerics")), _flat(new.get("numerics"))
+    if old.get("numerics") is not None and new.get("numerics") is not None and na != nb:
         keys = sorted(k for k in set(na) | set(nb) if na.get(k) != nb.get(k))
-        lines.append(
-            "embedding: numerics "
-            + ", ".join(f"{k} {na.get(k, '-')} -> {nb.get(k, '-')}" for k in keys)
-        )
-    return lines
+        parts += [f"{k} {na.get(k, '-')} -> {nb.get(k, '-')}" for k in keys]
+    return [f"embedding: {', '.join(parts)}"] if parts else []
 
 
 def diff(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> list[str]:
