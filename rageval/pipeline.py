@@ -465,7 +465,8 @@ def _record_beneath(
     report.provenance = record_provenance(
         corpus, golden, facts.digests.get("judgements", ""), encoder
     )
-    report.canary = measure_canary(encoder, canary_texts) if encoder is not None else None
+    usable = callable(getattr(encoder, "encode_queries", None))  # not a stand-in without it
+    report.canary = measure_canary(encoder, canary_texts) if usable else None
 
 
 def _costs(
