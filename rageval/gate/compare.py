@@ -503,7 +503,7 @@ def compare(
     status = _status(
         golden, labels_problem(baseline, current), rows, slice_rows, on_inconclusive, notes
     )
-    drifted = _canary(baseline, current)
+    drifted = canary_verdict(baseline, current)
     if drifted.get("status") == "changed" and on_embedding_drift == "fail":
         status = EMBEDDING_CHANGED if status in (PASS, INCONCLUSIVE) else status
     improved = [r.metric for r in rows if r.verdict == "improved"]
@@ -538,7 +538,7 @@ def _one_of(key: str, value: str, choices: Sequence[str]) -> None:
         raise ConfigError(f"{key} must be one of {', '.join(choices)}, got {value!r}")
 
 
-def _canary(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> dict[str, Any]:
+def canary_verdict(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> dict[str, Any]:
     """The embedding canary's verdict; {} when neither side is a rageval run that records one
     (TREC or CSV files, reports from before the canary)."""
     if not (baseline.get("canary") or current.get("canary") or current.get("provenance")):

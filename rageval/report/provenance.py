@@ -151,8 +151,8 @@ def _set_diff(what: str, unit: str, old: Mapping[str, Any], new: Mapping[str, An
     if not isinstance(a, Mapping) or not isinstance(b, Mapping):
         return [
             f"{what}: changed (digest {str(old.get('digest'))[:12]} -> "
-            f"{str(new.get('digest'))[:12]}; {old.get('count')} -> {new.get('count')} {_plural(unit)}, "
-            "per-entry digests not recorded)"
+            f"{str(new.get('digest'))[:12]}; {old.get('count')} -> {new.get('count')} "
+            f"{_plural(unit)}, per-entry digests not recorded)"
         ]
     added = [k for k in b if k not in a]
     removed = [k for k in a if k not in b]

@@ -117,3 +117,20 @@ def test_the_baseline_keeps_both_blocks_and_the_canary_beside_it(tmp_path):
     write_baseline(report(embeds=False), path, {"run_id": "r2"})
     assert "canary" not in json.loads(path.read_text())
     assert not (tmp_path / "baseline.canary.npy").exists()
+
+
+def test_compare_of_two_run_files_names_them_too(tmp_path):
+    from rageval.gate.power_report import compare_files
+
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps(report()))
+    b.write_text(json.dumps(report([*DOCS, Document("notes/new", "a new note")], tilt=0.1)))
+    result = compare_files(a, b, ["recall@5"], resamples=200)
+    text = result.text()
+    assert "Changed beneath the change: corpus: 1 document added (notes/new)" in text
+    assert "Embedding changed since the baseline: min cosine" in text
+    assert result.to_dict()["canary"]["status"] == "changed"
+    csv = tmp_path / "a.csv"
+    csv.write_text("id,recall@5\n" + "".join(f"q{i},1.0\n" for i in range(8)))
+    plain = compare_files(csv, a, ["recall@5"], resamples=200)
+    assert plain.beneath == [] and plain.canary == {}
