@@ -249,7 +249,8 @@ def _run_check(baseline, baseline_path, overrides, out, mlflow, quiet):
         baseline,
         out_dir,
         slice_rows=[asdict(r) for r in cmp.slices],
-        verdict=[f"{r.line()}: {r.verdict}" for r in cmp.rows] + [cmp.console().splitlines()[-1]],
+        verdict=[f"{r.line()}: {r.verdict}" for r in cmp.rows]
+        + [*cmp.beneath_lines(), cmp.console().splitlines()[-1]],
     )
     return cmp, out_dir
 

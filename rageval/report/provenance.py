@@ -105,11 +105,13 @@ def embedding_block(encoder: Any) -> dict[str, Any]:
         "description": str(getattr(encoder, "description", "") or type(encoder).__name__),
     }
     if backend:
-        from rageval.embedding.backends import export_precision
+        from rageval.embedding.backends import BACKENDS, export_precision
 
         block["backend"] = backend
-        block["quantize"] = quantize or "none"
-        block["precision"] = export_precision(backend, quantize or "none") or "f32"
+        block["quantize"] = quantize = quantize or "none"
+        if backend in BACKENDS:  # rageval's own: the precision its kernels run in here
+            exported = export_precision(backend, quantize)
+            block["precision"] = exported or ("int8" if quantize == "int8" else "f32")
         block["cpu"] = cpu_class()
     libs = (*LIBRARIES.get(backend, ()), *INDEX_LIBRARIES)
     block["versions"] = _versions(list(dict.fromkeys(libs)))
