@@ -205,7 +205,10 @@ def _embedding_diff(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None
     na, nb = _flat(old.get("numerics")), _flat(new.get("numerics"))
     if old.get("numerics") is not None and new.get("numerics") is not None and na != nb:
         keys = sorted(k for k in set(na) | set(nb) if na.get(k) != nb.get(k))
-        parts += [f"{k} {na.get(k, '-')} -> {nb.get(k, '-')}" for k in keys]
+        for k in keys:  # a change said above already (precision, a version) is said once
+            text = f"{k} {na.get(k, '-')} -> {nb.get(k, '-')}"
+            if f"{k.rsplit('.', 1)[-1]} {na.get(k, '-')} -> {nb.get(k, '-')}" not in parts:
+                parts.append(text)
     return [f"embedding: {', '.join(parts)}"] if parts else []
 
 

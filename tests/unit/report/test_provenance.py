@@ -83,6 +83,9 @@ def test_the_encoders_numerics_are_recorded_and_compared():
     b = record(DOCS, QUERIES, WithNumerics("f32"))
     assert a["embedding"]["numerics"]["versions"] == {"ov": "2025.1"}
     assert provenance.diff(a, b) == ["embedding: precision bf16 -> f32"]
+    # a change rageval's own fields and the encoder's numerics() both record is said once
+    a["embedding"]["precision"], b["embedding"]["precision"] = "bf16", "f32"
+    assert provenance.diff(a, b) == ["embedding: precision bf16 -> f32"]
     c = copy.deepcopy(b)
     c["embedding"]["numerics"]["versions"]["ov"] = "2026.0"
     assert provenance.diff(b, c) == ["embedding: versions.ov 2025.1 -> 2026.0"]
