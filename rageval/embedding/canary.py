@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import heapq
 import io
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -52,10 +53,12 @@ def _order(key: str) -> str:
 def choose(queries: Sequence[Any], docs: Sequence[Any], n: int = N_TEXTS) -> list[CanaryText]:
     """Up to ``n`` texts: half golden queries (``GoldenQuery``), the rest document openings
     (``Document``), each picked in the order of its id's sha256 (see the module docstring)."""
-    picked = sorted(queries, key=lambda q: _order(q.id))[: n // 2]
+    picked = heapq.nsmallest(n // 2, queries, key=lambda q: _order(q.id))
     out = [CanaryText(f"query:{q.id}", q.query) for q in picked]
-    texts = sorted((d for d in docs if d.text.strip()), key=lambda d: _order(d.id))
-    out += [CanaryText(f"passage:{d.id}", d.text[:PASSAGE_CHARS]) for d in texts[: n - len(out)]]
+    texts = heapq.nsmallest(
+        n - len(out), (d for d in docs if d.text.strip()), key=lambda d: _order(d.id)
+    )
+    out += [CanaryText(f"passage:{d.id}", d.text[:PASSAGE_CHARS]) for d in texts]
     return out
 
 
