@@ -14,6 +14,12 @@
 5. queries: those that lost their hit at k (split into "fell out of the top k" and "no longer
    retrieved" within the search depth), those that gained one, the largest first-rank drops.
 
+Beside the verdict, the gate names what changed beneath the change (rageval.report.provenance:
+documents added, removed or changed, golden queries, judgements, the embedding's backend,
+precision, CPU class and library versions) and whether the embedding canary's vectors moved
+(rageval.embedding.canary); a moved embedding warns, or fails the check with
+``gate.on_embedding_drift=fail``.
+
 A golden set that changed since the baseline is its own verdict: neither a pass nor a regression.
 So is another label set (``labels=gold`` against ``labels=all``) or other judgements counted: the
 numbers were measured against other labels (``rageval check`` refuses before it re-runs).
@@ -87,8 +93,9 @@ class Comparison:
 
     @property
     def exit_code(self) -> int:
-        """The process exit code: 0 pass, 1 regressed, 2 golden set changed; inconclusive: 1
-        with ``gate.on_inconclusive=fail``, else 0."""
+        """The process exit code: 0 pass, 1 regressed (or the embedding moved, with
+        ``gate.on_embedding_drift=fail``), 2 golden set changed; inconclusive: 1 with
+        ``gate.on_inconclusive=fail``, else 0."""
         if self.status == INCONCLUSIVE:
             return 1 if self.on_inconclusive == "fail" else 0
         return {PASS: 0, REGRESSED: 1, EMBEDDING_CHANGED: 1}.get(self.status, 2)
