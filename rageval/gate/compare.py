@@ -151,7 +151,10 @@ class Comparison:
         """What changed beneath the change (inputs, embedding) and the canary's verdict."""
         lines = []
         if self.beneath:
-            lines.append("Changed beneath the change: " + "; ".join(self.beneath))
+            # document and query ids are the project's text: terminal-safe here, and gate.md's
+            # header makes them HTML-neutral too
+            shown = "; ".join(_user(b, md=False) for b in self.beneath)
+            lines.append("Changed beneath the change: " + shown)
         elif self.canary:  # both sides recorded what they stand on, and it is the same
             lines.append(
                 "Changed beneath the change: nothing (corpus, golden set, judgements "

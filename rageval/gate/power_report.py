@@ -73,7 +73,9 @@ class PairedComparison:
                 "test), two-sided, not adjusted for the metrics compared"
             )
         if self.beneath:
-            lines.append("Changed beneath the change: " + "; ".join(self.beneath))
+            from rageval.formats.textio import printable  # ids are the project's text
+
+            lines.append("Changed beneath the change: " + printable("; ".join(self.beneath)))
         if self.canary:
             lines.append(self.canary["line"][0].upper() + self.canary["line"][1:])
         lines += self.notes

@@ -134,3 +134,10 @@ def test_compare_of_two_run_files_names_them_too(tmp_path):
     csv.write_text("id,recall@5\n" + "".join(f"q{i},1.0\n" for i in range(8)))
     plain = compare_files(csv, a, ["recall@5"], resamples=200)
     assert plain.beneath == [] and plain.canary == {}
+
+
+def test_hostile_document_ids_reach_no_terminal_or_page_as_markup():
+    hostile = Document("notes/\x1b[2J<img src=x onerror=alert(1)>", "boo")
+    cmp = compare(report(), report([*DOCS, hostile]), METRICS)
+    assert "\x1b" not in cmp.console()
+    assert "<img" not in cmp.markdown()
