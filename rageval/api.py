@@ -146,6 +146,7 @@ def compare(
     alpha: float = 0.05,
     resamples: int = 10_000,
     on_inconclusive: str = "warn",
+    on_embedding_drift: str = "warn",
 ) -> Comparison:
     """The gate's verdict on ``report`` against ``baseline`` (a baseline.json, a report.json,
     their dicts, or a :class:`Report`): ``status`` ("pass", "regressed", "inconclusive", ...),
@@ -165,6 +166,7 @@ def compare(
         alpha=alpha,
         resamples=resamples,
         on_inconclusive=on_inconclusive,
+        on_embedding_drift=on_embedding_drift,
     )
 
 

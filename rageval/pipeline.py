@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 
 from rageval.config_schema import defaults as config_defaults
+from rageval.embedding.canary import choose as choose_canary
+from rageval.embedding.canary import measure as measure_canary
 from rageval.embedding.guard import check_query_model
 from rageval.errors import BackendError, ConfigError
 from rageval.inputs.chunking import ChunkingSpec, chunk_documents, chunk_rows, load_tokenizer
@@ -39,6 +41,8 @@ from rageval.report.costs import costs_block
 from rageval.report.eval_report import EvalReport, RunFacts, Scored, summarise
 from rageval.report.per_query import add_readable_ids
 from rageval.report.ppi_report import apply_ppi, sample_for
+from rageval.report.provenance import corpus_block
+from rageval.report.provenance import record as record_provenance
 from rageval.report.stages import StageScores, summarise_stages
 from rageval.retrieval.base import Encoder, Retriever
 from rageval.retrieval.passages import PassageStore, passage_chunks
@@ -204,6 +208,7 @@ def evaluate(
     # The documents' text is not needed past this point: drop it before the index is built, so
     # the corpus text is not held twice (documents and chunks) while embeddings fill memory.
     n_docs, digest = len(docs), corpus_digest(docs)
+    beneath = (corpus_block(docs, digest), choose_canary(golden.queries, docs))
     # a deployed index returning passages with text is scored on them: their documents are
     # needed to locate them (other runs drop the text before the index is built)
     docs_by_id = by_id if getattr(retriever, "external", False) else None
@@ -245,6 +250,7 @@ def evaluate(
     report = summarise(golden, scored, facts)
     if spec.labels == PPI:
         apply_ppi(report, scored, units.human, sample_for(judgements), spec.ks)
+    _record_beneath(report, golden, beneath, encoder if embeds(retriever) else None, facts)
     report.costs = _costs(spec, retriever, clock, indexed, searched, measured, facts, report)
     report.stages = stages
     _finish_report(report, spec, golden, judgements, split, units, searched)
@@ -459,6 +465,23 @@ def _digests(
         # the judgements the label set counted (the digest of none when there are none)
         "judgements": judgements.digest(labels),
     }
+
+
+def _record_beneath(
+    report: EvalReport,
+    golden: GoldenSet,
+    beneath: tuple[dict, list],
+    encoder: Encoder | None,
+    facts: RunFacts,
+) -> None:
+    """What the numbers stand on (rageval.report.provenance) and, for a run that embeds, the
+    embedding canary's vectors (rageval.embedding.canary; cached after the first run)."""
+    corpus, canary_texts = beneath
+    report.provenance = record_provenance(
+        corpus, golden, facts.digests.get("judgements", ""), encoder
+    )
+    usable = callable(getattr(encoder, "encode_queries", None))  # not a stand-in without it
+    report.canary = measure_canary(encoder, canary_texts) if usable else None
 
 
 def _costs(

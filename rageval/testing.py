@@ -40,8 +40,16 @@ def assert_no_regression(
         import warnings
 
         warnings.warn(cmp.console().splitlines()[-1], InconclusiveGate, stacklevel=2)
+    if cmp.embedding_changed:  # gate.on_embedding_drift=warn: the test passes, and says so
+        import warnings
+
+        warnings.warn(cmp.canary["line"], EmbeddingDrift, stacklevel=2)
     return cmp
 
 
 class InconclusiveGate(UserWarning):
     """The golden set could not decide a gated metric (gate.on_inconclusive=warn)."""
+
+
+class EmbeddingDrift(UserWarning):
+    """The embedding's vectors moved since the baseline (gate.on_embedding_drift=warn)."""

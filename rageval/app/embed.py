@@ -85,6 +85,7 @@ def collect(lines: Sequence[str], models: dict[tuple[str, str], Texts]) -> bool:
     does not embed (nothing to add)."""
     from rageval.app.build import build
     from rageval.app.config import absolute_paths, compose
+    from rageval.embedding.canary import choose as choose_canary
     from rageval.embedding.guard import check_query_model
     from rageval.inputs.chunking import chunk_documents, load_tokenizer
     from rageval.pipeline import embeds, load_inputs
@@ -108,6 +109,9 @@ def collect(lines: Sequence[str], models: dict[tuple[str, str], Texts]) -> bool:
             texts.documents.setdefault(chunk.text, None)
         for q in golden.queries:
             texts.queries.setdefault(q.query, None)
+        for t in choose_canary(golden.queries, docs):  # the run embeds its canary's passages too
+            if not t.is_query:
+                texts.documents.setdefault(t.text, None)
         texts.runs += 1
         return True
     finally:

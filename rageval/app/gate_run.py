@@ -326,6 +326,7 @@ def _run_check(baseline, baseline_path, overrides, out, mlflow, quiet):
         min_slice_size=int(cfg.min_slice_size),
         mirrors=interpolated_keys(cfg),
         on_inconclusive=str(gate.get("on_inconclusive") or "warn"),
+        on_embedding_drift=str(gate.get("on_embedding_drift") or "warn"),
     )
     # the re-run is the baseline's config with the user's overrides on top: its summary names the
     # baseline's tuned keys too (search.fusion=weighted), not only what was typed
@@ -344,7 +345,8 @@ def _run_check(baseline, baseline_path, overrides, out, mlflow, quiet):
         baseline,
         out_dir,
         slice_rows=[asdict(r) for r in cmp.slices],
-        verdict=[f"{r.line()}: {r.verdict}" for r in cmp.rows] + [cmp.console().splitlines()[-1]],
+        verdict=[f"{r.line()}: {r.verdict}" for r in cmp.rows]
+        + [*cmp.beneath_lines(), cmp.console().splitlines()[-1]],
     )
     return cmp, out_dir
 

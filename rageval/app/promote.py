@@ -16,8 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rageval.embedding import canary
 from rageval.errors import InputError, NotConfirmedError
 from rageval.gate.baseline import config_summary, load_report, write_baseline
+from rageval.report import provenance
 from rageval.rundir import check_complete
 from rageval.scoring.spec import MetricSpec
 
@@ -40,6 +42,8 @@ class Promoted:
     run_id: str | None
     report: dict[str, Any]
     metric: str | None
+    # what differs beneath from the baseline it replaced (rageval.report.provenance.diff)
+    beneath: tuple[str, ...] = ()
 
     def summary(self) -> str:
         """What was promoted: run, config, headline metric (the --best metric first)."""
@@ -47,10 +51,25 @@ class Promoted:
         value = self.report["metrics"].get(m)
         source = f"run {self.run_id}" if self.run_id else "the report file"
         shown = f"{m} = {value:.4f}" if isinstance(value, int | float) else f"{m} not recorded"
-        return (
+        lines = [
             f"promoted {source} to {self.path} ({self.path.stem}.per_query.csv beside it): "
-            f"{config_summary(self.report)}; {len(self.report['per_query'])} queries; {shown}"
-        )
+            f"{config_summary(self.report)}; {len(self.report['per_query'])} queries; {shown}",
+            self._canary_line(),
+        ]
+        if self.beneath:
+            lines.append("changed beneath since the previous baseline: " + "; ".join(self.beneath))
+        return "\n".join(lines)
+
+    def _canary_line(self) -> str:
+        block = self.report.get("canary")
+        if block:
+            return (
+                f"embedding canary: {len(block.get('texts') or [])} texts' vectors in "
+                f"{canary.sibling_path(self.path).name}; `rageval check` re-embeds them"
+            )
+        if self.report.get("provenance"):
+            return "embedding canary: none (the run embeds nothing: no vector search)"
+        return "embedding canary: none (the run was measured before rageval recorded one)"
 
 
 def _dataset_digests(dataset: Mapping[str, Any]) -> tuple[str | None, str | None]:
@@ -160,12 +179,26 @@ def promote(
     }
     if spec is not None:  # the metric it won by: the check gates it too (gate.promoted_metric)
         source["metric"] = str(spec)
+    previous = _previous(baseline)
     path = write_baseline(report, baseline, source)
+    beneath = (
+        tuple(provenance.diff(previous.get("provenance"), report.get("provenance")))
+        if previous is not None
+        else ()
+    )
     if client is not None and run_id:
         from rageval.tracking.lookups import move_baseline_tag
 
         move_baseline_tag(client, run_id)
-    return Promoted(path, run_id, report, str(spec) if spec else None)
+    return Promoted(path, run_id, report, str(spec) if spec else None, beneath)
+
+
+def _previous(baseline: str) -> dict[str, Any] | None:
+    """The baseline a promote replaces (None: none, or one that no longer reads)."""
+    try:
+        return load_report(baseline) if Path(baseline).is_file() else None
+    except InputError:
+        return None
 
 
 def _run_to_promote(
@@ -191,16 +224,37 @@ def _run_to_promote(
         )
         if found is None:
             total = lookups.count_runs(client, experiment, sweep)
+            measured = lookups.measured_on(client, experiment, sweep)
             raise InputError(
                 f"none of the {total} finished runs in {experiment!r}"
                 f"{' sweep ' + sweep if sweep else ''} has {spec} measured on the golden set "
-                f"of {project.where} (digest {(project.golden or '?')[:12]}); run the "
-                "evaluation on it, or pass --golden for another golden set"
+                f"(digest {(project.golden or '?')[:12]}) and corpus (digest "
+                f"{(project.corpus or 'any')[:12]}) of {project.where}"
+                f"{what_differs(measured, project)}; run the evaluation on them, or pass "
+                "--golden for another golden set"
             )
         return found.info.run_id
     if run:
         return run
     raise InputError("name a run: rageval promote RUN_ID, a report.json path, or --best METRIC")
+
+
+def what_differs(measured: Mapping[str, list[str]], project: ProjectData) -> str:
+    """``: 4 runs were measured on that golden set but another corpus (digest 1a2b...)``: which
+    digest keeps the finished runs out (``measured``: rageval.tracking.lookups.measured_on)."""
+    parts = []
+    for key, runs in sorted(measured.items(), key=lambda kv: -len(kv[1])):
+        golden, corpus, labels = key.split("|")
+        why = []
+        if project.golden and golden != project.golden:
+            why.append(f"another golden set (digest {golden[:12] or 'not recorded'})")
+        if project.corpus and corpus != project.corpus:
+            why.append(f"another corpus (digest {corpus[:12] or 'not recorded'})")
+        if labels != project.labels:
+            why.append(f"the {labels!r} label set")
+        if why:
+            parts.append(f"{len(runs)} on {' and '.join(why)}")
+    return ": " + "; ".join(parts) if parts else ""
 
 
 def _refuse_another_measure(report: Mapping[str, Any], project: ProjectData, force: bool) -> None:

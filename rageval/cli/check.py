@@ -3,7 +3,8 @@
 The re-run is rebuilt from the baseline itself (its resolved config and group choices, see
 :mod:`rageval.app.gate_run`), with the command line's overrides on top. Writes gate.md (for a
 pull-request comment) and gate.json beside the re-run's report. Exit 0 when nothing regressed
-beyond tolerance, 1 when something did, 2 on bad input (including a golden set that changed
+beyond tolerance, 1 when something did (or the embedding canary moved, with
+``gate.on_embedding_drift=fail``), 2 on bad input (including a golden set that changed
 since the baseline: re-promote after reviewing it).
 """
 

@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from rageval.embedding import canary
 from rageval.errors import InputError
 from rageval.formats.atomic import atomic_write_text
 from rageval.report.table import Column, Table
@@ -49,6 +50,8 @@ SUMMARY_KEYS = (
     "judgements",
     # labels=ppi: the human sample, the LLM judge and the estimates (rageval.report.ppi_report)
     "ppi",
+    # what the numbers stand on (rageval.report.provenance; absent before it was recorded)
+    "provenance",
 )
 ID_COLUMNS = ("id", "query", "n_relevant", "first_relevant_rank")
 # what gate.slices groups queries by (rageval.scoring.slices); tags and meta as JSON text
@@ -92,6 +95,8 @@ def load_report(path: str | Path) -> dict[str, Any]:
     else:
         data = validate_report(data, p)
     _absolute_again(data, p.parent)
+    if isinstance(data.get("canary"), dict) and data["canary"].get("file"):
+        data["canary"] = canary.from_file(data["canary"], p)  # the vectors beside the baseline
     missing = [k for k in ("metrics", "per_query", "digests", "k") if k not in data]
     if missing:
         raise InputError(f"not a rageval report: missing {', '.join(missing)}", path=str(p))
@@ -277,6 +282,8 @@ def write_baseline(report: Mapping[str, Any], path: str | Path, source: Mapping[
     summary["metrics"] = report["metrics"]
     if "ci" in report:
         summary["ci"] = report["ci"]
+    if report.get("canary"):  # the embedding canary's vectors go to their own file beside it
+        summary["canary"] = canary.to_file(report["canary"], p)
     summary["per_query_file"] = sidecar_path(p).name
     summary["per_query_sha256"] = hashlib.sha256(table.encode()).hexdigest()
     from rageval.gate.baseline_schema import validate_baseline
@@ -296,6 +303,8 @@ def write_baseline(report: Mapping[str, Any], path: str | Path, source: Mapping[
         atomic_write_text(pending, table)
         atomic_write_text(p, json.dumps(summary, indent=2) + "\n")
         os.replace(pending, sidecar_path(p))
+        if "canary" not in summary:  # a canary of the replaced baseline: no longer named
+            canary.sibling_path(p).unlink(missing_ok=True)
     return p
 
 

@@ -203,6 +203,8 @@ class Baseline(_Doc):
     # filled by the provenance and canary records: plain JSON data
     provenance: DataMap | None = None
     canary: DataMap | None = None
+    # labels=ppi: the human sample, the judge and the estimates (rageval.report.ppi_report)
+    ppi: DataMap | None = None
 
     model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=True)
 

@@ -11,7 +11,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from rageval.gate.compare import GOLDEN_CHANGED, INCONCLUSIVE, LABELS_CHANGED, PASS, Comparison
+from rageval.gate.compare import (
+    EMBEDDING_CHANGED,
+    GOLDEN_CHANGED,
+    INCONCLUSIVE,
+    LABELS_CHANGED,
+    PASS,
+    Comparison,
+)
 
 SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 TITLE = "retrieval gate"
@@ -51,6 +58,8 @@ def github_annotations(cmp: Comparison, baseline: str | Path) -> list[str]:
             lines.append(f"::error {where}::{_data(change + ': regressed')}")
         elif r.verdict == "improved":
             lines.append(f"::notice {where}::{_data(change + ': improved')}")
+    if cmp.embedding_changed and cmp.status != EMBEDDING_CHANGED:
+        lines.append(f"::warning {where}::{_data(cmp.canary['line'])}")
     for r in cmp.inconclusive():
         lines.append(f"::warning {where}::{_data(r.line() + ': inconclusive')}")
     if cmp.status == PASS:
@@ -58,7 +67,7 @@ def github_annotations(cmp: Comparison, baseline: str | Path) -> list[str]:
     elif cmp.status == INCONCLUSIVE:
         level = "error" if cmp.exit_code else "warning"
         lines.append(f"::{level} {where}::{_data(cmp.console().splitlines()[-1])}")
-    elif cmp.status in (GOLDEN_CHANGED, LABELS_CHANGED):
+    elif cmp.status in (GOLDEN_CHANGED, LABELS_CHANGED, EMBEDDING_CHANGED):
         last = cmp.console().splitlines()[-1]
         lines.append(f"::error {where}::{_data(last)}")
     else:

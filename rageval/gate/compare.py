@@ -14,6 +14,12 @@
 5. queries: those that lost their hit at k (split into "fell out of the top k" and "no longer
    retrieved" within the search depth), those that gained one, the largest first-rank drops.
 
+Beside the verdict, the gate names what changed beneath the change (rageval.report.provenance:
+documents added, removed or changed, golden queries, judgements, the embedding's backend,
+precision, CPU class and library versions) and whether the embedding canary's vectors moved
+(rageval.embedding.canary); a moved embedding warns, or fails the check with
+``gate.on_embedding_drift=fail``.
+
 A golden set that changed since the baseline is its own verdict: neither a pass nor a regression.
 So is another label set (``labels=gold`` against ``labels=all``) or other judgements counted: the
 numbers were measured against other labels (``rageval check`` refuses before it re-runs).
@@ -31,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from rageval.config_schema import CODE_KEYS, measures
+from rageval.embedding import canary
 from rageval.errors import ConfigError, InputError
 from rageval.gate import slices as slice_gate
 from rageval.gate.baseline import config_summary
@@ -44,12 +51,17 @@ from rageval.gate.paired import (
     verdict,
 )
 from rageval.redact import MASK
+from rageval.report import provenance
 from rageval.report.table import Column, Table, num
 from rageval.scoring.spec import MetricSpec
 from rageval.scoring.stats import holm
 
 PASS, REGRESSED, GOLDEN_CHANGED = "pass", "regressed", "golden_changed"
 LABELS_CHANGED = "labels_changed"
+# the embedding canary moved and gate.on_embedding_drift=fail (exit 1)
+EMBEDDING_CHANGED = "embedding_changed"
+# what an embedding drift does (gate.on_embedding_drift): warn (said on every output) or fail
+ON_EMBEDDING_DRIFT = ("warn", "fail")
 # what an inconclusive check does (gate.on_inconclusive): warn (exit 0, said loudly), fail, pass
 ON_INCONCLUSIVE = ("warn", "fail", "pass")
 OUT_OF_TOP_K, NOT_RETRIEVED = "out_of_top_k", "not_retrieved"
@@ -82,14 +94,25 @@ class Comparison:
     # gate.slices: one row per gated (slice, metric)
     slices: list[slice_gate.SliceRow] = field(default_factory=list)
     on_inconclusive: str = "warn"
+    # what changed beneath the change (rageval.report.provenance.diff): corpus, golden set,
+    # judgements, embedding; and the embedding canary's verdict (rageval.embedding.canary.drift)
+    beneath: list[str] = field(default_factory=list)
+    canary: dict[str, Any] = field(default_factory=dict)
+    on_embedding_drift: str = "warn"
 
     @property
     def exit_code(self) -> int:
-        """The process exit code: 0 pass, 1 regressed, 2 golden set changed; inconclusive: 1
-        with ``gate.on_inconclusive=fail``, else 0."""
+        """The process exit code: 0 pass, 1 regressed (or the embedding moved, with
+        ``gate.on_embedding_drift=fail``), 2 golden set changed; inconclusive: 1 with
+        ``gate.on_inconclusive=fail``, else 0."""
         if self.status == INCONCLUSIVE:
             return 1 if self.on_inconclusive == "fail" else 0
-        return {PASS: 0, REGRESSED: 1}.get(self.status, 2)
+        return {PASS: 0, REGRESSED: 1, EMBEDDING_CHANGED: 1}.get(self.status, 2)
+
+    @property
+    def embedding_changed(self) -> bool:
+        """The embedding canary moved beyond float noise since the baseline."""
+        return self.canary.get("status") == "changed"
 
     def inconclusive(self) -> list[Change]:
         """The metrics (then the gated slices) the golden set could not decide."""
@@ -123,6 +146,7 @@ class Comparison:
             f"Current: {c.get('config')}"
             + (f" (overrides: {' '.join(c['overrides'])})" if c.get("overrides") else ""),
             f"Config changes: {'; '.join(self.config_diff) if self.config_diff else 'none'}",
+            *self.beneath_lines(),
             f"Queries compared: {self.n_queries}; tolerance: absolute drop of the mean per metric; "
             f"detects: the smallest drop found with 80% power (paired t-test; when no query "
             f"changed, a bound from the baseline's spread); "
@@ -130,6 +154,23 @@ class Comparison:
         ]
         if self.labels:
             lines.append("Labels: " + labels_text(self.labels))
+        return lines
+
+    def beneath_lines(self) -> list[str]:
+        """What changed beneath the change (inputs, embedding) and the canary's verdict."""
+        lines = []
+        if self.beneath:
+            # document and query ids are the project's text: terminal-safe here, and gate.md's
+            # header makes them HTML-neutral too
+            shown = "; ".join(_user(b, md=False) for b in self.beneath)
+            lines.append("Changed beneath the change: " + shown)
+        elif self.canary:  # both sides recorded what they stand on, and it is the same
+            lines.append(
+                "Changed beneath the change: nothing (corpus, golden set, judgements "
+                "and embedding as in the baseline)"
+            )
+        if self.canary:
+            lines.append(self.canary["line"][0].upper() + self.canary["line"][1:])
         return lines
 
     def table(self) -> Table:
@@ -169,8 +210,11 @@ class Comparison:
             INCONCLUSIVE: "⚠️ Inconclusive: the golden set cannot tell",
             GOLDEN_CHANGED: "⚠️ Golden set changed since the baseline",
             LABELS_CHANGED: "⚠️ Labels differ from the baseline's",
+            EMBEDDING_CHANGED: "❌ Embedding changed since the baseline",
         }[self.status]
         lines = [f"### {head}", ""]
+        if self.embedding_changed:
+            lines += [f"**Warning:** {self.canary['line']}", ""]
         if self.status == REGRESSED:  # what failed, first: a slice can fail a passing mean
             failed = _user(", ".join(self.regressed()), md=True)
             lines += [f"**Regressed:** {failed}{self._where()}", ""]
@@ -229,7 +273,13 @@ class Comparison:
                 "LABELS DIFFER: neither a pass nor a regression; measure with the baseline's "
                 "labels or re-promote a baseline"
             ),
+            EMBEDDING_CHANGED: (
+                f"FAIL (gate.on_embedding_drift=fail): {self.canary.get('line')}; promote a "
+                "baseline measured with this embedding, or set gate.on_embedding_drift=warn"
+            ),
         }[self.status]
+        if self.embedding_changed and self.status != EMBEDDING_CHANGED:
+            verdict += f" (warning: {self.canary['line']})"
         return "\n".join([*out, verdict])
 
 
@@ -458,16 +508,14 @@ def compare(
     min_slice_size: int = 10,
     mirrors: Sequence[str] = (),
     on_inconclusive: str = "warn",
+    on_embedding_drift: str = "warn",
 ) -> Comparison:
     """Compare two reports query by query (see the module docstring); ``slices`` is
     ``gate.slices`` (rageval.gate.slices), ``min_slice_size`` pools a gated field's small
     slices; ``mirrors`` are config keys that repeat others (:func:`config_diff`)."""
     tolerances = tolerances or {}
-    if on_inconclusive not in ON_INCONCLUSIVE:
-        raise ConfigError(
-            f"gate.on_inconclusive must be one of {', '.join(ON_INCONCLUSIVE)}, got "
-            f"{on_inconclusive!r}"
-        )
+    _one_of("gate.on_inconclusive", on_inconclusive, ON_INCONCLUSIVE)
+    _one_of("gate.on_embedding_drift", on_embedding_drift, ON_EMBEDDING_DRIFT)
     metrics = [str(MetricSpec.parse(m)) for m in metrics]
     golden = {
         "baseline": baseline["digests"].get("golden", ""),
@@ -496,6 +544,9 @@ def compare(
     status = _status(
         golden, labels_problem(baseline, current), rows, slice_rows, on_inconclusive, notes
     )
+    drifted = canary_verdict(baseline, current)
+    if drifted.get("status") == "changed" and on_embedding_drift == "fail":
+        status = EMBEDDING_CHANGED if status in (PASS, INCONCLUSIVE) else status
     improved = [r.metric for r in rows if r.verdict == "improved"]
     if improved:
         notes.append(
@@ -517,7 +568,30 @@ def compare(
         {"baseline": label_info(baseline), "current": label_info(current)},
         slices=slice_rows,
         on_inconclusive=on_inconclusive,
+        beneath=provenance.diff(baseline.get("provenance"), current.get("provenance")),
+        canary=drifted,
+        on_embedding_drift=on_embedding_drift,
     )
+
+
+def _one_of(key: str, value: str, choices: Sequence[str]) -> None:
+    if value not in choices:
+        raise ConfigError(f"{key} must be one of {', '.join(choices)}, got {value!r}")
+
+
+def canary_verdict(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> dict[str, Any]:
+    """The embedding canary's verdict; {} when neither side is a rageval run that records one
+    (TREC or CSV files, reports from before the canary)."""
+    if not (baseline.get("canary") or current.get("canary") or current.get("provenance")):
+        return {}
+    if not current.get("provenance") and not current.get("canary"):
+        return {
+            "status": "not_compared",
+            "line": "embedding canary: not recorded for this run",
+            "texts": 0,
+            "min_cosine": None,
+        }
+    return canary.drift(baseline.get("canary"), current.get("canary"))
 
 
 def _pair(

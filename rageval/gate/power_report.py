@@ -31,6 +31,10 @@ class PairedComparison:
     only_a: int
     only_b: int
     notes: list[str] = field(default_factory=list)
+    # what changed beneath (two rageval runs: corpus, golden set, judgements, embedding) and the
+    # embedding canary's verdict (rageval.gate.compare); empty for TREC or CSV files
+    beneath: list[str] = field(default_factory=list)
+    canary: dict[str, Any] = field(default_factory=dict)
 
     @property
     def exit_code(self) -> int:
@@ -44,6 +48,8 @@ class PairedComparison:
             "only_a": self.only_a,
             "only_b": self.only_b,
             "rows": [r.to_dict() for r in self.rows],
+            "beneath": list(self.beneath),
+            "canary": dict(self.canary),
         }
 
     def text(self) -> str:
@@ -66,6 +72,12 @@ class PairedComparison:
                 f"p {r.p_t:.3g} (paired t-test), {r.p_randomization:.3g} (paired randomization "
                 "test), two-sided, not adjusted for the metrics compared"
             )
+        if self.beneath:
+            from rageval.formats.textio import printable  # ids are the project's text
+
+            lines.append("Changed beneath the change: " + printable("; ".join(self.beneath)))
+        if self.canary:
+            lines.append(self.canary["line"][0].upper() + self.canary["line"][1:])
         lines += self.notes
         return "\n".join(lines)
 
@@ -119,7 +131,25 @@ def compare_files(
     for m in chosen:
         x, y, only_a, only_b = _pair(sa, sb, m)
         rows.append(paired(m, x, y, tolerance, alpha, power, resamples))
-    return PairedComparison(str(a), str(b), rows, only_a, only_b)
+    result = PairedComparison(str(a), str(b), rows, only_a, only_b)
+    result.beneath, result.canary = _beneath(a, b)
+    return result
+
+
+def _beneath(a: str | Path, b: str | Path) -> tuple[list[str], dict[str, Any]]:
+    """What changed beneath, and the canary's verdict, when both files are rageval reports."""
+    from rageval.gate.baseline import load_report
+    from rageval.gate.compare import canary_verdict
+    from rageval.report.provenance import diff
+
+    def report(path: str | Path) -> dict[str, Any] | None:
+        p = Path(path) / "report.json" if Path(path).is_dir() else Path(path)
+        return load_report(p) if p.suffix == ".json" else None
+
+    ra, rb = report(a), report(b)
+    if ra is None or rb is None:
+        return [], {}
+    return diff(ra.get("provenance"), rb.get("provenance")), canary_verdict(ra, rb)
 
 
 @dataclass(frozen=True)

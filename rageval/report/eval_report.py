@@ -70,6 +70,11 @@ class EvalReport:
     # labels=ppi (rageval.report.ppi_report): the human sample, the judge, each ranking metric's
     # estimate beside the human-only and LLM-only ones; empty for other label sets
     ppi: dict[str, Any] = field(default_factory=dict)
+    # what the numbers stand on: per-document corpus and per-query golden digests, judgements,
+    # the embedding's fingerprint and environment (rageval.report.provenance); and the embedding
+    # canary's texts and vectors (rageval.embedding.canary; None: the run embeds nothing)
+    provenance: dict[str, Any] = field(default_factory=dict)
+    canary: dict[str, Any] | None = None
 
     def headline(self) -> dict[str, float]:
         """The headline metrics at the report's k, in the usual order."""

@@ -93,6 +93,28 @@ def count_runs(client, experiment: str, sweep: str | None = None) -> int:
     return len(client.search_runs([exp.experiment_id], filter_string=filt, max_results=1000))
 
 
+def measured_on(client, experiment: str, sweep: str | None = None) -> dict[str, list[str]]:
+    """The finished runs of ``experiment`` (one sweep's with ``sweep``) by what they were
+    measured on: ``"golden|corpus|label set"`` (their digest tags) -> run ids; for the error that
+    names the digest that actually differs."""
+    exp = client.get_experiment_by_name(experiment)
+    if exp is None:
+        return {}
+    filt = "attributes.status = 'FINISHED'"
+    if sweep:
+        filt += f" and tags.`mlflow.parentRunId` = {quote(sweep)}"
+    out: dict[str, list[str]] = {}
+    for r in client.search_runs([exp.experiment_id], filter_string=filt, max_results=1000):
+        if r.data.tags.get("rageval.sweep") == "parent":
+            continue
+        tags = r.data.tags
+        key = "|".join(
+            (tags.get(GOLDEN_TAG, ""), tags.get(CORPUS_TAG, ""), tags.get(LABELS_TAG, "gold"))
+        )
+        out.setdefault(key, []).append(r.info.run_id)
+    return out
+
+
 def move_baseline_tag(client, run_id: str) -> None:
     """Tag ``run_id`` as its experiment's baseline and untag the previous one."""
     exp_id = client.get_run(run_id).info.experiment_id

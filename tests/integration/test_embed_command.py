@@ -33,6 +33,7 @@ def test_embed_fills_the_cache_a_sweep_then_reads(mini, shared_cache, tmp_path, 
     assert f"{asked:,} embedded, 0 already cached" in line
     assert main(["embed", *args]) == 0  # again: everything is there
     assert "0 embedded" in capsys.readouterr().out
+    assert canary_missing(mini, cache) == []  # a run's embedding canary is there too
 
     for chunk in (32, 64):
         run = tmp_path / f"run{chunk}"
@@ -57,3 +58,21 @@ def test_a_bad_override_is_one_line_and_exit_2(mini, tmp_path, capsys):
     with pytest.raises(SystemExit) as stop:  # argparse: not an override
         main(["embed", "--cfg", "job"])
     assert stop.value.code == 2
+
+
+def canary_missing(mini, cache):
+    """The embedding canary's texts (rageval.embedding.canary) not in ``cache``."""
+    from rageval.embedding import SentenceTransformerEncoder
+    from rageval.embedding.cache import text_key
+    from rageval.embedding.canary import choose
+    from rageval.inputs.corpus import load_corpus
+    from rageval.inputs.golden import load_golden
+
+    enc = SentenceTransformerEncoder(cache_dir=str(cache), progress=False)
+    texts = choose(
+        load_golden(str(mini / "golden.jsonl")).queries, load_corpus(str(mini / "corpus"))
+    )
+    keys = [
+        text_key(t.text, enc.query_prompt if t.is_query else enc.document_prompt) for t in texts
+    ]
+    return [texts[i].id for i in enc.cache.missing(keys)]

@@ -72,3 +72,38 @@ def test_golden_may_be_a_beir_folder_and_its_split(report, tmp_path):
     assert promote(str(report), str(tmp_path / "c.json"), golden=f"{beir}:test").path.exists()
     with pytest.raises(InputError, match="no qrels for split 'dev'"):
         promote(str(report), str(tmp_path / "d.json"), golden=f"{beir}:dev")
+
+
+def test_promote_names_what_changed_beneath_the_baseline_it_replaces(report, tmp_path, mini):
+    from rageval.app.promote import ProjectData, what_differs
+    from rageval.report import provenance
+    from rageval.types import Document
+
+    golden = load_golden(str(mini / "golden.jsonl"))
+    data = json.loads(report.read_text())
+
+    def with_docs(*names):
+        docs = [Document(n, f"text of {n}") for n in names]
+        block = provenance.corpus_block(docs, provenance.text_digest(repr(names)))
+        return {**data, "provenance": provenance.record(block, golden, "j", None)}
+
+    base = tmp_path / "b.json"
+    first = promote(str(report), str(base), golden=str(mini / "golden.jsonl"))
+    assert first.beneath == () and "embedding canary: none (the run was measured before" in (
+        first.summary()
+    )
+    report.write_text(json.dumps(with_docs("faq")))
+    promote(str(report), str(base), golden=str(mini / "golden.jsonl"))
+    report.write_text(json.dumps(with_docs("faq", "outputs/check/x/gate")))
+    done = promote(str(report), str(base), golden=str(mini / "golden.jsonl"))
+    assert done.beneath == (
+        "corpus: 1 document added (outputs/check/x/gate), 0 removed, 0 changed",
+    )
+    assert "changed beneath since the previous baseline: corpus: 1 document added" in done.summary()
+    assert "embedding canary: none (the run embeds nothing" in done.summary()
+    # --best finding no run says which digest keeps the runs out
+    project = ProjectData("g" * 64, "c" * 64, "the current baseline")
+    measured = {f"{'g' * 64}|{'d' * 64}|gold": ["r1", "r2"], f"{'h' * 64}|{'c' * 64}|gold": ["r3"]}
+    assert what_differs(measured, project) == (
+        f": 2 on another corpus (digest {'d' * 12}); 1 on another golden set (digest {'h' * 12})"
+    )
