@@ -244,7 +244,7 @@ def what_differs(measured: Mapping[str, list[str]], project: ProjectData) -> str
     digest keeps the finished runs out (``measured``: rageval.tracking.lookups.measured_on)."""
     parts = []
     for key, runs in sorted(measured.items(), key=lambda kv: -len(kv[1])):
-        golden, corpus, labels = key.split("|")
+        golden, corpus, labels = key.split(" ")
         why = []
         if project.golden and golden != project.golden:
             why.append(f"another golden set (digest {golden[:12] or 'not recorded'})")

@@ -88,7 +88,7 @@ def _stratum(row: Any, field: str | None) -> str:
         return ""
     from rageval.scoring.slices import field_values
 
-    return "|".join(sorted(field_values(row, field))) or "(none)"
+    return "+".join(sorted(field_values(row, field))) or "(none)"
 
 
 def allocate(sizes: dict[str, int], n: int) -> dict[str, int]:

@@ -108,7 +108,7 @@ def measured_on(client, experiment: str, sweep: str | None = None) -> dict[str, 
         if r.data.tags.get("rageval.sweep") == "parent":
             continue
         tags = r.data.tags
-        key = "|".join(
+        key = " ".join(
             (tags.get(GOLDEN_TAG, ""), tags.get(CORPUS_TAG, ""), tags.get(LABELS_TAG, "gold"))
         )
         out.setdefault(key, []).append(r.info.run_id)

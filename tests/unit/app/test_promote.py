@@ -103,7 +103,7 @@ def test_promote_names_what_changed_beneath_the_baseline_it_replaces(report, tmp
     assert "embedding canary: none (the run embeds nothing" in done.summary()
     # --best finding no run says which digest keeps the runs out
     project = ProjectData("g" * 64, "c" * 64, "the current baseline")
-    measured = {f"{'g' * 64}|{'d' * 64}|gold": ["r1", "r2"], f"{'h' * 64}|{'c' * 64}|gold": ["r3"]}
+    measured = {f"{'g' * 64} {'d' * 64} gold": ["r1", "r2"], f"{'h' * 64} {'c' * 64} gold": ["r3"]}
     assert what_differs(measured, project) == (
         f": 2 on another corpus (digest {'d' * 12}); 1 on another golden set (digest {'h' * 12})"
     )
