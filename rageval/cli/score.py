@@ -78,7 +78,7 @@ def handle(args: argparse.Namespace) -> int:
     ks = parse_ks(args.k)
     complete = bool(getattr(args, "complete", False))
     fmt = getattr(args, "format", "auto")
-    result = score_trec_files(args.qrels, args.run, ks, complete=complete, fmt=fmt)
+    result = score_trec_files(args.qrels, args.run, ks, complete=complete, fmt=fmt, note=_note)
     for warning in result.warnings:
         print(f"rageval: warning: {warning}", file=sys.stderr)
     if result.missing or result.run_only:
@@ -97,6 +97,12 @@ def handle(args: argparse.Namespace) -> int:
     else:
         print(format_table(means, ks, n_queries))
     return 0
+
+
+def _note(text: str) -> None:
+    import sys
+
+    print(f"rageval: note: {text}", file=sys.stderr, flush=True)
 
 
 def format_table(means: dict[str, float], ks: tuple[int, ...], n_queries: int) -> str:
