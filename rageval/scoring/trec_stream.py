@@ -41,8 +41,8 @@ from rageval.scoring import trec_arrays as ta
 from rageval.scoring.file_scores import FileScores, no_relevant, nothing_shared
 from rageval.scoring.metrics import GradeMatrix, ideal_grades
 
-BLOCK_BYTES = 16 << 20  # run bytes read at a time
-BUCKET_BYTES = 48 << 20  # about this much run per temporary file of an ungrouped run
+BLOCK_BYTES = 8 << 20  # run bytes read at a time
+BUCKET_BYTES = 8 << 20  # about this much run per temporary file of an ungrouped run
 _BOM = b"\xef\xbb\xbf"
 _NO_DUP = np.iinfo(np.int64).max
 
@@ -252,21 +252,24 @@ def _trec_order(code, docs, scores, grade, key):
 def _ranked(query, code, grade, key, docs, cap) -> _Part | None:
     """The block's :class:`_Part` from its ordered lines; later copies of a docid dropped."""
     n_queries = len(query)
-    by_key = np.argsort(key, kind="stable")  # copies: in their order
-    repeat = np.flatnonzero(key[by_key][1:] == key[by_key][:-1])
-    a, b = by_key[repeat], by_key[repeat + 1]
-    if not (np.array_equal(code[a], code[b]) and np.array_equal(docs[a], docs[b])):
-        return None  # a hash collision
     start = np.searchsorted(code, np.arange(n_queries))
     line_rank = np.arange(len(code)) - start[code]
-    first_dup = np.full(n_queries, _NO_DUP, dtype=np.int64)
-    np.minimum.at(first_dup, code[b], line_rank[b])
     relevant = np.flatnonzero(grade >= 1)
     first_line = np.full(n_queries, -1, dtype=np.int64)
     head = relevant[np.flatnonzero(np.diff(code[relevant], prepend=-1))]
     first_line[code[head]] = line_rank[head]
     length = np.diff(np.append(start, len(code)))
-    if len(b):
+    first_dup = np.full(n_queries, _NO_DUP, dtype=np.int64)
+    # what metrics can read: the top `cap` and down to the first relevant result; a copy only
+    # further down changes nothing (dropping it moves nothing above it), so it is left alone
+    read = np.sort(key[line_rank < np.maximum(cap, first_line[code] + 1)])
+    if bool((read[1:] == read[:-1]).any()):
+        by_key = np.argsort(key, kind="stable")  # copies: in their order
+        repeat = np.flatnonzero(key[by_key][1:] == key[by_key][:-1])
+        a, b = by_key[repeat], by_key[repeat + 1]
+        if not (np.array_equal(code[a], code[b]) and np.array_equal(docs[a], docs[b])):
+            return None  # a hash collision
+        np.minimum.at(first_dup, code[b], line_rank[b])
         kept = np.ones(len(code), dtype=bool)
         kept[b] = False
         code, grade = code[kept], grade[kept]
