@@ -7,7 +7,7 @@ id interned as its bytes, no Python string per line), the judgements sorted by a
 blocks of whole lines (:data:`BLOCK_BYTES`); a block's last query may go on in the next block, so
 its lines are carried over, and every other query of the block is complete and scored at once:
 its lines joined with the judgements, put in trec_eval's order, later copies of a docid dropped
-(trec_eval's rule, below), and the grades of its top results kept (a few bytes per query). The
+(below), and the grades of its top results kept (a few bytes per query). The
 metrics are computed at the end over those kept grades with the kernels of
 :mod:`rageval.scoring.metrics`, so every number equals the in-memory paths' to the last bit.
 
@@ -16,10 +16,11 @@ query's) is found out when a query comes back; the file is then read once more a
 spread by query over temporary files (a query's lines all in one file, in file order), each small
 enough to score in memory. ``note`` is told so.
 
-Repeated docids: trec_eval orders a query's results (score descending in single precision, ties
-by docid descending; copies of a docid keep their file order, so the best-scored copy comes
-first) and keeps only the first copy of each docid. The warning counts the rankings with a copy
-within what metrics read, as the object path does.
+Repeated docids (trec_eval refuses them: ``duplicate docs``): a query's results are put in
+trec_eval's order (score descending in single precision, ties by docid descending; copies of a
+docid keep their file order, so the best-scored copy comes first) and only the first copy of each
+docid is kept, as the object path keeps it. The warning counts the rankings with a copy within
+what metrics read, as the object path does.
 
 Every hash match is checked against the id rows themselves, so a collision never joins two ids;
 what this path cannot settle exactly (a line it cannot parse, a BEIR file, grades or scores
@@ -81,16 +82,15 @@ class _Qrels:
     heads: np.ndarray  # each query's id row, in order of first appearance
     head_hash: np.ndarray  # their hashes, sorted, and which query each is
     head_order: np.ndarray
-    q_code: np.ndarray  # per line: its query
-    keep: np.ndarray  # per line: a judgement that counts (not a later copy)
-    grades: np.ndarray  # per line, small ints
-    judged: np.ndarray  # per query: its judgements that count
+    pooled: np.ndarray  # the grades of the judgements that count (not a later copy), by query,
+    pool_start: np.ndarray  # where each query's start
+    judged: np.ndarray  # and how many each query has
     j_key: np.ndarray  # the judgements that count: sorted (query, docid) hashes,
     j_query: np.ndarray  # their query,
     j_docs: np.ndarray  # docid rows
     j_grades: np.ndarray  # and grades
     bits: np.uint64 = field(default=np.uint64(0))
-    bitmap: np.ndarray | None = None
+    bitmap: np.ndarray | None = None  # bit (key & bits) is set for some judgement's key
 
     def queries(self, rows: np.ndarray) -> np.ndarray:
         """The qrels query of each id row (-1: none)."""
@@ -107,7 +107,9 @@ class _Qrels:
         fitted, fits = _fit(docs, self.j_docs.shape[1])
         key = ta._with_query(_hash(fitted), np.maximum(query, 0))
         # a bitmap of the judgements' hashes first: most run lines are unjudged
-        maybe = np.flatnonzero(self.bitmap[key & self.bits] & fits & (query >= 0))
+        low = key & self.bits
+        bit = (self.bitmap[low >> np.uint64(3)] >> (low & np.uint64(7)).astype(np.uint8)) & 1
+        maybe = np.flatnonzero(bit.astype(bool) & fits & (query >= 0))
         at = np.minimum(np.searchsorted(self.j_key, key[maybe]), len(self.j_key) - 1)
         hit = self.j_key[at] == key[maybe]
         line, match = maybe[hit], at[hit]
@@ -126,16 +128,36 @@ def _small_ints(values: np.ndarray) -> np.ndarray:
     return values
 
 
+def _qrels_columns(path) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The qrels file's query id rows, docid rows and grades, read in blocks (a whole file's
+    field locations would take several times its size); None where the object path must read it.
+    """
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    for data in _blocks(path):
+        cols = None if data is None else trec.columns_of(data, 4, (0, 2, 3), exact=True)
+        if cols is None:
+            return None
+        grade_words = cols.words(3)
+        if not ta._plain_integers(grade_words, cols.lengths[3]):
+            return None
+        grades = grade_words.view(f"S{8 * grade_words.shape[1]}")[:, 0].astype(np.int64)
+        parts.append((cols.words(0), cols.words(2), grades))
+    if not parts:
+        return None
+    out = []
+    for j in (0, 1):  # one column at a time: the blocks' rows are freed as they are joined
+        width = max(part[j].shape[1] for part in parts)
+        out.append(np.concatenate([ta._pad(part[j], width) for part in parts]))
+        parts = [tuple(None if i == j else x for i, x in enumerate(part)) for part in parts]
+    return out[0], out[1], np.concatenate([part[2] for part in parts])
+
+
 def read_qrels(path: str | os.PathLike) -> _Qrels | None:
     """The qrels file as :class:`_Qrels`; None where the object path must read it."""
-    cols = trec.columns(path, 4, (0, 2, 3), exact=True)
-    if cols is None:
+    found = _qrels_columns(path)
+    if found is None:
         return None
-    grade_words = cols.words(3)
-    if not ta._plain_integers(grade_words, cols.lengths[3]):
-        return None
-    grades = grade_words.view(f"S{8 * grade_words.shape[1]}")[:, 0].astype(np.int64)
-    ids = cols.words(0)
+    ids, docs, grades = found
     groups = ta._groups(ids)
     if groups is None:
         return None
@@ -143,7 +165,7 @@ def read_qrels(path: str | os.PathLike) -> _Qrels | None:
     heads = ids[q_heads]
     head_hash = _hash(heads)
     head_order = np.argsort(head_hash)
-    docs = cols.words(2)
+    del ids
     keep = ta._first_judgements(q_code, docs, grades)
     if keep is None or bool((np.diff(head_hash[head_order]) == 0).any()):
         return None  # conflicting judgements, or a hash collision
@@ -151,25 +173,28 @@ def read_qrels(path: str | os.PathLike) -> _Qrels | None:
     j_key = ta._with_query(_hash(docs[kept]), q_code[kept])
     order = np.argsort(j_key)
     j_key = j_key[order]
+    order = kept[order]
     if bool((np.diff(j_key) == 0).any()):
         return None  # two judgements of one hash
     small = _small_ints(grades)
+    judged = np.bincount(q_code[kept], minlength=len(q_heads))
+    by_query = kept[np.argsort(q_code[kept], kind="stable")]  # as trec_arrays._judged_grades
     q = _Qrels(
         heads,
         head_hash[head_order],
         head_order,
-        q_code,
-        keep,
-        small,
-        np.bincount(q_code[keep], minlength=len(q_heads)),
+        small[by_query],
+        np.cumsum(judged) - judged,
+        judged,
         j_key,
-        q_code[kept][order],
-        docs[kept][order],
-        small[kept][order],
+        q_code[order].astype(np.int32 if len(q_heads) < 2**31 else np.int64),
+        docs[order],
+        small[order],
     )
     q.bits = np.uint64((1 << max(16, min(26, 2 * len(j_key).bit_length()))) - 1)
-    q.bitmap = np.zeros(int(q.bits) + 1, dtype=bool)
-    q.bitmap[j_key & q.bits] = True
+    bitmap = np.zeros(int(q.bits) + 1, dtype=bool)
+    bitmap[j_key & q.bits] = True
+    q.bitmap = np.packbits(bitmap, bitorder="little")
     return q
 
 
@@ -489,7 +514,7 @@ def score_stream(
         return None
     if totals.first_run_id is None:
         return None  # no run line: the object path says so
-    if not bool((q.grades >= 1).any()):
+    if not bool((q.pooled >= 1).any()):
         raise no_relevant(qrels_path)
     return _finish(q, totals, ks, complete, qrels_path)
 
@@ -527,7 +552,7 @@ def _finish(q: _Qrels, t: _Totals, ks, complete: bool, qrels_path) -> FileScores
         mine = r >= 0
         width = min(depth, top.shape[1])
         matrix[r[mine], :width] = top[mine, :width]
-    pool = ta._judged_grades(q.grades, q.q_code, q.keep, q.judged, scored)
+    pool = q.pooled[ta._ranges(q.pool_start[scored], q.judged[scored])]
     ideal, n_relevant = ideal_grades(pool.astype(np.float64), q.judged[scored], depth)
     m = GradeMatrix(matrix, ideal, n_relevant, firsts[rows])
     return FileScores(
