@@ -187,6 +187,9 @@ _WORKER: dict = {}
 
 
 def _start_worker(tokenizer_json: str, spec: ChunkingSpec) -> None:
+    # one thread a worker: the workers are the parallelism (the tokenizer's own thread pool
+    # in each would put two threads a core on the machine)
+    os.environ["TOKENIZERS_PARALLELISM"] = "false"
     from tokenizers import Tokenizer
 
     tok = Tokenizer.from_str(tokenizer_json)
