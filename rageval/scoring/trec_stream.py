@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from rageval.errors import InputError
 from rageval.formats import trec
 from rageval.scoring import trec_arrays as ta
 from rageval.scoring.file_scores import FileScores, no_relevant, nothing_shared
@@ -508,8 +509,17 @@ def score_stream(
                     f"({size / 2**20:.0f} MiB in all)"
                 )
             totals = _Totals(len(q.heads))
-            for part, first_id in _bucket_parts(q, run_path, cap, n_buckets):
-                totals.add(part, first_id)
+            try:
+                for part, first_id in _bucket_parts(q, run_path, cap, n_buckets):
+                    totals.add(part, first_id)
+            except OSError as err:
+                raise InputError(
+                    f"the run's queries are not grouped, and grouping them through temporary "
+                    f"files in {tempfile.gettempdir()} failed ({err.strerror or err}); free "
+                    "space there or point TMPDIR at a folder with room for the run, or write "
+                    "each query's lines together",
+                    path=str(run_path),
+                ) from None
     except _Unreadable:
         return None
     if totals.first_run_id is None:

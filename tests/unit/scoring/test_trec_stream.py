@@ -139,3 +139,20 @@ def test_the_cli_says_when_it_groups_an_ungrouped_run(tmp_path, blocks, capsys):
     assert main(["score", *map(str, paths), "--json"]) == 0
     err = capsys.readouterr().err
     assert "rageval: note:" in err and "not grouped" in err
+
+
+def test_no_room_for_the_temporary_files_is_an_error_that_says_what_to_do(
+    tmp_path, blocks, monkeypatch
+):
+    qrels, lines = random_case(6)
+    paths = write(tmp_path, qrels, random.Random(6).sample(lines, len(lines)))
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(trec_stream, "_spread", full)
+    with pytest.raises(InputError) as caught:
+        score_trec_files(*paths, KS)
+    message = str(caught.value)
+    assert message.startswith(f"{paths[1]}: ") and "No space left on device" in message
+    assert "TMPDIR" in message
