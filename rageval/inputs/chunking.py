@@ -81,6 +81,8 @@ def chunk_documents(
     return list(iter_chunks(docs, spec, tokenizer, batch_size, workers, progress))
 
 
+# A chunking that took this long logs a one-line summary (shorter ones stay quiet).
+SUMMARY_SECONDS = 2.0
 # Below this many characters of text a corpus is chunked in this process: starting worker
 # processes (about a second each) would cost more than they save.
 PARALLEL_CHARS = 8_000_000
@@ -111,7 +113,8 @@ def iter_chunks(
     With ``workers`` > 1 the batches are tokenised and windowed in that many worker processes
     (a few batches each in flight, so memory stays bounded); the chunks come back in the
     documents' order, the same chunks (ids, offsets, order) as in one process. ``progress``
-    shows a bar with the rate and time left on a terminal, and logs a one-line summary.
+    shows a bar with the rate and time left on a terminal, and logs a one-line summary when
+    chunking took :data:`SUMMARY_SECONDS` or more.
     """
     import time
 
@@ -133,8 +136,8 @@ def iter_chunks(
                 n_chunks += len(windows)
             n_docs += len(batch)
             bar.update(len(batch))
-    if progress:
-        seconds = time.perf_counter() - started
+    seconds = time.perf_counter() - started
+    if progress and seconds >= SUMMARY_SECONDS:
         log.info(
             "chunked %d documents into %d chunks in %.1f s (%.0f chunks/s, %d process%s)",
             n_docs,

@@ -37,12 +37,19 @@ def test_two_processes_give_the_chunks_of_one(tokenizer, spec):
     assert two == one  # every field of every chunk, in order
 
 
-def test_a_summary_line_is_logged(tokenizer, caplog):
+def test_a_summary_line_is_logged(tokenizer, caplog, monkeypatch):
+    monkeypatch.setattr(chunking, "SUMMARY_SECONDS", 0.0)
     with caplog.at_level(logging.INFO, logger="rageval"):
         chunks = chunk_documents(corpus(), ChunkingSpec(32), tokenizer, workers=2, progress=True)
     (line,) = [r.getMessage() for r in caplog.records if r.getMessage().startswith("chunked")]
     assert f"chunked {len(corpus())} documents into {len(chunks)} chunks in " in line
     assert line.endswith("chunks/s, 2 processes)")
+
+
+def test_a_short_chunking_logs_nothing(tokenizer, caplog):
+    with caplog.at_level(logging.INFO, logger="rageval"):
+        chunk_documents(corpus()[:3], ChunkingSpec(32), tokenizer, progress=True)
+    assert not [r for r in caplog.records if r.getMessage().startswith("chunked")]
 
 
 def test_only_a_big_corpus_is_chunked_in_several_processes(monkeypatch):
