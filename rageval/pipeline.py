@@ -23,7 +23,13 @@ from rageval.embedding.canary import choose as choose_canary
 from rageval.embedding.canary import measure as measure_canary
 from rageval.embedding.guard import check_query_model
 from rageval.errors import BackendError, ConfigError
-from rageval.inputs.chunking import ChunkingSpec, chunk_documents, chunk_rows, load_tokenizer
+from rageval.inputs.chunking import (
+    ChunkingSpec,
+    chunk_documents,
+    chunk_rows,
+    chunk_workers,
+    load_tokenizer,
+)
 from rageval.inputs.corpus import corpus_digest, load_corpus
 from rageval.inputs.golden import load_golden
 from rageval.inputs.judgements import (
@@ -202,7 +208,8 @@ def evaluate(
     clock.lap("load_s")
     _warn_if_invisible(spec, retriever, encoder)
     tokenizer = load_tokenizer(spec.tokenizer_dir)
-    chunks = chunk_documents(docs, spec.chunking, tokenizer)
+    workers = chunk_workers(docs)
+    chunks = chunk_documents(docs, spec.chunking, tokenizer, workers=workers, progress=True)
     clock.lap("chunk_s")
     units = _resolve(spec, golden, docs, by_id, chunks, judgements)
     # The documents' text is not needed past this point: drop it before the index is built, so

@@ -90,7 +90,7 @@ def handle(args: argparse.Namespace) -> int:
     fmt = getattr(args, "format", "auto")
     if getattr(args, "llm_qrels", None):
         return handle_ppi(args, ks, complete, fmt)
-    result = score_trec_files(args.qrels, args.run, ks, complete=complete, fmt=fmt)
+    result = score_trec_files(args.qrels, args.run, ks, complete=complete, fmt=fmt, note=_note)
     _notes(result, "", complete)
     means = result.means()
     n_queries = len(result.query_ids)
@@ -178,6 +178,12 @@ def format_ppi_table(estimates: dict) -> str:
             f"{est.bias:+.4f}",
         )
     return table.console()
+
+
+def _note(text: str) -> None:
+    import sys
+
+    print(f"rageval: note: {text}", file=sys.stderr, flush=True)
 
 
 def format_table(means: dict[str, float], ks: tuple[int, ...], n_queries: int) -> str:

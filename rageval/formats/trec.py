@@ -173,9 +173,13 @@ def columns(path: str | os.PathLike, n_fields: int, wanted: Sequence[int], exact
     ``n_fields`` fields split by single spaces or tabs (what programs write) is located in a
     few passes over its bytes; any other layout goes through the general splitter.
     """
+    return columns_of(read_bytes(path), n_fields, wanted, exact)
+
+
+def columns_of(data: bytes, n_fields: int, wanted: Sequence[int], exact: bool):
+    """:func:`columns` of a file's bytes (or of whole lines of it: a block of a run file)."""
     import numpy as np
 
-    data = read_bytes(path)
     if not data.endswith(b"\n"):
         data += b"\n"  # a final newline ends every field
     padded = np.frombuffer(data + bytes(16 - len(data) % 8), dtype=np.uint8)

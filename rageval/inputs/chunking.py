@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import logging
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence, Sized
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 from rageval.errors import ConfigError
 from rageval.types import Chunk, Document
+
+log = logging.getLogger("rageval")
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,33 +69,112 @@ def chunk_id(doc_id: str, ordinal: int, text: str) -> str:
 
 
 def chunk_documents(
-    docs: Iterable[Document], spec: ChunkingSpec, tokenizer, batch_size: int = 256
+    docs: Iterable[Document],
+    spec: ChunkingSpec,
+    tokenizer,
+    batch_size: int = 256,
+    workers: int = 1,
+    progress: bool = False,
 ) -> list[Chunk]:
-    """Chunk every document; see ``iter_chunks``."""
-    return list(iter_chunks(docs, spec, tokenizer, batch_size))
+    """Chunk every document; see ``iter_chunks`` (``workers`` processes, ``progress``: a bar on
+    a terminal and a one-line summary in the log)."""
+    return list(iter_chunks(docs, spec, tokenizer, batch_size, workers, progress))
+
+
+# A chunking that took this long logs a one-line summary (shorter ones stay quiet).
+SUMMARY_SECONDS = 2.0
+# Below this many characters of text a corpus is chunked in this process: starting worker
+# processes (about a second each) would cost more than they save.
+PARALLEL_CHARS = 8_000_000
+
+
+def chunk_workers(docs: Sequence[Document]) -> int:
+    """How many processes to chunk ``docs`` with: this machine's usable CPUs (at most 8) for a
+    corpus of :data:`PARALLEL_CHARS` characters or more, else 1."""
+    total = 0
+    for d in docs:
+        total += len(d.text)
+        if total >= PARALLEL_CHARS:
+            usable = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+            return max(1, min(8, len(usable) if usable else os.cpu_count() or 1))
+    return 1
 
 
 def iter_chunks(
-    docs: Iterable[Document], spec: ChunkingSpec, tokenizer, batch_size: int = 256
+    docs: Iterable[Document],
+    spec: ChunkingSpec,
+    tokenizer,
+    batch_size: int = 256,
+    workers: int = 1,
+    progress: bool = False,
 ) -> Iterator[Chunk]:
-    """Yield chunks document by document, tokenising ``batch_size`` documents at a time."""
+    """Yield chunks document by document, tokenising ``batch_size`` documents at a time.
+
+    With ``workers`` > 1 the batches are tokenised and windowed in that many worker processes
+    (a few batches each in flight, so memory stays bounded); the chunks come back in the
+    documents' order, the same chunks (ids, offsets, order) as in one process. ``progress``
+    shows a bar with the rate and time left on a terminal, and logs a one-line summary when
+    chunking took :data:`SUMMARY_SECONDS` or more.
+    """
+    import time
+
+    from tqdm.auto import tqdm
+
+    total = len(docs) if isinstance(docs, Sized) else None
+    started, n_docs, n_chunks = time.perf_counter(), 0, 0
+    bar = tqdm(total=total, desc="chunking", unit="doc", disable=None if progress else True)
+    batches = _batches(docs, batch_size)
+    with bar:
+        if workers > 1:
+            done = _in_workers(batches, spec, tokenizer, workers)
+        else:
+            done = ((b, _windows_of(b, spec, tokenizer)) for b in batches)
+        for batch, found in done:
+            for doc, windows in zip(batch, found, strict=True):
+                for ordinal, (start, end, n_tokens, cid) in enumerate(windows):
+                    yield Chunk(cid, doc.id, ordinal, doc.text[start:end], start, end, n_tokens)
+                n_chunks += len(windows)
+            n_docs += len(batch)
+            bar.update(len(batch))
+    seconds = time.perf_counter() - started
+    if progress and seconds >= SUMMARY_SECONDS:
+        log.info(
+            "chunked %d documents into %d chunks in %.1f s (%.0f chunks/s, %d process%s)",
+            n_docs,
+            n_chunks,
+            seconds,
+            n_chunks / max(seconds, 1e-9),
+            workers,
+            "es" if workers > 1 else "",
+        )
+
+
+def _batches(docs: Iterable[Document], size: int) -> Iterator[list[Document]]:
     batch: list[Document] = []
     for doc in docs:
         batch.append(doc)
-        if len(batch) >= batch_size:
-            yield from _chunk_batch(batch, spec, tokenizer)
+        if len(batch) >= size:
+            yield batch
             batch = []
     if batch:
-        yield from _chunk_batch(batch, spec, tokenizer)
+        yield batch
 
 
-def _chunk_batch(docs: Sequence[Document], spec: ChunkingSpec, tokenizer) -> Iterator[Chunk]:
+# A window: (start, end, tokens, chunk id) of one chunk of a document.
+Window = tuple[int, int, int, str]
+
+
+def _windows_of(docs: Sequence[Document], spec: ChunkingSpec, tokenizer) -> list[list[Window]]:
+    """Each document's chunks as windows (its text is ``doc.text[start:end]``)."""
     from rageval.limits import encode_texts
 
     encodings = encode_texts(tokenizer, [d.text for d in docs])  # long texts in bounded pieces
+    out: list[list[Window]] = []
     for doc, enc in zip(docs, encodings, strict=True):
         offsets = enc.offsets
         n = len(offsets)
+        found: list[Window] = []
+        out.append(found)
         if n == 0:
             continue
         windows = [(0, n)] if spec.size == 0 else _windows(enc.word_ids, spec.size, spec.overlap)
@@ -99,16 +182,52 @@ def _chunk_batch(docs: Sequence[Document], spec: ChunkingSpec, tokenizer) -> Ite
             start, end = int(offsets[i][0]), int(offsets[j - 1][1])
             if spec.size == 0:
                 start, end = 0, len(doc.text)
-            text = doc.text[start:end]
-            yield Chunk(
-                id=chunk_id(doc.id, ordinal, text),
-                doc_id=doc.id,
-                ordinal=ordinal,
-                text=text,
-                start=start,
-                end=end,
-                n_tokens=j - i,
-            )
+            found.append((start, end, j - i, chunk_id(doc.id, ordinal, doc.text[start:end])))
+    return out
+
+
+_WORKER: dict = {}
+
+
+def _start_worker(tokenizer_json: str, spec: ChunkingSpec) -> None:
+    # one thread a worker: the workers are the parallelism (the tokenizer's own thread pool
+    # in each would put two threads a core on the machine)
+    os.environ["TOKENIZERS_PARALLELISM"] = "false"
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_str(tokenizer_json)
+    tok.no_truncation()
+    tok.no_padding()
+    _WORKER.update(tokenizer=tok, spec=spec)
+
+
+def _worker_windows(docs: list[tuple[str, str]]) -> list[list[Window]]:
+    batch = [Document(id=i, text=t) for i, t in docs]
+    return _windows_of(batch, _WORKER["spec"], _WORKER["tokenizer"])
+
+
+def _in_workers(
+    batches: Iterator[list[Document]], spec: ChunkingSpec, tokenizer, workers: int
+) -> Iterator[tuple[list[Document], list[list[Window]]]]:
+    """Each batch with its windows, computed in ``workers`` processes (started fresh: the
+    tokenizer's threads do not survive a fork), at most two batches a worker in flight."""
+    import multiprocessing
+    from collections import deque
+    from concurrent.futures import ProcessPoolExecutor
+
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(
+        workers, mp_context=context, initializer=_start_worker, initargs=(tokenizer.to_str(), spec)
+    ) as pool:
+        pending: deque = deque()
+        for batch in batches:
+            pending.append((batch, pool.submit(_worker_windows, [(d.id, d.text) for d in batch])))
+            if len(pending) >= 2 * workers:
+                batch, future = pending.popleft()
+                yield batch, future.result()
+        while pending:
+            batch, future = pending.popleft()
+            yield batch, future.result()
 
 
 def _windows(word_ids: Sequence[int | None], size: int, overlap: int) -> list[tuple[int, int]]:

@@ -11,21 +11,25 @@ Three paths to the same numbers, the first that applies wins:
 - small files (:data:`SMALL_BYTES` together): :mod:`rageval.scoring.trec_plain`, plain Python,
   so a small file costs no numpy import (``rageval score`` then starts and ends in a tenth of a
   second);
-- :mod:`rageval.scoring.trec_arrays`: numpy over the files' bytes, no Python object per line;
+- :mod:`rageval.scoring.trec_stream`: numpy over the qrels and over the run in blocks, no Python
+  object per line, memory following the qrels and one block of the run (an ungrouped run is
+  grouped through temporary files, and ``note`` is told); repeated docids dropped as trec_eval
+  drops them, with the object path's warning;
 - the object path here: both files read into dicts (:func:`~rageval.formats.trec.read_qrels`,
   :func:`~rageval.formats.trec.read_run`), then
   :func:`~rageval.scoring.metrics.score_rankings`. It handles everything: BEIR qrels, repeated
   docids (dropped with a warning), and every bad line, which it names (file and line).
 
 The first two return None where they cannot be sure to match the object path cheaply. This
-module imports no numpy itself.
+module imports no numpy itself. (:mod:`rageval.scoring.trec_arrays`, the whole-file array path
+the streaming one replaced, stays as the reference the tests hold it to.)
 """
 
 from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from rageval.errors import InputError
 from rageval.scoring.file_scores import FileScores, no_relevant, nothing_shared, plain_ks
@@ -41,10 +45,12 @@ def score_trec_files(
     ks: Iterable[int],
     complete: bool = False,
     fmt: str = "auto",
+    note: Callable[[str], None] | None = None,
 ) -> FileScores:
     """Score the run file against the qrels file at every cutoff in ``ks`` (every metric of
     :data:`~rageval.scoring.metrics.METRICS`), averaging like trec_eval (``complete``: like
-    ``trec_eval -c``). ``fmt`` is the qrels format: ``auto``, ``trec`` or ``beir``.
+    ``trec_eval -c``). ``fmt`` is the qrels format: ``auto``, ``trec`` or ``beir``. ``note`` is
+    told when a big run file must be grouped by query through temporary files.
 
     Raises :class:`InputError` for unreadable files (naming file and line), qrels without any
     relevant judgement, and files that share no query.
@@ -60,9 +66,9 @@ def score_trec_files(
             out = score_plain(qrels_path, run_path, plain_ks(ks), complete)
         else:
             from rageval.scoring.metrics import check_ks
-            from rageval.scoring.trec_arrays import score_arrays
+            from rageval.scoring.trec_stream import score_stream
 
-            out = score_arrays(qrels_path, run_path, check_ks(ks), complete)
+            out = score_stream(qrels_path, run_path, check_ks(ks), complete, note)
     return out if out is not None else score_objects(qrels_path, run_path, ks, complete, fmt)
 
 

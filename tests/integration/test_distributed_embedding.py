@@ -1,7 +1,7 @@
-"""Integration: one corpus embedded by the packaged model in one process and on a local Ray cluster
-of two workers (embedding.executor=ray), in a loopback-only network namespace
+"""Integration: one corpus embedded by the packaged model in one process and on a Ray cluster of
+two workers (embedding.executor=ray), in a loopback-only network namespace
 (tests/support/ray_embed.py): the same cache files, a worker killed mid-run, a run interrupted and
-resumed."""
+resumed. Two clusters in all: the interrupted run's own, and one head node for everything else."""
 
 import json
 import os

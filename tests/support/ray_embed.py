@@ -1,13 +1,14 @@
 """Embed one corpus three ways on a local Ray cluster, inside a loopback-only network namespace.
 
 Started by tests/integration/test_distributed_embedding.py under ``unshare --net``: brings ``lo``
-up, embeds the texts of TEXTS.json with the packaged model in this process (cache ``single``), on
-a Ray cluster of two workers (cache ``ray``), on the cluster again while one worker is killed
-mid-run (cache ``killed``), and once more on a cluster of its own, interrupted (Ctrl-C) after its
-second result and then resumed (cache ``resumed``). Then ``rageval embed`` fills a cache for
-the MINI dataset's chunks twice: in this process (``embed-local``) and, in a process of its own,
-on a Ray head node started with ``ray start`` and joined by its address (``embed-cluster``).
-Prints one JSON document with what each run reported.
+up, embeds the texts of TEXTS.json with the packaged model in this process (cache ``single``),
+then on a local cluster the run starts itself, interrupted (Ctrl-C) after its second result
+(cache ``resumed``: the run stops its own cluster on the way out). Then one Ray head node is
+started with ``ray start`` (two CPUs) and serves the rest, joined by its address: the corpus on
+two workers (cache ``ray``), again while one worker is killed mid-run (cache ``killed``), the
+interrupted run resumed (cache ``resumed``), and ``rageval embed`` for the MINI dataset's chunks
+in a process of its own (``embed-cluster``; ``embed-local`` is the same command in this process).
+Two cluster starts in all. Prints one JSON document with what each run reported.
 
     unshare --net python tests/support/ray_embed.py WORKDIR TEXTS.json MINI_DIR
 """
@@ -132,20 +133,6 @@ def main() -> None:
     single = encoder(work / "single", "local")
     out["single"] = {"embedded": single.prefill(texts), "segments": segments(single)}
 
-    from rageval.embedding.distributed import cluster
-
-    with cluster("local", cpus=2):
-        ray_enc = encoder(work / "ray", "ray")
-        out["ray"] = fill_report(ray_enc, ray_enc.prefill(texts))
-
-        killed = encoder(work / "killed", "ray")
-        seen: dict = {}
-        watcher = when_segments(killed, 2, kill_a_worker, seen)
-        n = killed.prefill(texts)
-        watcher.join(timeout=5)
-        out["killed"] = {**fill_report(killed, n), "killed_pid": seen.get("result")}
-        out["killed"]["at_segments"] = seen.get("at_segments")
-
     # Ctrl-C while results arrive: the run's own local cluster is stopped on the way out (its
     # workers with it), as when a user presses Ctrl-C; the next run embeds only the rest
     resumed = encoder(work / "resumed", "ray")
@@ -156,17 +143,38 @@ def main() -> None:
     except KeyboardInterrupt:
         out["interrupted"] = True
     out["kept_after_interrupt"] = segments(resumed)
-    again = encoder(work / "resumed", "ray")
-    out["resumed"] = fill_report(again, again.prefill(texts))
-    out["embed"] = embed_commands(work, Path(sys.argv[3]))
+
+    # one head node (`ray start`, two CPUs) for the rest: this process's runs join it by address,
+    # then `rageval embed` joins it from a process of its own
+    from loopback_sweep import start_head, stop
+
+    from rageval.embedding.distributed import cluster
+
+    head, address = start_head(work, {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"})
+    try:
+        with cluster(address):
+            ray_enc = encoder(work / "ray", "ray")
+            out["ray"] = fill_report(ray_enc, ray_enc.prefill(texts))
+
+            killed = encoder(work / "killed", "ray")
+            seen: dict = {}
+            watcher = when_segments(killed, 2, kill_a_worker, seen)
+            n = killed.prefill(texts)
+            watcher.join(timeout=5)
+            out["killed"] = {**fill_report(killed, n), "killed_pid": seen.get("result")}
+            out["killed"]["at_segments"] = seen.get("at_segments")
+
+            again = encoder(work / "resumed", "ray")
+            out["resumed"] = fill_report(again, again.prefill(texts))
+        out["embed"] = embed_commands(work, Path(sys.argv[3]), address)
+    finally:
+        stop(head)
     print(json.dumps(out))
 
 
-def embed_commands(work: Path, mini: Path) -> dict:
-    """``rageval embed`` in this process (the reference), then in a process of its own on a
-    running head node joined by address."""
-    from loopback_sweep import start_head, stop
-
+def embed_commands(work: Path, mini: Path, address: str) -> dict:
+    """``rageval embed`` in this process (the reference), then in a process of its own on the
+    running head node at ``address``, joined by that address."""
     from rageval.app.config import register_resolvers
     from rageval.app.embed import embed
 
@@ -181,19 +189,15 @@ def embed_commands(work: Path, mini: Path) -> dict:
     embed([*args, f"cache_dir={work / 'embed-local'}"], out=local)
     done = {"local": {"returncode": 0, "stdout": local.getvalue(), "stderr": ""}}
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
-    head, address = start_head(work, env)
-    try:
-        extra = ["embedding.executor=ray", f"embedding.ray_address={address}"]
-        cache = f"cache_dir={work / 'embed-cluster'}"
-        proc = subprocess.run(
-            [sys.executable, "-m", "rageval", "embed", *args, *extra, cache],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=300,
-        )
-    finally:
-        stop(head)
+    extra = ["embedding.executor=ray", f"embedding.ray_address={address}"]
+    cache = f"cache_dir={work / 'embed-cluster'}"
+    proc = subprocess.run(
+        [sys.executable, "-m", "rageval", "embed", *args, *extra, cache],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     done["cluster"] = {
         "returncode": proc.returncode,
         "stdout": proc.stdout,

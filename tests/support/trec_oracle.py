@@ -78,3 +78,46 @@ def oracle_scores(qrels, lines, ks=KS) -> dict[str, dict[str, float]]:
 
 def relevant_queries(qrels) -> list[str]:
     return [q for q, judged in qrels.items() if any(g >= 1 for g in judged.values())]
+
+
+def array_case(seed: int, n_queries: int = 30):
+    """Graded qrels (some queries judged only 0, some repeated judgements) and run lines (qid,
+    docid, score) without a docid repeated within a query: ties (also in single precision only),
+    docids of 2 to 30 bytes, queries missing from either file, lines shuffled or grouped."""
+    rng = random.Random(seed)
+    docs = [f"d{j}" + "x" * rng.choice([0, 0, 7, 15, 27]) for j in range(40)]
+    qrels, lines = {}, []
+    for i in range(n_queries):
+        qid = f"q{i}" + "-long-query-id" * (i % 3 == 0)
+        if rng.random() < 0.9:
+            top = 0 if rng.random() < 0.1 else 3
+            qrels[qid] = {d: rng.randint(0, top) for d in rng.sample(docs, rng.randint(1, 9))}
+        if rng.random() < 0.15:
+            continue
+        tied = rng.random() < 0.5
+        for d in rng.sample(docs, rng.choice([1, 2, 5, 12, 25, 40])):
+            score = rng.choice([1.0, 2.0, 2.0 + 1e-9, 3.0]) if tied else rng.random()
+            lines.append((qid, d, score))
+    lines += [(f"run-only{i}", rng.choice(docs), rng.random()) for i in range(3)]
+    if seed % 2:
+        rng.shuffle(lines)
+    return qrels, lines
+
+
+def write(tmp_path, qrels, lines, repeat_judgements=False):
+    rows = [f"{q} 0 {d} {g}\n" for q, judged in qrels.items() for d, g in judged.items()]
+    if repeat_judgements:
+        rows += rows[::5]
+    qrels_path, run_path = tmp_path / "qrels.txt", tmp_path / "run.txt"
+    qrels_path.write_text("".join(rows))
+    run_path.write_text("".join(f"{q}\tQ0 {d} 1 {s!r} tag\n" for q, d, s in lines))
+    return qrels_path, run_path
+
+
+def assert_same(got, want):
+    assert got.query_ids == want.query_ids
+    assert (got.missing, got.run_only) == (want.missing, want.run_only)
+    np.testing.assert_array_equal(got.first_relevant_rank, want.first_relevant_rank)
+    assert got.values.keys() == want.values.keys()
+    for key, values in want.values.items():
+        np.testing.assert_allclose(got.values[key], values, rtol=0, atol=1e-12, err_msg=key)
