@@ -59,8 +59,9 @@ def score_trec_files(
     if fmt not in QRELS_FORMATS:
         raise InputError(f"qrels format {fmt!r} is not one of {', '.join(QRELS_FORMATS)}")
     out = None
-    if fmt != "beir":
-        if _size(qrels_path) + _size(run_path) <= SMALL_BYTES:
+    sizes = (_size(qrels_path), _size(run_path))
+    if fmt != "beir" and None not in sizes:  # an unreadable file: the object path names it
+        if sum(sizes) <= SMALL_BYTES:
             from rageval.scoring.trec_plain import score_plain
 
             out = score_plain(qrels_path, run_path, plain_ks(ks), complete)
@@ -72,11 +73,11 @@ def score_trec_files(
     return out if out is not None else score_objects(qrels_path, run_path, ks, complete, fmt)
 
 
-def _size(path: str | os.PathLike) -> int:
+def _size(path: str | os.PathLike) -> int | None:
     try:
         return os.stat(path).st_size
     except OSError:
-        return SMALL_BYTES + 1  # the object path says what is wrong with it
+        return None
 
 
 def score_objects(
