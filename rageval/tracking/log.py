@@ -140,13 +140,22 @@ def _json_value(v: Any) -> Any:
 def read_table(client, run_id: str, artifact_file: str) -> dict[str, list]:
     """A table :func:`log_table` (or ``mlflow.log_table``) logged on ``run_id``, as column ->
     values; empty when the run has no such table."""
+    import os
     import tempfile
 
+    bar = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"  # three bars for one small file: noise
+    saved = os.environ.get(bar)
+    os.environ[bar] = "false"
     with tempfile.TemporaryDirectory() as tmp:
         try:
             path = client.download_artifacts(run_id, artifact_file, tmp)
         except Exception:
             return {}
+        finally:
+            if saved is None:
+                os.environ.pop(bar, None)
+            else:
+                os.environ[bar] = saved
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     columns = data.get("columns") or []
     return {c: [row[i] for row in data.get("data") or []] for i, c in enumerate(columns)}

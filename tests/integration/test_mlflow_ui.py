@@ -16,7 +16,7 @@ from mlflow_server import mlflow_server
 
 from rageval.app.main import run_app
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.long_module]
 
 SWEPT = ["chunk=32,64", "search.bm25.b=0.75,0.2"]
 # the mini golden set's corpus fits every budget (evidence_recall@1024t saturates); this metric
