@@ -177,7 +177,7 @@ def sweep_view_state(
 
 
 # the runs table's run name column (MLflow's column id)
-RUN_NAME_COLUMN = "tags.`mlflow.runName`"
+RUN_NAME_COLUMN = "attributes.`Run Name`"
 
 
 def _charts(decided: str, params: Sequence[str], costs: Sequence[str]) -> dict[str, Any]:
