@@ -1,7 +1,8 @@
 """The sweep as a user opens it in MLflow: a 2x2 sweep in an experiment that already holds a run,
 the link it prints opened in headless Chromium against a real ``mlflow server``.
 
-Set RAGEVAL_MLFLOW_SHOT=path.png to keep the screenshot of the sweep's view (docs/img holds one).
+Set RAGEVAL_MLFLOW_SHOT=path.png to keep the screenshots of the sweep's view and (path-charts.png)
+its chart view (docs/img holds them).
 """
 
 from __future__ import annotations
@@ -138,5 +139,10 @@ def test_the_printed_link_opens_the_sweeps_four_jobs_best_marked(
             # the chart view opens on the deciding metric
             d.get(charts)
             wait_for_text(d, f"The sweep, decided by {decided}")
+            wait_for_text(d, "Parallel Coordinates")
+            if os.environ.get("RAGEVAL_MLFLOW_SHOT"):
+                close_side_panels(d)
+                shot = os.environ["RAGEVAL_MLFLOW_SHOT"].replace(".png", "-charts.png")
+                d.save_screenshot(shot)
         finally:
             d.quit()
