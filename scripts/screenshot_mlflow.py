@@ -144,9 +144,12 @@ def shoot(d, url: str, out: Path) -> None:
     d.get(url)
     wait = WebDriverWait(d, 120)
     expander = (By.CSS_SELECTOR, "button[data-component-id*='runnamecellrenderer']")
-    if "viewStateShareKey" in url:  # the sweep's view: runs sorted flat by the deciding metric
+    if "viewStateShareKey" in url:  # the sweep's view: its jobs sorted by the deciding metric
         wait.until(ec.presence_of_element_located((By.XPATH, "//*[contains(text(), 'Sort:')]")))
         time.sleep(5)
+        for close in d.find_elements(By.CSS_SELECTOR, "[aria-label='Close']"):  # the assistant
+            if close.is_displayed():
+                close.click()
         out.parent.mkdir(parents=True, exist_ok=True)
         d.save_screenshot(str(out))
         return

@@ -23,6 +23,8 @@ PARENT_ENV = "RAGEVAL_PARENT_RUN_ID"
 # variables of an earlier sweep launched from the same process.
 SWEEP_ENV = "RAGEVAL_SWEEP_DIR"
 PARENT_FILE = ".rageval_parent_run"
+# MLflow's chart view of the same runs (its "compare" view of the runs table)
+CHART_VIEW = "&compareRunsMode=CHART"
 
 
 def _sweep_dir(config) -> Path:
@@ -274,11 +276,14 @@ def _close_parent_run(config, sweep_dir: Path, jobs, board, study, *, broken, st
             command="rageval -m " + " ".join(redact_override(o) for o in task),
             study=study,
             study_file=Path(sweep_dir) / STUDY_FILE,
+            headline=[str(m) for m in OmegaConf.select(config, "gate.metrics", default=None) or []],
             failed=bool((broken and study is None) or stopped or (study or {}).get("error")),
         )
+        shown = scrub(uri, ())
         print(
-            f"MLflow parent run {parent}; see it with: {ui_command(scrub(uri, ()))}, the runs "
-            f"sorted by {board.metric}: {view_url(scrub(uri, ()), view)}"
+            f"MLflow parent run {parent}; see it with: {ui_command(shown)}, the sweep's jobs "
+            f"sorted by {board.metric}: {view_url(shown, view)}\n"
+            f"compare them in charts: {view_url(shown, view + CHART_VIEW)}"
         )
     except Exception as err:  # the leaderboard is on disk already
         _mlflow_warning("closing the sweep's parent run", uri, err)

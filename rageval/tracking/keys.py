@@ -92,6 +92,86 @@ def metric_entries(report) -> list[tuple[str, float]]:
     return out
 
 
+# A run logs at most this many MLflow metrics (the runs table and the compare view stay readable);
+# the headline takes HEADLINE_LIMIT of them, a check's verdict (log_gate) the rest.
+RUN_METRIC_LIMIT = 40
+HEADLINE_LIMIT = 34
+# The costs a person compares runs by, logged as MLflow metrics (the rest: the metrics table).
+HEADLINE_COSTS = ("latency_p95_ms", "total_s", "embed_s", "index_disk_bytes", "index_memory_bytes")
+# The logged table that holds every number of a run (its report.json holds them too); a run that
+# logged one says so in this tag.
+METRICS_TABLE = "metrics.json"
+METRICS_TABLE_TAG = "rageval.metrics_table"
+
+
+def _spelled(name: str) -> str | None:
+    try:
+        return str(MetricSpec.parse(str(name)))
+    except ConfigError:
+        return None
+
+
+def headline_names(report, config: Mapping[str, Any] | None = None) -> list[str]:
+    """The metrics a person reads first, in this order: the metric a sweep is decided by
+    (``sweep.compare_metric``, else both candidates of the default rule: the budget metric and
+    ``ndcg@k``), the gate's metrics, ``judged@k``, ``tokens@k`` and ``ann_recall@k``; only
+    those the run measured."""
+    from rageval.report.leaderboard import default_metric
+
+    config = config or {}
+    measured = {n for n, v in report.metrics.items() if _finite(v)}
+    chosen = _spelled((config.get("sweep") or {}).get("compare_metric") or "")
+    if chosen:
+        decide = [chosen]
+    else:  # a sweep that varies the chunking decides by a budget metric, else by ndcg@k
+        decide = [default_metric(measured, report.k, ["chunk"])[0]]
+        decide.append(default_metric(measured, report.k, [])[0])
+    gate = [_spelled(m) for m in (config.get("gate") or {}).get("metrics") or []]
+    k = report.k
+    order = [*decide, *gate, f"judged@{k}", f"tokens@{k}", f"ann_recall@{k}"]
+    return [n for n in dict.fromkeys(order) if n and n in measured]
+
+
+# headline metrics logged without their CI (a share of the top k, not a result to compare)
+_NO_CI = ("judged", "ann_recall")
+
+
+def headline_entries(report, config: Mapping[str, Any] | None = None) -> list[tuple[str, float]]:
+    """The (key, value) pairs a run logs as MLflow metrics, at most HEADLINE_LIMIT: each of
+    :func:`headline_names` under the key :func:`metric_key` gives it (the same key runs logged
+    before the headline existed), with ``_ci_low``/``_ci_high`` beside it, then the costs in
+    HEADLINE_COSTS (``costs/latency_p95_ms``). Everything else: :func:`metric_table`."""
+    out = []
+    for name in headline_names(report, config):
+        key = metric_key(name, report.k)
+        out.append((key, float(report.metrics[name])))
+        lo, hi = (report.ci or {}).get(name) or (None, None)
+        if name.split("@")[0] not in _NO_CI and _finite(lo) and _finite(hi):
+            out += [(f"{key}_ci_low", float(lo)), (f"{key}_ci_high", float(hi))]
+    costs = dict(cost_entries(report))
+    out += [(f"costs/{c}", costs[f"costs/{c}"]) for c in HEADLINE_COSTS if f"costs/{c}" in costs]
+    return out[:HEADLINE_LIMIT]
+
+
+def metric_table(report) -> dict[str, list]:
+    """Every number of the run as the columns of one table (``mlflow.log_table``): ``key`` (the
+    MLflow key it had when every number was a metric: ``cutoffs/ndcg_at_10``,
+    ``judged/ndcg_cond_at_5``, ``costs/embed_s``, ``slice/source.ticket.recall_at_5``), ``metric``
+    (the report's name, ``ndcg@10``), ``value``, ``ci_low``, ``ci_high`` (empty without a CI)."""
+    rows: list[tuple[str, str, float, float | None, float | None]] = []
+    for name, value in report.metrics.items():
+        if _finite(value):
+            lo, hi = (report.ci or {}).get(name) or (None, None)
+            ci = (float(lo), float(hi)) if _finite(lo) and _finite(hi) else (None, None)
+            rows.append((metric_key(name, report.k), name, float(value), *ci))
+    seen = {r[0] for r in rows}
+    for key, value in [*cost_entries(report), *stage_entries(report), *slice_entries(report)]:
+        if key not in seen:
+            rows.append((key, key.split("/", 1)[1], value, None, None))
+    columns = ("key", "metric", "value", "ci_low", "ci_high")
+    return {c: [r[i] for r in rows] for i, c in enumerate(columns)}
+
+
 def cost_entries(report) -> list[tuple[str, float]]:
     """The run's costs block as ``costs/<name>`` (``costs/latency_p95_ms``, ``costs/embed_s``);
     a report written before the block existed logs its latency and timings there instead."""

@@ -11,7 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from rageval.tracking.client import client_for, ensure_experiment, git_info, source_tags
-from rageval.tracking.keys import metric_entries, run_params, slice_entries
+from rageval.tracking.keys import (
+    METRICS_TABLE,
+    METRICS_TABLE_TAG,
+    RUN_METRIC_LIMIT,
+    headline_entries,
+    metric_table,
+    run_params,
+)
 from rageval.tracking.keys import run_name as default_run_name
 
 # Files of a run folder logged as artifacts, when present (report.json is logged from memory,
@@ -98,6 +105,62 @@ def log_inputs(client, run_id: str, inputs: list, attempts: int = 4) -> None:
             time.sleep(0.1 * (attempt + 1))
 
 
+# the run tag through which MLflow's UI knows an artifact is a table (what mlflow.log_table sets)
+LOGGED_ARTIFACTS_TAG = "mlflow.loggedArtifacts"
+
+
+def log_table(client, run_id: str, data: Mapping[str, list], artifact_file: str) -> None:
+    """``data`` (column -> values of equal length) as a table artifact the way
+    ``mlflow.log_table`` writes one (pandas' ``split`` JSON: ``columns`` and ``data`` rows, the
+    run tagged so the UI's artifact view shows a table), except that a table already there is
+    replaced, not appended to (a resumed study's parent run logs its leaderboard again)."""
+    import tempfile
+
+    columns = list(data)
+    rows = [list(row) for row in zip(*(data[c] for c in columns), strict=True)]
+    table = {"columns": columns, "data": [[_json_value(v) for v in row] for row in rows]}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / Path(artifact_file).name
+        path.write_text(json.dumps(table), encoding="utf-8")
+        folder = str(Path(artifact_file).parent)
+        client.log_artifact(run_id, str(path), None if folder == "." else folder)
+    logged = json.loads(client.get_run(run_id).data.tags.get(LOGGED_ARTIFACTS_TAG) or "[]")
+    entry = {"path": artifact_file, "type": "table"}
+    if entry not in logged:
+        client.set_tag(run_id, LOGGED_ARTIFACTS_TAG, json.dumps([*logged, entry]))
+
+
+def _json_value(v: Any) -> Any:
+    """A table cell as JSON holds it: NaN and infinities (which JSON lacks) as null."""
+    if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
+        return None
+    return v
+
+
+def read_table(client, run_id: str, artifact_file: str) -> dict[str, list]:
+    """A table :func:`log_table` (or ``mlflow.log_table``) logged on ``run_id``, as column ->
+    values; empty when the run has no such table."""
+    import os
+    import tempfile
+
+    bar = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"  # three bars for one small file: noise
+    saved = os.environ.get(bar)
+    os.environ[bar] = "false"
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            path = client.download_artifacts(run_id, artifact_file, tmp)
+        except Exception:
+            return {}
+        finally:
+            if saved is None:
+                os.environ.pop(bar, None)
+            else:
+                os.environ[bar] = saved
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    columns = data.get("columns") or []
+    return {c: [row[i] for row in data.get("data") or []] for i, c in enumerate(columns)}
+
+
 def log_artifacts(client, run_id: str, output_dir: Path) -> None:
     """The run folder's files named in ARTIFACTS (those present) as the run's artifacts."""
     for name in ARTIFACTS:
@@ -178,6 +241,8 @@ def log_run(
         "rageval.judgements_digest": report.digests.get("judgements", ""),
         "rageval.k": str(report.k),
         "rageval.split": str((getattr(report, "split", None) or {}).get("name", "all")),
+        # the headline is logged as metrics, every number in this table (and report.json)
+        METRICS_TABLE_TAG: METRICS_TABLE,
         **({"rageval.git_dirty": info["git_dirty"]} if "git_dirty" in info else {}),
         **(source_tags(info) if git else {}),
         **(tags or {}),
@@ -196,7 +261,7 @@ def log_run(
             client,
             run_id,
             params=run_params(redact(dict(config)), choices),
-            metrics={**dict(metric_entries(report)), **dict(slice_entries(report))},
+            metrics=dict(headline_entries(report, config)),
         )
         inputs = dataset_inputs(report, config)
         if inputs:
@@ -206,6 +271,7 @@ def log_run(
         client.log_text(run_id, json.dumps(data, indent=2, default=str), "report.json")
         log_artifacts(client, run_id, Path(output_dir))
         client.log_table(run_id, data=table(report.per_query), artifact_file="per_query.json")
+        log_table(client, run_id, metric_table(report), METRICS_TABLE)
         client.set_terminated(run_id, "FINISHED")
     except BaseException as err:
         with contextlib.suppress(Exception):  # the server may be the thing that failed
@@ -243,19 +309,26 @@ def ui_command(uri: str) -> str:
 
 
 def log_gate(uri: str, run_id: str, comparison) -> None:
-    """A check's verdict on its re-run's MLflow run: the status as a tag, and per gated metric
-    its interval, the drop it detects and its verdict (``gate/<metric>/...``)."""
+    """A check's verdict on its re-run's MLflow run: the status as a tag, per gated metric its
+    verdict as a tag and its change as a metric (``gate/<metric>/delta``, as many as the run's
+    RUN_METRIC_LIMIT leaves room for), and the whole verdict (change, interval, the drop it
+    detects) as the table ``gate.json``."""
     from rageval.scoring.spec import MetricSpec
     from rageval.tracking.client import client_for
 
+    client = client_for(uri)
+    room = RUN_METRIC_LIMIT - len(client.get_run(run_id).data.metrics)
     metrics: dict[str, float] = {}
     tags = {"rageval.gate.status": comparison.status}
+    table: dict[str, list] = {c: [] for c in ("metric", "verdict", "delta", "low", "high")}
+    table["detects"] = []
     for r in comparison.rows:
         key = MetricSpec.parse(r.metric).mlflow_key
-        for name, value in (("delta", r.delta), ("low", r.low), ("high", r.high)):
-            if value == value:  # not nan
-                metrics[f"gate/{key}/{name}"] = value
-        if r.detects == r.detects:
-            metrics[f"gate/{key}/detects"] = r.detects
+        if r.delta == r.delta and len(metrics) < room:  # not nan
+            metrics[f"gate/{key}/delta"] = r.delta
         tags[f"rageval.gate.{key}"] = r.verdict
-    log_batched(client_for(uri), run_id, metrics=metrics, tags=tags)
+        values = (r.metric, r.verdict, r.delta, r.low, r.high, r.detects)
+        for column, value in zip(table, values, strict=True):
+            table[column].append(value if value == value else None)
+    log_batched(client, run_id, metrics=metrics, tags=tags)
+    log_table(client, run_id, table, "gate.json")

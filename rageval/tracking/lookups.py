@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rageval.errors import InputError
-from rageval.tracking.keys import find_metric
+from rageval.tracking.keys import METRICS_TABLE, METRICS_TABLE_TAG, find_metric, metric_keys
 
 BASELINE_TAG = "rageval.baseline"
 GOLDEN_TAG = "rageval.golden_digest"
@@ -60,6 +60,7 @@ def best_run(
     if corpus_digest:
         parts.append(f"tags.`{CORPUS_TAG}` = {quote(corpus_digest)}")
     best, best_value, token = None, None, None
+    tabled = {}  # runs that logged the metric only in their metrics table
     while True:  # every qualifying run: the metric may sit in any section (headline/, cutoffs/)
         page = client.search_runs(
             [exp.experiment_id],
@@ -77,9 +78,30 @@ def best_run(
             found = find_metric(r.data.metrics, metric_key)
             if found and (best_value is None or found[1] > best_value):
                 best, best_value = r, found[1]
+            elif not found and r.data.tags.get(METRICS_TABLE_TAG):
+                tabled[r.info.run_id] = r
         token = page.token
         if not token:
-            return best
+            break
+    for run_id, value in table_values(client, list(tabled), metric_key).items():
+        if best_value is None or value > best_value:
+            best, best_value = tabled[run_id], value
+    return best
+
+
+def table_values(client, run_ids: list[str], metric: str) -> dict[str, float]:
+    """Run id -> value of ``metric`` (either spelling) read from the runs' metrics tables (the
+    numbers a run logs beside its headline metrics), for runs whose table holds it."""
+    from rageval.tracking.log import read_table
+
+    keys = set(metric_keys(metric))
+    out = {}
+    for run_id in run_ids:
+        table = read_table(client, run_id, METRICS_TABLE)
+        for key, value in zip(table.get("key", []), table.get("value", []), strict=True):
+            if key in keys and isinstance(value, int | float) and value == value:
+                out[run_id] = float(value)
+    return out
 
 
 def count_runs(client, experiment: str, sweep: str | None = None) -> int:

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from rageval.tracking.keys import RUN_METRIC_LIMIT, metric_keys
 from rageval.tracking.log import DESCRIPTION_TAG, fit_description, log_batched, run_url
 
 # Tags the study puts on the sweep's parent run (read by resume and promote).
@@ -72,7 +73,10 @@ def log_outcome(
             tags["rageval.best_run_id"] = str(trial_run)
             best_run = client.get_run(trial_run)
             tags["rageval.best_run_url"] = run_url(uri, best_run.info.experiment_id, trial_run)
-            metrics = {**best_run.data.metrics, **metrics}
+            metrics = {
+                **_first(best_run.data.metrics, outcome, RUN_METRIC_LIMIT - len(metrics)),
+                **metrics,
+            }
         note = client.get_run(parent).data.tags.get(DESCRIPTION_TAG, "")
         tags[DESCRIPTION_TAG] = fit_description(summary.markdown() + "\n\n" + note)
     if outcome.get("error"):
@@ -93,3 +97,16 @@ def study_parent_tags(client, run_id: str) -> dict[str, str] | None:
     except Exception:
         return None  # not a run id: best_run's filter says so
     return dict(run.data.tags) if run.data.tags.get(TAG_STUDY) else None
+
+
+def _first(metrics: Mapping[str, float], outcome: Mapping[str, Any], n: int) -> dict[str, float]:
+    """At most ``n`` of a run's ``metrics``: the study's objective (and its CI) first, then the
+    rest in the order the run logged them (its headline order)."""
+    objective = str(outcome.get("objective") or "")
+    try:
+        keys = metric_keys(objective) if objective else []
+    except Exception:  # not a metric name: no objective first
+        keys = []
+    first = [k for k in metrics if any(k == c or k.startswith(c + "_ci_") for c in keys)]
+    ordered = [*first, *(k for k in metrics if k not in first)]
+    return {k: metrics[k] for k in ordered[: max(n, 0)]}

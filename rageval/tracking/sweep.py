@@ -14,9 +14,16 @@ from typing import Any
 
 from rageval.config_schema import override_key
 from rageval.redact import redact_override
+from rageval.scoring.spec import MetricSpec
 from rageval.tracking.client import client_for, ensure_experiment, git_info, source_tags
 from rageval.tracking.keys import find_metric, metric_key, run_name, swept_keys
-from rageval.tracking.log import DESCRIPTION_TAG, fit_description, log_batched, run_url
+from rageval.tracking.log import (
+    DESCRIPTION_TAG,
+    fit_description,
+    log_batched,
+    log_table,
+    run_url,
+)
 
 # Files of the sweep folder logged on the parent run.
 SWEEP_ARTIFACT_SUFFIXES = (".md", ".csv", ".png", ".html", ".svg")
@@ -81,13 +88,17 @@ def close_parent_run(
     study: Mapping[str, Any] | None,
     study_file: Path,
     failed: bool,
+    headline: Sequence[str] = (),
 ) -> str:
-    """The sweep's verdict on its parent run (:func:`summarise_sweep`, the Pareto front, a
-    study's outcome from ``study_file``), then the run closed: FAILED when ``failed``. Returns
-    the path of the sweep's view of the runs table (:func:`share_sweep_view`)."""
+    """The sweep's verdict on its parent run (:func:`summarise_sweep`, the Pareto front, the
+    leaderboard and slice tables, a study's outcome from ``study_file``) and on its jobs (the
+    ``rageval.verdict`` tag), then the run closed: FAILED when ``failed``. Returns the path of
+    the sweep's view of the runs table (:func:`share_sweep_view`), whose columns are the swept
+    params, the deciding metric and ``headline`` (the gate's metrics)."""
     from rageval.tracking.study import log_outcome
 
     client = client_for(uri)
+    tag_verdicts(client, rows, board)
     summarise_sweep(
         client,
         parent,
@@ -100,16 +111,19 @@ def close_parent_run(
         swept_params=study is None,
     )
     tag_pareto_front(client, parent, rows, board)
+    log_board_tables(client, parent, board)
     if study is not None:
         log_outcome(client, parent, study_file, study, uri=uri)
     client.set_terminated(parent, "FAILED" if failed else "FINISHED")
-    logged: dict[str, float] = {}
-    for r in rows:  # the key the jobs logged the deciding metric under (headline or cutoffs)
+    logged = None
+    for r in rows:  # the keys the jobs logged their metrics and params under
         if r.get("run_id") and r.get("status", "ok") == "ok":
-            logged = client.get_run(r["run_id"]).data.metrics
+            logged = client.get_run(r["run_id"]).data
             break
     experiment = client.get_run(parent).info.experiment_id
-    return share_sweep_view(client, experiment, parent, board, logged)
+    keys = swept_keys([r.get("overrides") or [] for r in rows])
+    names = [run_name(r.get("overrides") or [], r["job"], keys=keys) for r in rows]
+    return share_sweep_view(client, experiment, parent, board, logged, keys, headline, names)
 
 
 # The experiment tag MLflow's UI keeps a shared view of the runs table in (its Share button);
@@ -118,34 +132,173 @@ SHARED_VIEW_TAG = "mlflow.sharedViewState."
 
 
 def sweep_view_state(
-    metric: str, pareto_cost: str | None, logged: Mapping[str, float] | None = None
+    parent: str,
+    metric: str,
+    logged=None,
+    swept: Sequence[str] = (),
+    headline: Sequence[str] = (),
+    names: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """The runs table a sweep is read in: sorted by its deciding metric, best first, with that
-    metric (and the Pareto front's cost) among the columns. Only keys MLflow's shared view
-    reads (search facets and the table's columns). ``logged``: a job's metrics, to use the key
-    the jobs logged the metric under."""
-    found = find_metric(logged or {}, metric)
-    decided = f"metrics.`{found[0] if found else metric_key(metric)}`"
-    columns = [decided]
-    if pareto_cost:
-        columns.append(f"metrics.`costs/{pareto_cost}`")
-    return {"orderByKey": decided, "orderByAsc": False, "selectedColumns": columns}
+    """The runs table a sweep is read in: only the jobs of the sweep whose parent run is
+    ``parent`` (``tags.mlflow.parentRunId``), best first by its deciding ``metric``, with the
+    swept params, the deciding metric, the ``headline`` metrics (the gate's), tokens, p95
+    latency and the jobs' verdict (best, tied) as its columns, in that order, each wide enough
+    for its name. ``logged``: a job's run data (``metrics``, ``params``), to use the keys the
+    jobs logged; ``names``: the jobs' run names, to fit their column. The chart view
+    (:func:`_charts`) opens on the deciding metric. Only keys MLflow's shared view reads (search
+    facets and the UI state)."""
+    metrics = dict(getattr(logged, "metrics", None) or {})
+    params = getattr(logged, "params", None)
+    found = find_metric(metrics, metric)
+    decided = found[0] if found else metric_key(metric)
+    keys = [decided]
+    for name in headline:
+        hit = find_metric(metrics, name) if MetricSpec.is_metric(name) else None
+        keys += [hit[0]] if hit else []
+    keys += sorted(k for k in metrics if k.startswith("costs/tokens_at_") and "_ci_" not in k)
+    keys += [k for k in ("costs/latency_p95_ms",) if k in metrics]
+    shown = [p for p in swept if params is None or p in params]
+    columns = [f"tags.`{VERDICT_TAG}`", *(f"params.`{p}`" for p in shown)]
+    columns += [f"metrics.`{k}`" for k in dict.fromkeys(keys)]
+    return {
+        **_charts(decided, shown, [k for k in keys[1:] if k.startswith("costs/")]),
+        "searchFilter": f"tags.`mlflow.parentRunId` = '{parent}'",
+        "orderByKey": f"metrics.`{decided}`",
+        "orderByAsc": False,
+        "selectedColumns": columns,
+        # MLflow applies widths with the order (ag-grid's column state): our columns come first,
+        # in this order, left of the ones MLflow adds (created, duration, ...)
+        "columnOrder": [RUN_NAME_COLUMN, *columns],
+        "columnWidths": {
+            RUN_NAME_COLUMN: max(160, 7 * max(map(len, names), default=0) + 50),
+            **{c: _width(c) for c in columns},
+        },
+    }
+
+
+# the runs table's run name column (MLflow's column id)
+RUN_NAME_COLUMN = "attributes.`Run Name`"
+
+
+def _charts(decided: str, params: Sequence[str], costs: Sequence[str]) -> dict[str, Any]:
+    """The chart view's first section (``compareRunsMode=CHART``): the deciding metric per job
+    (bars, best first), the swept params against it (parallel coordinates) and the deciding
+    metric against each headline cost (scatter); MLflow adds its own charts of every metric
+    in sections below."""
+    section = "rageval-sweep"
+
+    def card(n: int, kind: str, **fields: Any) -> dict[str, Any]:
+        return {
+            "uuid": f"{section}-{n}",
+            "type": kind,
+            "runsCountToCompare": 100,
+            "metricSectionId": section,
+            "deleted": False,
+            "isGenerated": False,
+            **fields,
+        }
+
+    cards = [card(0, "BAR", metricKey=decided)]
+    if params:
+        cards.append(card(1, "PARALLEL", selectedParams=list(params), selectedMetrics=[decided]))
+    for i, cost in enumerate(costs):
+        axis = {
+            "xaxis": {"key": cost, "type": "METRIC"},
+            "yaxis": {"key": decided, "type": "METRIC"},
+        }
+        cards.append(card(2 + i, "SCATTER", **axis))
+    sections = [
+        {
+            "uuid": section,
+            "name": f"The sweep, decided by {decided}",
+            "display": True,
+            "isReordered": False,
+            "deleted": False,
+            "isGenerated": False,
+        }
+    ]
+    # isAccordionReordered: MLflow keeps these sections as given (else it regenerates its own)
+    return {
+        "compareRunCharts": cards,
+        "compareRunSections": sections,
+        "isAccordionReordered": True,
+    }
+
+
+def _width(column: str) -> int:
+    """Pixels for a column whose header reads its whole key (MLflow cuts a header at ~120 px)."""
+    name = column.split("`")[1]
+    return max(110, 7 * len(name) + 40)
 
 
 def share_sweep_view(
-    client, experiment_id: str, parent: str, board, logged: Mapping[str, float] | None = None
+    client,
+    experiment_id: str,
+    parent: str,
+    board,
+    logged=None,
+    swept: Sequence[str] = (),
+    headline: Sequence[str] = (),
+    names: Sequence[str] = (),
 ) -> str:
-    """Store the sweep's view of the runs table on its experiment (one key per sweep); the path
-    that opens it under the MLflow UI."""
+    """Store the sweep's view of the runs table (:func:`sweep_view_state`) on its experiment,
+    one key per sweep; the path that opens it under the MLflow UI (add
+    ``&compareRunsMode=CHART`` for its charts)."""
     import json
 
     key = f"rageval-{parent[:16]}"
-    state = sweep_view_state(board.metric, getattr(board, "pareto_cost", None), logged)
+    state = sweep_view_state(parent, board.metric, logged, swept, headline, names)
     client.set_experiment_tag(experiment_id, SHARED_VIEW_TAG + key, json.dumps(state))
     # the runs tab in MLflow 3's "model training" view, which the shared view's columns belong to
     return (
         f"#/experiments/{experiment_id}/runs?workflowType=machine_learning&viewStateShareKey={key}"
     )
+
+
+# A job's verdict in its sweep, as the leaderboard's verdict column: best, tied (the paired test
+# cannot tell it from the best); no tag on the others.
+VERDICT_TAG = "rageval.verdict"
+
+
+def tag_verdicts(client, rows: Sequence[dict[str, Any]], board) -> None:
+    """Tag each job the leaderboard marks best or tied with ``rageval.verdict``."""
+    for r in rows:
+        verdict = board.verdict.get(r["job"], "")
+        if r.get("run_id") and verdict in ("best", "tied"):
+            client.set_tag(r["run_id"], VERDICT_TAG, verdict)
+
+
+def log_board_tables(client, parent: str, board) -> None:
+    """The leaderboard (every column of leaderboard.csv) and the deciding metric by slice as
+    tables on the parent run (``leaderboard.json``, ``slices.json``), which MLflow's artifact
+    view renders and ``mlflow.load_table`` reads."""
+    import csv
+    import io
+
+    lines = list(csv.reader(io.StringIO(board.csv())))
+    if len(lines) > 1:
+        head, body = lines[0], lines[1:]
+        table = {h: [_number(row[i]) for row in body] for i, h in enumerate(head)}
+        log_table(client, parent, table, "leaderboard.json")
+    slices = getattr(board, "slices", None)
+    if slices is None or not slices.names:
+        return
+    rows = [
+        (job, name, *cells[name])
+        for job, cells in sorted(slices.cells.items())
+        for name in slices.names
+        if name in cells
+    ]
+    columns = ("job", "slice", "n", slices.metric, "ci_low", "ci_high")
+    table = {c: [r[i] for r in rows] for i, c in enumerate(columns)}
+    log_table(client, parent, table, "slices.json")
+
+
+def _number(text: str) -> Any:
+    try:
+        return float(text) if text.strip() else None
+    except ValueError:
+        return text
 
 
 def tag_pareto_front(client, parent: str, rows: Sequence[dict[str, Any]], board) -> None:

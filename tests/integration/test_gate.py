@@ -181,9 +181,14 @@ def test_check_with_mlflow_logs_its_verdict_on_the_re_run(baseline, store, tmp_p
     run = MlflowClient(store_uri(tmp_path / "own.db")).get_run(run_id)
     assert run.data.tags["rageval.gate.status"] == cmp.status == "pass"
     assert run.data.tags["rageval.gate.ndcg_at_5"] == "ok"
-    detects = next(r.detects for r in cmp.rows if r.metric == "ndcg@5")
-    assert run.data.metrics["gate/ndcg_at_5/detects"] == pytest.approx(detects)
-    assert run.data.metrics["gate/ndcg_at_5/low"] == 0.0
+    row = next(r for r in cmp.rows if r.metric == "ndcg@5")
+    assert run.data.metrics["gate/ndcg_at_5/delta"] == pytest.approx(row.delta)
+    assert len(run.data.metrics) <= 40  # the headline and the deltas; the rest in gate.json
+    from rageval.tracking.log import read_table
+
+    table = read_table(MlflowClient(store_uri(tmp_path / "own.db")), run_id, "gate.json")
+    at = table["metric"].index("ndcg@5")
+    assert table["detects"][at] == pytest.approx(row.detects) and table["low"][at] == 0.0
 
 
 def check_cli(baseline, tmp_path, *overrides):

@@ -1,92 +1,20 @@
 """Integration: log to a real `mlflow server` on 127.0.0.1 and read the runs back over REST."""
 
 import json
-import os
-import signal
-import socket
-import subprocess
-import sys
-import time
 import urllib.request
-from pathlib import Path
 
 import pytest
-from mlflow_store import store_uri
+from mlflow_server import mlflow_server as running_server
 
 from rageval.app.main import run_app
 
 pytestmark = pytest.mark.integration
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def stop(proc: subprocess.Popen) -> None:
-    os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-
-
-def healthy(url: str, proc: subprocess.Popen, seconds: float) -> bool:
-    """True once the server answers /health; False if it exited first (its port was taken between
-    free_port() and its bind, by another test run on the machine)."""
-    deadline = time.monotonic() + seconds  # generous: start-up takes seconds on a busy machine
-    while proc.poll() is None:
-        try:
-            with urllib.request.urlopen(f"{url}/health", timeout=5) as r:
-                if r.status == 200 and proc.poll() is None:
-                    return True
-        except OSError:
-            pass
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"mlflow server on {url} did not answer within {seconds:.0f} s")
-        time.sleep(0.5)
-    return False
-
-
 @pytest.fixture
 def mlflow_server(tmp_path):
-    mlflow_bin = Path(sys.executable).with_name("mlflow")
-    for attempt in range(3):
-        port = free_port()
-        proc = subprocess.Popen(
-            [
-                str(mlflow_bin),
-                "server",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "--backend-store-uri",
-                store_uri(tmp_path / f"server{attempt}.db"),
-                "--artifacts-destination",
-                str(tmp_path / "artifacts"),
-                "--workers",
-                "1",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        url = f"http://127.0.0.1:{port}"
-        try:
-            if healthy(url, proc, 240):
-                break
-        except BaseException:
-            stop(proc)
-            raise
-        stop(proc)
-    else:
-        raise RuntimeError("mlflow server exited before answering, three times")
-    try:
+    with running_server(tmp_path) as url:
         yield url
-    finally:
-        stop(proc)
 
 
 def rest(url, path, body):

@@ -71,6 +71,7 @@ def test_a_sweep_reads_in_mlflow_like_its_comparison(
     # the parent carries the verdict: the best child by the sweep's deciding metric, its metrics
     # and swept value
     from rageval.tracking.keys import find_metric
+    from rageval.tracking.log import read_table
     from rageval.tracking.lookups import best_run
 
     tags = parent.data.tags
@@ -112,4 +113,41 @@ def test_a_sweep_reads_in_mlflow_like_its_comparison(
         assert (
             report["rageval.label_set"] == "gold" and len(report["rageval.judgements_digest"]) == 64
         )
-        assert {"judged/judged_at_5", "judged/ndcg_cond_at_5"} <= set(r.data.metrics)
+        assert "judged/judged_at_5" in r.data.metrics and len(r.data.metrics) <= 40
+        assert "judged/ndcg_cond_at_5" in read_table(c, r.info.run_id, "metrics.json")["key"]
+
+
+def test_promote_best_reads_runs_logged_before_and_after_the_headline(tmp_path):
+    """A run logged before the headline holds every cutoff as a metric; a newer one holds the
+    other cutoffs in its metrics table only: --best ndcg@10 compares both."""
+    from mlflow.tracking import MlflowClient
+
+    from rageval.tracking.client import ensure_experiment
+    from rageval.tracking.keys import METRICS_TABLE, METRICS_TABLE_TAG
+    from rageval.tracking.log import log_table
+    from rageval.tracking.lookups import best_run
+
+    c = MlflowClient(store_uri(tmp_path / "mlflow.db"))
+    exp = ensure_experiment(c, "rageval")
+    golden = {"rageval.golden_digest": "g1"}
+
+    def old(value):
+        run = c.create_run(exp, tags=golden)
+        c.log_metric(run.info.run_id, "cutoffs/ndcg_at_10", value)
+        c.set_terminated(run.info.run_id)
+        return run.info.run_id
+
+    def new(value):
+        run = c.create_run(exp, tags={**golden, METRICS_TABLE_TAG: METRICS_TABLE})
+        c.log_metric(run.info.run_id, "headline/ndcg_at_5", 0.1)
+        table = {"key": ["headline/ndcg_at_5", "cutoffs/ndcg_at_10"], "value": [0.1, value]}
+        log_table(c, run.info.run_id, table, METRICS_TABLE)
+        c.set_terminated(run.info.run_id)
+        return run.info.run_id
+
+    old(0.5)
+    newer = new(0.7)
+    assert best_run(c, "rageval", "ndcg_at_10", golden_digest="g1").info.run_id == newer
+    older = old(0.9)
+    assert best_run(c, "rageval", "ndcg_at_10", golden_digest="g1").info.run_id == older
+    assert best_run(c, "rageval", "ndcg_at_10", golden_digest="other") is None

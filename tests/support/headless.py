@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 
-def offline_chromium(size: str = "1280,900", downloads: Path | None = None):
-    """A headless Chromium driver with the network off (a page that fetched anything would fail
-    and show it in its performance entries); ``downloads``: where files the page saves land.
-    Skips the test when chromium, chromedriver or selenium is missing."""
+def chromium(size: str = "1280,900", downloads: Path | None = None):
+    """A headless Chromium driver (a fresh profile: nothing remembered from another page), for
+    a page served on 127.0.0.1; ``downloads``: where files the page saves land. Skips the test
+    when chromium, chromedriver or selenium is missing."""
     chrome, driver = shutil.which("chromium"), shutil.which("chromedriver")
     if not (chrome and driver):
         pytest.skip("headless Chromium missing: apt-get install chromium chromium-driver")
@@ -27,7 +27,13 @@ def offline_chromium(size: str = "1280,900", downloads: Path | None = None):
             "prefs",
             {"download.default_directory": str(downloads), "download.prompt_for_download": False},
         )
-    d = webdriver.Chrome(service=Service(executable_path=driver), options=opts)
+    return webdriver.Chrome(service=Service(executable_path=driver), options=opts)
+
+
+def offline_chromium(size: str = "1280,900", downloads: Path | None = None):
+    """:func:`chromium` with the network off (a page that fetched anything would fail and show
+    it in its performance entries)."""
+    d = chromium(size, downloads)
     if downloads is not None:
         d.execute_cdp_cmd(
             "Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads)}

@@ -158,3 +158,84 @@ def test_slice_metrics_get_mlflow_safe_keys_in_their_own_section():
     assert key.startswith("slice/tags.multi_hop_2_") and key.endswith(".recall_at_1024t")
     assert value == 0.25
     assert slice_entries(SimpleNamespace(slices={"source:ticket": {"n": 3}})) == []  # old report
+
+
+def full_report():
+    """A run's report as the demo writes it: every family at every cutoff, CIs, costs, slices."""
+    families = [
+        "precision", "recall", "hit_rate", "mrr", "ndcg", "map", "quote_recall", "quote_ndcg",
+        "evidence_recall", "evidence_precision", "evidence_iou", "judged", "tokens",
+        "precision_cond", "recall_cond", "hit_rate_cond", "mrr_cond", "ndcg_cond", "map_cond",
+    ]  # fmt: skip
+    metrics = {f"{f}@{k}": 0.1 * (i % 9) for i, f in enumerate(families) for k in (1, 3, 5, 10, 20)}
+    metrics.update({f"{f}@{b}t": 0.5 for f in ("recall", "evidence_recall") for b in (512, 1024)})
+    ci = {name: [v - 0.05, v + 0.05] for name, v in metrics.items()}
+    slices = {
+        "rows": [
+            {"field": "source", "value": s, "metrics": {"recall@5": 0.4, "ndcg@5": 0.3}}
+            for s in ("ticket", "synthetic", "adversarial")
+        ]
+    }
+    costs = {"latency_p50_ms": 1.0, "latency_p95_ms": 2.0, "embed_s": 3.0, "total_s": 4.0}
+    costs |= {"index_disk_bytes": 10, "index_memory_bytes": 20, "chunk_s": 0.5, "score_s": 0.1}
+    return SimpleNamespace(
+        k=5, metrics=metrics, ci=ci, costs=costs, latency={}, timings={}, slices=slices, stages={}
+    )
+
+
+GATED = ("precision", "recall", "hit_rate", "mrr", "ndcg", "map")
+GATE = {"gate": {"metrics": [f"{m}@5" for m in GATED]}}
+
+
+def test_a_run_logs_its_headline_in_the_keys_older_runs_used_and_at_most_forty():
+    from rageval.tracking.keys import RUN_METRIC_LIMIT, headline_entries, metric_entries
+
+    report = full_report()
+    entries = headline_entries(report, GATE)
+    keys = [k for k, _ in entries]
+    assert len(keys) == len(set(keys)) <= RUN_METRIC_LIMIT
+    # the sweep's default deciding metric first, then the gate's metrics at k, each with its CI
+    assert keys[:6] == [
+        "span/evidence_recall_at_1024t",
+        "span/evidence_recall_at_1024t_ci_low",
+        "span/evidence_recall_at_1024t_ci_high",
+        "headline/precision_at_5",
+        "headline/precision_at_5_ci_low",
+        "headline/precision_at_5_ci_high",
+    ]
+    for m in GATED:
+        assert {f"headline/{m}_at_5", f"headline/{m}_at_5_ci_high"} <= set(keys)
+    assert {"costs/tokens_at_5", "costs/latency_p95_ms", "costs/index_disk_bytes"} <= set(keys)
+    assert "judged/judged_at_5" in keys and "judged/judged_at_5_ci_low" not in keys
+    # the same key and value as when every number was a metric
+    every = dict(metric_entries(report))
+    assert all(every[k] == v for k, v in entries)
+    assert not [k for k in keys if k.startswith(("cutoffs/", "slice/")) or "_cond_" in k]
+
+
+def test_the_sweeps_compare_metric_leads_the_headline():
+    from rageval.tracking.keys import headline_entries
+
+    config = {**GATE, "sweep": {"compare_metric": "ndcg_at_10"}}
+    keys = [k for k, _ in headline_entries(full_report(), config)]
+    decided = "cutoffs/ndcg_at_10"
+    assert keys[:3] == [decided, f"{decided}_ci_low", f"{decided}_ci_high"]
+    assert "span/evidence_recall_at_1024t" not in keys
+
+
+def test_the_metrics_table_holds_every_number_of_the_run():
+    from rageval.tracking.keys import metric_entries, metric_table, slice_entries
+
+    report = full_report()
+    table = metric_table(report)
+    assert set(table) == {"key", "metric", "value", "ci_low", "ci_high"}
+    rows = {k: i for i, k in enumerate(table["key"])}
+    assert len(rows) == len(table["key"])  # one row per key
+    # every key a run logged when every number was a metric (CIs as columns, not rows)
+    every = {k for k, _ in [*metric_entries(report), *slice_entries(report)] if "_ci_" not in k}
+    assert every == set(rows)
+    at = rows["cutoffs/ndcg_at_10"]
+    assert table["metric"][at] == "ndcg@10" and table["value"][at] == report.metrics["ndcg@10"]
+    assert [table["ci_low"][at], table["ci_high"][at]] == report.ci["ndcg@10"]
+    at = rows["slice/source.ticket.recall_at_5"]
+    assert table["value"][at] == 0.4 and table["ci_low"][at] is None

@@ -128,3 +128,56 @@ def test_a_resumed_studys_parent_takes_its_new_best_without_changing_a_param(tmp
         summarise_sweep(
             client, "sweep", rows("1.8", "d"), compare_metric="ndcg@5", sweep_dir=tmp_path, uri=""
         )
+
+
+def test_the_sweeps_view_lists_its_jobs_only_best_first_with_its_columns_in_order():
+    from rageval.tracking.sweep import RUN_NAME_COLUMN, sweep_view_state
+
+    job = SimpleNamespace(
+        metrics={
+            "span/evidence_precision_at_5": 0.1,
+            "headline/ndcg_at_5": 0.9,
+            "headline/recall_at_5": 0.8,
+            "costs/tokens_at_5": 130.0,
+            "costs/tokens_at_5_ci_low": 120.0,
+            "costs/latency_p95_ms": 0.2,
+        },
+        params={"chunk": "32", "search.bm25.b": "0.75"},
+    )
+    names = ["chunk=32 search.bm25.b=0.75 #0", "chunk=64 search.bm25.b=0.2 #3"]
+    state = sweep_view_state(
+        "abc123",
+        "evidence_precision@5",
+        job,
+        ["chunk", "search.bm25.b", "hydra.launcher"],  # a key no job logged as a param: no column
+        ["ndcg@5", "recall@5", "mrr@5"],  # mrr@5 not logged: no column
+        names,
+    )
+    assert state["searchFilter"] == "tags.`mlflow.parentRunId` = 'abc123'"
+    decided = "metrics.`span/evidence_precision_at_5`"
+    assert state["orderByKey"] == decided and state["orderByAsc"] is False
+    assert state["selectedColumns"] == [
+        "tags.`rageval.verdict`",
+        "params.`chunk`",
+        "params.`search.bm25.b`",
+        decided,
+        "metrics.`headline/ndcg_at_5`",
+        "metrics.`headline/recall_at_5`",
+        "metrics.`costs/tokens_at_5`",
+        "metrics.`costs/latency_p95_ms`",
+    ]
+    assert state["columnOrder"] == [RUN_NAME_COLUMN, *state["selectedColumns"]]
+    widths = state["columnWidths"]
+    assert widths[decided] >= 7 * len("span/evidence_precision_at_5")  # the header reads whole
+    assert widths[RUN_NAME_COLUMN] >= 7 * len(names[0])
+    # the chart view opens on the deciding metric, its section kept first
+    charts = state["compareRunCharts"]
+    assert charts[0]["type"] == "BAR" and charts[0]["metricKey"] == decided[9:-1]
+    assert charts[1]["type"] == "PARALLEL" and charts[1]["selectedParams"] == [
+        "chunk",
+        "search.bm25.b",
+    ]
+    assert state["isAccordionReordered"] is True
+    assert {c["metricSectionId"] for c in charts} == {
+        s["uuid"] for s in state["compareRunSections"]
+    }
