@@ -163,8 +163,8 @@ def test_onnx_and_openvino_run_without_torch_and_equal_the_sentence_transformers
     direct = enc._vectors(enc._load(), TEXTS + [""])
     assert isinstance(enc._load(), runner.DirectEncoderModel)
     kwargs = {"file_name": export.file_name}
-    if backend == "openvino":  # the precision rageval compiles with (f32 unless the CPU has AMX)
-        kwargs["ov_config"] = backends._openvino_config(quantize)
+    if backend == "openvino":  # the precision rageval compiles with (f32 unless bf16 is asked for)
+        kwargs["ov_config"] = backends.openvino_config(export.info["precision"])
     st = backends._st(export.path, backend, model_kwargs=kwargs)
     via_st = enc._vectors(st, TEXTS + [""])
     assert np.abs(direct - via_st).max() < 1e-6
