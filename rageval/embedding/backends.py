@@ -473,7 +473,7 @@ def openvino_precision(requested: str = "f32") -> str:
 
     has_bf16 = {"avx512_bf16", "amx_bf16"} & (cpu_flags() or frozenset())
     # under ONEDNN_MAX_CPU_ISA below AVX-512 VNNI the plugin runs f32 (measured: AVX512_CORE)
-    capped = kernel_class(honour_onednn_cap=True) not in ("avx512_vnni", "amx")
+    capped = kernel_class(honour_onednn_cap=True) not in ("avx512_vnni", "avx512_bf16", "amx")
     return "bf16" if has_bf16 and not capped else "f32"
 
 
@@ -485,15 +485,19 @@ def openvino_config(precision: str) -> dict:
 def isa_class(backend: str, quantize: str, precision: str = "f32") -> str | None:
     """The CPU class whose kernels compute this backend's vectors, when they depend on it: int8
     (VNNI multiplies u8 x s8 into int32; without it the products go through int16 and are
-    rescaled, rageval.embedding.cpu.kernel_class) and bf16 (AMX tiles or AVX512-BF16). None for
-    f32, whose kernels differ by rounding only, and for the static backend."""
+    rescaled) and bf16 (AMX tiles, AVX512-BF16, or oneDNN's bf16 on a capped ISA): a class of
+    rageval.embedding.cpu.kernel_class. int8 in f32 does not tell AVX512-BF16 from AVX-512 VNNI
+    (the same int8 kernels, measured: equal vectors). None for f32 without int8, whose kernels
+    differ by rounding only, and for the static backend."""
     from rageval.embedding.cpu import kernel_class
 
     if backend == "openvino" and (quantize == "int8" or precision == "bf16"):
-        return kernel_class(honour_onednn_cap=True)
-    if backend == "onnx" and quantize == "int8":
-        return kernel_class(honour_onednn_cap=False)  # ONNX Runtime's MLAS reads the CPU only
-    return None
+        found = kernel_class(honour_onednn_cap=True)
+    elif backend == "onnx" and quantize == "int8":
+        found = kernel_class(honour_onednn_cap=False)  # ONNX Runtime's MLAS reads the CPU only
+    else:
+        return None
+    return "avx512_vnni" if found == "avx512_bf16" and precision != "bf16" else found
 
 
 _RUNTIME = {

@@ -30,17 +30,18 @@ _CAPS = (
     ("AVX2_VNNI_2", "avx2_vnni"),
     ("AVX512_CORE", "avx512"),
     ("AVX512_CORE_VNNI", "avx512_vnni"),
-    ("AVX512_CORE_BF16", "avx512_vnni"),
-    ("AVX10_1_512", "avx512_vnni"),
-    ("AVX512_CORE_FP16", "avx512_vnni"),
+    ("AVX512_CORE_BF16", "avx512_bf16"),
+    ("AVX10_1_512", "avx512_bf16"),
+    ("AVX512_CORE_FP16", "avx512_bf16"),
 )
-CLASSES = ("other", "avx2", "avx2_vnni", "avx512", "avx512_vnni", "amx")
+CLASSES = ("other", "avx2", "avx2_vnni", "avx512", "avx512_vnni", "avx512_bf16", "amx")
 
 
 def kernel_class(honour_onednn_cap: bool = False) -> str:
-    """The class of the CPU's int8 matrix kernels: ``amx`` (AMX tiles), ``avx512_vnni``,
-    ``avx512`` (AVX-512 without VNNI: u8 x s8 products summed in int16, rescaled), ``avx2_vnni``,
-    ``avx2``, or ``other`` (another architecture, or an x86 CPU below AVX2). With
+    """The class of the CPU's matrix kernels: ``amx`` (AMX tiles), ``avx512_bf16`` (AVX-512 VNNI
+    and BF16), ``avx512_vnni``, ``avx512`` (AVX-512 without VNNI: u8 x s8 products summed in
+    int16, rescaled), ``avx2_vnni``, ``avx2``, or ``other`` (another architecture, or an x86 CPU
+    below AVX2). With
     ``honour_onednn_cap``, capped by ``ONEDNN_MAX_CPU_ISA`` as oneDNN caps its kernels (a cap
     only lowers the class: it cannot give a CPU an instruction it lacks)."""
     import os
@@ -51,6 +52,8 @@ def kernel_class(honour_onednn_cap: bool = False) -> str:
         found = "other"
     elif "amx_int8" in flags and "avx512f" in flags:
         found = "amx"
+    elif "avx512_vnni" in flags and "avx512_bf16" in flags:
+        found = "avx512_bf16"
     elif "avx512_vnni" in flags:
         found = "avx512_vnni"
     elif "avx512bw" in flags:

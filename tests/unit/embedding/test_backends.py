@@ -254,7 +254,8 @@ def test_an_export_of_an_older_format_is_rebuilt_and_the_others_kept(tmp_path, m
 
 FLAGS = {  # /proc/cpuinfo flags of each CPU class rageval supports (the ones that matter)
     "amx": {"avx2", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16", "amx_int8", "amx_bf16"},
-    "avx512_vnni": {"avx2", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16"},
+    "avx512_bf16": {"avx2", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16"},
+    "avx512_vnni": {"avx2", "avx512f", "avx512bw", "avx512_vnni"},
     "avx512": {"avx2", "avx512f", "avx512bw"},
     "avx2": {"avx2", "fma"},
 }
@@ -315,7 +316,7 @@ def test_openvino_compiles_with_an_explicit_precision_f32_unless_bf16_is_asked_f
     cpu_class(name)
     assert backends.openvino_precision() == "f32"
     assert backends.openvino_precision("f32") == "f32"
-    has_bf16 = name in ("amx", "avx512_vnni")
+    has_bf16 = name in ("amx", "avx512_bf16")
     assert backends.openvino_precision("bf16") == ("bf16" if has_bf16 else "f32")
     assert backends.openvino_config("f32") == {"INFERENCE_PRECISION_HINT": "f32"}
     export = backends.Export(Path("/x"), "m.xml", None, {"quantize": "int8", "precision": "f32"})
@@ -329,17 +330,17 @@ def test_the_cpu_class_follows_the_flags_and_an_onednn_cap_only_lowers_it(cpu_cl
     for name in FLAGS:
         cpu_class(name)
         assert kernel_class() == name
-    cpu_class("avx512_vnni")
+    cpu_class("avx512_bf16")
     for cap, expected in [
         ("AVX2", "avx2"),
         ("avx512_core", "avx512"),
         ("AVX512_CORE_VNNI", "avx512_vnni"),
-        ("AVX512_CORE_AMX", "avx512_vnni"),  # a cap cannot add AMX to a CPU without it
-        ("DEFAULT", "avx512_vnni"),
+        ("AVX512_CORE_AMX", "avx512_bf16"),  # a cap cannot add AMX to a CPU without it
+        ("DEFAULT", "avx512_bf16"),
     ]:
         monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", cap)
         assert kernel_class(honour_onednn_cap=True) == expected, cap
-        assert kernel_class() == "avx512_vnni"  # ONNX Runtime does not read the cap
+        assert kernel_class() == "avx512_bf16"  # ONNX Runtime does not read the cap
     monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
     assert backends.openvino_precision("bf16") == "f32"  # capped below bf16: the plugin runs f32
 
@@ -369,18 +370,23 @@ def test_numerics_and_the_cache_key_keep_every_cpu_class_apart_where_vectors_dep
             numerics = enc.numerics()
             assert json.loads(json.dumps(numerics)) == numerics
             assert set(numerics) == {"backend", "quantize", "precision", "isa", _RUNTIME[backend]}
-            reduced = quantize == "int8" or numerics["precision"] == "bf16"
-            assert (numerics["isa"] == name) if reduced else numerics["isa"] is None
+            if numerics["precision"] == "bf16":
+                assert numerics["isa"] == name
+            elif quantize == "int8":  # the same int8 kernels with or without AVX512-BF16
+                assert numerics["isa"] == name.replace("avx512_bf16", "avx512_vnni")
+            else:
+                assert numerics["isa"] is None
             keys.setdefault((backend, quantize, precision), {})[name] = enc.fingerprint
             assert not enc.model_loaded
-    assert len(set(keys[("openvino", "int8", "f32")].values())) == len(FLAGS)
-    assert len(set(keys[("onnx", "int8", "f32")].values())) == len(FLAGS)
+    assert len(set(keys[("openvino", "int8", "f32")].values())) == len(FLAGS) - 1
+    assert len(set(keys[("onnx", "int8", "f32")].values())) == len(FLAGS) - 1
     assert len(set(keys[("openvino", "none", "f32")].values())) == 1
     assert len(set(keys[("torch", "none", "f32")].values())) == 1
     bf16 = keys[("openvino", "none", "bf16")]
     # bf16 where the CPU has it (AMX and AVX512-BF16 kernels apart), f32 (the f32 key) elsewhere
-    assert bf16["avx2"] == bf16["avx512"] == keys[("openvino", "none", "f32")]["avx2"]
-    assert len({bf16["amx"], bf16["avx512_vnni"], bf16["avx2"]}) == 3
+    f32 = keys[("openvino", "none", "f32")]["avx2"]
+    assert bf16["avx2"] == bf16["avx512"] == bf16["avx512_vnni"] == f32
+    assert len({bf16["amx"], bf16["avx512_bf16"], f32}) == 3
 
 
 _RUNTIME = {"openvino": "openvino", "onnx": "onnxruntime", "torch": "torch"}
@@ -396,15 +402,16 @@ def test_each_precision_and_cpu_class_has_its_own_export_and_probe_distance(
     monkeypatch.setitem(backends.EXPORTERS, ("openvino", "none"), _recording_exporter(built))
     monkeypatch.setitem(backends.EXPORTERS, ("openvino", "int8"), _recording_exporter(built))
     seen = set()
-    for name in ("avx512_vnni", "amx", "avx512_vnni", "avx2"):
+    for name in ("avx512_bf16", "amx", "avx512_bf16", "avx2"):
         cpu_class(name)
         plain = backends.prepare(Path("/src"), "e" * 64, "openvino", "none", tmp_path)
         assert plain.path.name.endswith("-openvino-none-f32") and plain.info["isa"] is None
         int8 = backends.prepare(
             Path("/src"), "e" * 64, "openvino", "int8", tmp_path, measure=lambda f, n: 0.01
         )
-        assert int8.path.name.endswith(f"-openvino-int8-f32-{name}")
-        assert int8.info["precision"] == "f32" and int8.info["isa"] == name
+        isa = name.replace("avx512_bf16", "avx512_vnni")  # int8's kernels: the same
+        assert int8.path.name.endswith(f"-openvino-int8-f32-{isa}")
+        assert int8.info["precision"] == "f32" and int8.info["isa"] == isa
         bf16 = backends.prepare(
             Path("/src"), "e" * 64, "openvino", "none", tmp_path, precision="bf16"
         )
