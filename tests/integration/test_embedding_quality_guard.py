@@ -76,7 +76,8 @@ def test_a_drifting_int8_run_warns_with_the_figure_then_falls_back_to_float(cach
 
     # a later fallback run on the first cache, every vector cached: it knows the figure from
     # the cache, switches to the float model's vectors, and loads no model at all
-    again = _enc(cache, quality_guard="fallback")
+    with pytest.warns(UserWarning, match="quality_guard=fallback: this run embeds with"):
+        again = _enc(cache, quality_guard="fallback")
     assert again.numerics()["quantize"] == "none" and again.quality["action"] == "fallback"
     vec, _ = _run(again)
     assert np.abs(vec - float_vec).max() < 1e-5 and not again.model_loaded
