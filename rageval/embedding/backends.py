@@ -375,9 +375,14 @@ def _export_onnx_int8(source: Path, target: Path) -> str:
     return name
 
 
+# optimum compiles the model it exports: in f32, not the plugin's default (bf16 on a CPU with
+# AVX512-BF16, which under ONEDNN_MAX_CPU_ISA=AVX2 fails to compile its softmax)
+_EXPORT_OV = {"ov_config": {"INFERENCE_PRECISION_HINT": "f32"}}
+
+
 @exporter("openvino", "none")
 def _export_openvino(source: Path, target: Path) -> str:
-    model = _st(source, "openvino")
+    model = _st(source, "openvino", model_kwargs=_EXPORT_OV)
     model.save_pretrained(str(target))
     _record_runner(model, target)
     return "openvino/openvino_model.xml"
@@ -390,7 +395,7 @@ def _export_openvino_int8(source: Path, target: Path) -> str:
 
     from rageval.embedding.calibration import CALIBRATION_TEXTS
 
-    model = _st(source, "openvino")
+    model = _st(source, "openvino", model_kwargs=_EXPORT_OV)
     model.save_pretrained(str(target))
     _record_runner(model, target)
     xml = target / "openvino" / "openvino_model.xml"
