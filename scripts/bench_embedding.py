@@ -458,8 +458,9 @@ def cold_runs(rows: list[dict], cache_dir: str, repeats: int, name: str | None =
                 t = time.perf_counter()
                 subprocess.run(cmd, cwd=tmp, env=env, check=True, capture_output=True)
                 (cold if kind == "cold" else minimal).append(time.perf_counter() - t)
-            report = next(Path(tmp).glob("outputs/*/*/report.json"))
-            stages.append(json.loads(report.read_text())["timings"])
+            report = json.loads(next(Path(tmp).glob("outputs/*/*/report.json")).read_text())
+            stages.append(report["timings"])
+            metrics = {m: report["metrics"].get(m) for m in HEADLINE}
         print(
             f"cold pair {r + 1}/{repeats}: rageval {best['variant']} {cold[-1]:.1f} s, minimal "
             f"{minimal[-1]:.1f} s, load {loads[-1]}",
@@ -473,8 +474,10 @@ def cold_runs(rows: list[dict], cache_dir: str, repeats: int, name: str | None =
     )
     mid = stages[ratios.index(sorted(ratios)[len(ratios) // 2])]
     print("stages of the median cold run: " + ", ".join(f"{k} {v:.2f}" for k, v in mid.items()))
+    print("the cold run's metrics: " + ", ".join(f"{k} {v:.4f}" for k, v in metrics.items()))
     return {
         "variant": best["variant"],
+        "metrics": metrics,
         "cold_s": cold,
         "minimal_s": minimal,
         "ratios": ratios,
