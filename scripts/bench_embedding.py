@@ -24,6 +24,10 @@ How it measures, so that a ratio means the backend and not the bench:
    this process scores the demo run (FAISS, vector, k=5) on those vectors, and compares every chunk
    vector with torch's.
 
+A variant is ``backend[-quantize[-precision]]`` (``openvino-int8-bf16``: int8 with bf16 float
+parts). ``ONEDNN_MAX_CPU_ISA`` (AVX2, AVX512_CORE, AVX512_CORE_VNNI) caps the CPU class OpenVINO's
+kernels run in, in the workers and the cold runs alike; each variant's numerics() is printed.
+
 ``--cold`` then alternates, ``--cold-repeats`` times, a cold ``python -m rageval`` (empty vector
 cache, exports in place, MLflow off) with the fastest variant whose demo metrics are within 0.01 of
 torch's, and ``scripts/minimal_pipeline.py`` (plain sentence-transformers + FAISS), and reports
@@ -50,9 +54,10 @@ PY = sys.executable
 HEADLINE = ("ndcg@5", "recall@5", "evidence_recall@5", "mrr@5")
 
 
-def variant(name: str) -> tuple[str, str]:
-    backend, _, quant = name.partition("-")
-    return backend, quant or "none"
+def variant(name: str) -> tuple[str, str, str]:
+    """``openvino-int8-bf16`` -> (backend, quantize, precision); the last two may be left out."""
+    backend, quant, precision = ([*name.split("-"), "", ""])[:3]
+    return backend, quant or "none", precision or "f32"
 
 
 def load() -> str:
@@ -71,9 +76,9 @@ def worker(name: str, cache_dir: str, texts_file: str, vec_dir: str) -> None:
     from rageval.embedding import SentenceTransformerEncoder
     from rageval.embedding.cache import EmbeddingCache
 
-    backend, quant = variant(name)
+    backend, quant, precision = variant(name)
     enc = SentenceTransformerEncoder(
-        cache_dir=cache_dir, backend=backend, quantize=quant, progress=False
+        cache_dir=cache_dir, backend=backend, quantize=quant, precision=precision, progress=False
     )
     data = json.loads(Path(texts_file).read_text())
     chunks, queries = data["chunks"], data["queries"]
@@ -217,6 +222,11 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--cold", action="store_true")
     p.add_argument("--cold-repeats", type=int, default=3)
+    p.add_argument(
+        "--cold-variant",
+        help="the variant of the cold runs (default: the fastest "
+        "whose demo metrics are within 0.01 of torch's)",
+    )
     p.add_argument("--json", help="also write the results here")
     p.add_argument("--worker", help=argparse.SUPPRESS)
     p.add_argument("--texts", help=argparse.SUPPRESS)
@@ -241,13 +251,14 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="bench-embedding-"))
     parts = {}
     for name in names:
-        backend, quant = variant(name)
+        backend, quant, precision = variant(name)
         cfg = compose(
             [
                 f"cache_dir={a.cache_dir}",
                 "mlflow.enabled=false",
                 f"embedding.backend={backend}",
                 f"embedding.quantize={quant}",
+                f"embedding.precision={precision}",
             ]
         )
         parts[name] = build(cfg)
@@ -316,6 +327,7 @@ def main() -> None:
                 "cos_min": None if cos is None else float(cos.min()),
                 "cos_mean": None if cos is None else float(cos.mean()),
                 "probe_max_cosine_distance": enc.max_cosine_distance,
+                "numerics": enc.numerics(),
                 "metrics": {m: report.metrics.get(m) for m in HEADLINE},
             }
         )
@@ -358,6 +370,8 @@ def main() -> None:
         f"average (1/5/15 min) {load_start} at the start, {load_end} at the end (the machine is "
         "shared: other processes compete for the cores)\n"
     )
+    for row in rows:
+        print(f"{row['variant']}: {row['numerics']}")
     head = ["variant", "CPU ratio (range)", "wall ratio (range)", "chunks/CPU s", "min cos"]
     head += ["probe dist", *HEADLINE, "max |Δ|"]
     print("| " + " | ".join(head) + " |")
@@ -406,18 +420,21 @@ def main() -> None:
         "rows": rows,
     }
     if a.cold:
-        result["cold"] = cold_runs(rows, a.cache_dir, a.cold_repeats)
+        result["cold"] = cold_runs(rows, a.cache_dir, a.cold_repeats, a.cold_variant)
     shutil.rmtree(work, ignore_errors=True)
     if a.json:
         Path(a.json).write_text(json.dumps(result, indent=2))
 
 
-def cold_runs(rows: list[dict], cache_dir: str, repeats: int) -> dict:
-    """Cold demo runs with the fastest variant within 0.01 of torch, alternating with the
-    minimal pipeline; the median ratio, its range, and the cold run's stage timings."""
-    ok = [r for r in rows if r["max_metric_delta"] <= 0.01]
-    best = max(ok, key=lambda r: r["cpu_ratio"])
-    backend, quant = variant(best["variant"])
+def cold_runs(rows: list[dict], cache_dir: str, repeats: int, name: str | None = None) -> dict:
+    """Cold demo runs with ``name`` (default: the fastest variant within 0.01 of torch),
+    alternating with the minimal pipeline; the median ratio, its range, and the cold run's
+    stage timings."""
+    ok = [r for r in rows if r["max_metric_delta"] <= 0.01 or r["variant"] == name]
+    best = next((r for r in ok if r["variant"] == name), None) or max(
+        ok, key=lambda r: r["cpu_ratio"]
+    )
+    backend, quant, precision = variant(best["variant"])
     cold, minimal, stages, loads = [], [], [], []
     for r in range(repeats):
         loads.append(load())
@@ -432,6 +449,7 @@ def cold_runs(rows: list[dict], cache_dir: str, repeats: int) -> dict:
                 "rageval",
                 f"embedding.backend={backend}",
                 f"embedding.quantize={quant}",
+                f"embedding.precision={precision}",
                 "mlflow.enabled=false",
             ]
             steps = [("minimal", [PY, str(ROOT / "scripts" / "minimal_pipeline.py")])]
@@ -440,8 +458,9 @@ def cold_runs(rows: list[dict], cache_dir: str, repeats: int) -> dict:
                 t = time.perf_counter()
                 subprocess.run(cmd, cwd=tmp, env=env, check=True, capture_output=True)
                 (cold if kind == "cold" else minimal).append(time.perf_counter() - t)
-            report = next(Path(tmp).glob("outputs/*/*/report.json"))
-            stages.append(json.loads(report.read_text())["timings"])
+            report = json.loads(next(Path(tmp).glob("outputs/*/*/report.json")).read_text())
+            stages.append(report["timings"])
+            metrics = {m: report["metrics"].get(m) for m in HEADLINE}
         print(
             f"cold pair {r + 1}/{repeats}: rageval {best['variant']} {cold[-1]:.1f} s, minimal "
             f"{minimal[-1]:.1f} s, load {loads[-1]}",
@@ -455,8 +474,10 @@ def cold_runs(rows: list[dict], cache_dir: str, repeats: int) -> dict:
     )
     mid = stages[ratios.index(sorted(ratios)[len(ratios) // 2])]
     print("stages of the median cold run: " + ", ".join(f"{k} {v:.2f}" for k, v in mid.items()))
+    print("the cold run's metrics: " + ", ".join(f"{k} {v:.4f}" for k, v in metrics.items()))
     return {
         "variant": best["variant"],
+        "metrics": metrics,
         "cold_s": cold,
         "minimal_s": minimal,
         "ratios": ratios,

@@ -2,8 +2,9 @@
 
 ``embedding.backend`` picks how the model runs and ``embedding.quantize`` whether its weights are
 int8. Anything but plain torch needs an exported copy of the model, written once into
-``<cache_dir>/models/<source fingerprint>-<backend>-<quantize>[-<precision>]/`` and reused by
-every later run:
+``<cache_dir>/models/<source fingerprint>-<backend>-<quantize>[-<precision>][-<CPU class>]/`` and
+reused by every later run (the precision and CPU class where the vectors depend on them:
+:func:`numerics`):
 
 - ``onnx``: the model exported to ONNX (sentence-transformers' ``backend="onnx"``, through
   optimum), its attention, layer-norm and GELU sub-graphs fused into ONNX Runtime's kernels;
@@ -13,7 +14,9 @@ every later run:
 - ``openvino``: the model exported to OpenVINO IR; ``int8`` is *static quantization* (NNCF
   post-training quantization: int8 weights, and int8 activations whose ranges are fixed once from
   rageval's own calibration texts, rageval.embedding.calibration), so the matrix products run on
-  the CPU's int8 instructions and a text's vector does not depend on its batch.
+  the CPU's int8 instructions and a text's vector does not depend on its batch. Its float parts
+  (layer norm, softmax, GELU, the residual sums) run in an explicit precision, f32 unless
+  ``embedding.precision=bf16``, never the plugin's CPU-dependent default.
 - ``static``: a model2vec static embedding distilled from the model (a vector per token of its
   vocabulary, PCA to 256 dims, mean of the token vectors per text); ``int8`` stores it in int8.
 
@@ -52,12 +55,14 @@ EXPORT_FORMAT = 1
 # a backend (or one quantization of it: a (backend, quantize) key wins) whose export changed: its
 # older exports are rebuilt, the others' stay valid. onnx 2: fused fp32 graph, per-token int8, may
 # run without torch; openvino 2: may run without torch; openvino int8 3: static int8 (weights and
-# activations) instead of int8 weights; openvino none 3: f32 unless the CPU has AMX
-# (openvino_precision), so the probe distance is measured again
+# activations) instead of int8 weights; openvino none 3: f32 unless the CPU has AMX; openvino
+# int8 4: its float parts compiled in an explicit precision (f32 unless embedding.precision=bf16)
+# instead of the plugin's default (bf16 on a CPU with AVX512-BF16), so the probe distance is
+# measured again
 EXPORT_FORMATS: dict[str | tuple[str, str], int] = {
     "onnx": 2,
     ("openvino", "none"): 3,
-    ("openvino", "int8"): 3,
+    ("openvino", "int8"): 4,
 }
 STATIC_DIMS = 256  # PCA dimensions of a distilled static model
 
@@ -74,10 +79,10 @@ METHODS = {
     ("onnx", "none"): "ONNX, fp32, attention/layer-norm/GELU fused for ONNX Runtime (BERT models)",
     ("onnx", "int8"): "ONNX, dynamic int8 per token: int8 weights per output column, each "
     "token's activations scaled by their own max |x| at run time (batch-independent)",
-    ("openvino", "none"): "OpenVINO IR; runs in bf16 on CPUs with AMX, in f32 elsewhere",
+    ("openvino", "none"): "OpenVINO IR, run in f32 (bf16 with embedding.precision=bf16)",
     ("openvino", "int8"): "OpenVINO IR, static int8 (NNCF post-training quantization, "
     "transformer preset): int8 weights per channel and int8 activations, their ranges fixed "
-    "from rageval's calibration texts",
+    "from rageval's calibration texts; float parts in f32 (bf16 with embedding.precision=bf16)",
     ("static", "none"): f"model2vec static embedding, PCA to {STATIC_DIMS} dims, float32",
     ("static", "int8"): f"model2vec static embedding, PCA to {STATIC_DIMS} dims, int8 table",
 }
@@ -167,19 +172,23 @@ def export_dir(
     backend: str,
     quantize: str,
     precision: str | None = None,
+    isa: str | None = None,
 ) -> Path:
-    """Where the export of one source model for one backend and quantization lives; a float
-    OpenVINO export also names the precision it runs in (:func:`export_precision`), so a cache
-    shared by a CPU with AMX (bf16) and one without (f32) keeps one export each, each with the
-    probe distance of the precision it runs in."""
-    name = f"{source_fingerprint[:24]}-{backend}-{quantize}"
-    return Path(cache_dir) / "models" / (f"{name}-{precision}" if precision else name)
+    """Where the export of one source model for one backend and quantization lives; an OpenVINO
+    export also names the precision it runs in, and an int8 (or bf16) export the CPU class whose
+    kernels run it (:func:`export_variant`), so a cache shared by CPUs of several classes keeps
+    one export each, each with the probe distance measured in the class it runs in."""
+    name = "-".join(x for x in (source_fingerprint[:24], backend, quantize, precision, isa) if x)
+    return Path(cache_dir) / "models" / name
 
 
-def export_precision(backend: str, quantize: str) -> str | None:
-    """The precision an export of ``backend``/``quantize`` runs in on this machine, when it
-    depends on the machine (float OpenVINO: :func:`openvino_precision`), else None."""
-    return openvino_precision(quantize) if backend == "openvino" else None
+def export_variant(backend: str, quantize: str, precision: str = "f32") -> dict:
+    """The precision and CPU class an export of ``backend``/``quantize`` runs in on this machine
+    (``precision``: the one asked for), where they depend on the machine, else None."""
+    return {
+        "precision": openvino_precision(precision) if backend == "openvino" else None,
+        "isa": isa_class(backend, quantize, openvino_precision(precision)),
+    }
 
 
 # (backend, quantize) -> function(source folder, target folder) -> file to load, relative to target
@@ -205,6 +214,7 @@ def prepare(
     cache_dir: Path,
     measure: Callable[[Path, str | None], float | None] | None = None,
     wait_s: float = 3600.0,
+    precision: str = "f32",
 ) -> Export:
     """The export of ``source`` for ``backend``/``quantize``: read from the cache, or built once.
 
@@ -212,8 +222,8 @@ def prepare(
     model over :data:`PROBE_TEXTS`; it runs inside the lock, before the export becomes visible."""
     from filelock import FileLock, Timeout
 
-    precision = export_precision(backend, quantize)
-    final = export_dir(cache_dir, source_fingerprint, backend, quantize, precision)
+    variant = export_variant(backend, quantize, precision)
+    final = export_dir(cache_dir, source_fingerprint, backend, quantize, **variant)
     found = _read(final)
     if found is not None:
         return found
@@ -246,7 +256,8 @@ def prepare(
                 "method": METHODS.get((backend, quantize), ""),
                 "max_cosine_distance": distance,
                 "probe_texts": len(PROBE_TEXTS),
-                "precision": precision,
+                "precision": variant["precision"],
+                "isa": variant["isa"],
                 "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 "versions": _versions(),
             }
@@ -376,9 +387,14 @@ def _export_onnx_int8(source: Path, target: Path) -> str:
     return name
 
 
+# optimum compiles the model it exports: in f32, not the plugin's default (bf16 on a CPU with
+# AVX512-BF16, which under ONEDNN_MAX_CPU_ISA=AVX2 fails to compile its softmax)
+_EXPORT_OV = {"ov_config": {"INFERENCE_PRECISION_HINT": "f32"}}
+
+
 @exporter("openvino", "none")
 def _export_openvino(source: Path, target: Path) -> str:
-    model = _st(source, "openvino")
+    model = _st(source, "openvino", model_kwargs=_EXPORT_OV)
     model.save_pretrained(str(target))
     _record_runner(model, target)
     return "openvino/openvino_model.xml"
@@ -391,7 +407,7 @@ def _export_openvino_int8(source: Path, target: Path) -> str:
 
     from rageval.embedding.calibration import CALIBRATION_TEXTS
 
-    model = _st(source, "openvino")
+    model = _st(source, "openvino", model_kwargs=_EXPORT_OV)
     model.save_pretrained(str(target))
     _record_runner(model, target)
     xml = target / "openvino" / "openvino_model.xml"
@@ -444,27 +460,90 @@ def _export_static_int8(source: Path, target: Path) -> None:
     _export_static(source, target, "int8")
 
 
-def openvino_precision(quantize: str = "none") -> str | None:
-    """The inference precision rageval compiles a float OpenVINO model with: ``bf16`` on a CPU
-    with AMX, whose bf16 matrix units ran the demo 3.9x faster than torch, ``f32`` elsewhere:
-    OpenVINO's own default is bf16 on any CPU with AVX512-BF16, where without AMX it ran slower
-    than f32 (0.97-1.14x torch against 1.18-1.76x, load-dependent) and further from torch's
-    vectors. None for int8, which keeps the plugin's default for its float parts."""
-    if quantize != "none":
+PRECISIONS = ("f32", "bf16")
+
+
+def check_precision(backend: str, precision: str) -> None:
+    """A ConfigError naming the valid values when ``precision`` is not one, or is bf16 for a
+    backend that cannot run it."""
+    if precision not in PRECISIONS:
+        raise ConfigError(
+            f"embedding.precision must be one of {', '.join(PRECISIONS)}, got {precision!r}"
+        )
+    if precision == "bf16" and backend != "openvino":
+        raise ConfigError(
+            f"embedding.precision=bf16 needs embedding.backend=openvino ({backend} runs in f32); "
+            "set embedding.precision=f32"
+        )
+
+
+def openvino_precision(requested: str = "f32") -> str:
+    """The inference precision OpenVINO runs the float parts of a model in (all of a float model,
+    everything but the int8 matrix products of an int8 one) when rageval compiles it with
+    ``INFERENCE_PRECISION_HINT=requested``: ``f32``, or ``bf16`` when asked for on a CPU with
+    bf16 instructions (AVX512-BF16 or AMX; elsewhere the plugin runs f32). rageval always sets
+    the hint: the plugin's own default is bf16 on any CPU with AVX512-BF16, which made a
+    model's vectors depend on the CPU (int8 on a CPU with AMX: min cosine 0.91 to torch's)."""
+    if requested != "bf16":
+        return "f32"
+    from rageval.embedding.cpu import cpu_flags, kernel_class
+
+    has_bf16 = {"avx512_bf16", "amx_bf16"} & (cpu_flags() or frozenset())
+    # under ONEDNN_MAX_CPU_ISA below AVX-512 VNNI the plugin runs f32 (measured: AVX512_CORE)
+    capped = kernel_class(honour_onednn_cap=True) not in ("avx512_vnni", "avx512_bf16", "amx")
+    return "bf16" if has_bf16 and not capped else "f32"
+
+
+def openvino_config(precision: str) -> dict:
+    """The compile options that fix the precision an OpenVINO model runs in."""
+    return {"INFERENCE_PRECISION_HINT": precision}
+
+
+def isa_class(backend: str, quantize: str, precision: str = "f32") -> str | None:
+    """The CPU class whose kernels compute this backend's vectors, when they depend on it: int8
+    (VNNI multiplies u8 x s8 into int32; without it the products go through int16 and are
+    rescaled) and bf16 (AMX tiles, AVX512-BF16, or oneDNN's bf16 on a capped ISA): a class of
+    rageval.embedding.cpu.kernel_class. int8 in f32 does not tell AVX512-BF16 from AVX-512 VNNI
+    (the same int8 kernels, measured: equal vectors). None for f32 without int8, whose kernels
+    differ by rounding only, and for the static backend."""
+    from rageval.embedding.cpu import kernel_class
+
+    if backend == "openvino" and (quantize == "int8" or precision == "bf16"):
+        found = kernel_class(honour_onednn_cap=True)
+    elif backend == "onnx" and quantize == "int8":
+        found = kernel_class(honour_onednn_cap=False)  # ONNX Runtime's MLAS reads the CPU only
+    else:
         return None
-    return "bf16" if _cpu_has_amx() else "f32"
+    return "avx512_vnni" if found == "avx512_bf16" and precision != "bf16" else found
 
 
-def _cpu_has_amx() -> bool:
-    """Whether the CPU has AMX's bf16 units."""
-    from rageval.embedding.cpu import cpu_flags
+_RUNTIME = {
+    "torch": "torch",
+    "onnx": "onnxruntime",
+    "openvino": "openvino",
+    "static": "model2vec",
+}
 
-    return "amx_bf16" in (cpu_flags() or ())
 
+def numerics(backend: str, quantize: str, requested_precision: str = "f32") -> dict:
+    """What decides the vectors a backend computes on this machine, read without loading (or
+    importing) anything: backend, quantization, the precision it runs in, the CPU kernel class
+    where its kernels depend on it (None elsewhere), and its runtime's version."""
+    from importlib.metadata import PackageNotFoundError, version
 
-def _openvino_config(quantize: str) -> dict:
-    precision = openvino_precision(quantize)
-    return {"INFERENCE_PRECISION_HINT": precision} if precision else {}
+    precision = openvino_precision(requested_precision) if backend == "openvino" else "f32"
+    runtime = _RUNTIME[backend]
+    try:
+        runtime_version = version(runtime)
+    except PackageNotFoundError:
+        runtime_version = None
+    return {
+        "backend": backend,
+        "quantize": quantize,
+        "precision": precision,
+        "isa": isa_class(backend, quantize, precision),
+        runtime: runtime_version,
+    }
 
 
 def load(export: Export, backend: str, threads: int | None = None):
@@ -493,7 +572,7 @@ def load(export: Export, backend: str, threads: int | None = None):
     if backend == "openvino" and export.file_name:
         from rageval.embedding import runner
 
-        config = _openvino_config(str(export.info.get("quantize", "none")))
+        config = openvino_config(str(export.info.get("precision") or "f32"))
         if threads:
             # OpenVINO pins its threads to cores by default: two workers of one thread each
             # would share the first core (measured: 2 workers ran at the speed of 1)

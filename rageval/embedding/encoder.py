@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rageval.embedding import backends, distributed
+from rageval.embedding import backends, distributed, quality
 from rageval.embedding.batching import encode_stable, warn_if_mkl_unpinned
 from rageval.embedding.cache import EmbeddingCache, EmbeddingError, check_vectors, text_key
 from rageval.errors import ConfigError, install_hint
@@ -108,8 +108,13 @@ class SentenceTransformerEncoder:
         ray_workers: int | None = None,
         ray_cpus_per_worker: float = 1.0,
         threads: int | None = None,
+        precision: str = "f32",
+        quality_guard: str = "warn",
+        quality_min_cosine: float = quality.MIN_COSINE,
     ):
         backends.check_choice(backend, quantize)
+        backends.check_precision(backend, precision)
+        quality.check_mode(quality_guard, quality_min_cosine)
         if executor not in EXECUTORS:
             raise ConfigError(
                 f"embedding.executor={executor!r} is not one of {', '.join(EXECUTORS)} (local: "
@@ -141,32 +146,107 @@ class SentenceTransformerEncoder:
             "cpus_per_worker": float(ray_cpus_per_worker),
         }
         self.threads = None if threads is None else int(threads)
-        settings = {
+        self.precision = precision
+        self.quality_guard = quality_guard
+        self.quality_min_cosine = float(quality_min_cosine)
+        self.quality: dict | None = None  # the run-time check's figures, once it ran
+        self._settings = settings = {
             "query_prompt": query_prompt,
             "document_prompt": document_prompt,
             "normalize": True,
         }
-        memo = self.cache_dir / "fingerprints.json"
         # the torch model's fingerprint: the vectors every backend is measured against
-        self.source_fingerprint = model_fingerprint(self.model_path, settings, memo)
-        if backend == "torch":
-            self._fingerprint = self.source_fingerprint
-        else:
-            variant = {**settings, "backend": backend, "quantize": quantize}
-            if backends.export_format(backend, quantize) != backends.EXPORT_FORMAT:
-                # another export layout computes other vectors: never mixed with the older ones
-                variant["export_format"] = backends.export_format(backend, quantize)
-            precision = backends.export_precision(backend, quantize)
-            if precision:  # bf16 (a CPU with AMX) and f32 give other vectors: kept apart
-                variant["precision"] = precision
-            self._fingerprint = model_fingerprint(self.model_path, variant, memo)
-        self._export: backends.Export | None = None
-        self.cache = EmbeddingCache(self.cache_dir, self._fingerprint)
-        self._model = None
+        self.source_fingerprint = model_fingerprint(self.model_path, settings, self._memo)
+        self._set_variant(quantize, precision)
+        if quality_guard == "fallback" and quality.applies(self.numerics()):
+            found = quality.read(self.cache.dir)  # a previous run's check: no model to load
+            if found is not None and found["min_cosine"] < self.quality_min_cosine:
+                self._fall_back({**found, "tolerance": self.quality_min_cosine})
         self.texts_encoded = 0  # texts that went through the model (cache misses)
         self.texts_requested = 0
         self.encode_seconds = 0.0
         self.last_fill: distributed.FillStats | None = None  # the last Ray fill's figures
+
+    @property
+    def _memo(self) -> Path:
+        return self.cache_dir / "fingerprints.json"
+
+    def _set_variant(self, quantize: str, precision: str) -> None:
+        """Run ``quantize`` in ``precision`` from now on: its fingerprint (the cache key), its
+        export and its cache; no model is loaded."""
+        self.quantize, self.precision = quantize, precision
+        if self.backend == "torch":
+            self._fingerprint = self.source_fingerprint
+        else:
+            variant = {**self._settings, "backend": self.backend, "quantize": quantize}
+            if backends.export_format(self.backend, quantize) != backends.EXPORT_FORMAT:
+                # another export layout computes other vectors: never mixed with the older ones
+                variant["export_format"] = backends.export_format(self.backend, quantize)
+            # the precision actually used and the CPU class of int8 and bf16 kernels: vectors of
+            # two classes never share a cache (None where they do not depend on them)
+            numerics = self.numerics()
+            for key in ("precision", "isa"):
+                if backends.export_variant(self.backend, quantize, precision)[key]:
+                    variant[key] = numerics[key]
+            self._fingerprint = model_fingerprint(self.model_path, variant, self._memo)
+        self._export: backends.Export | None = None
+        self._model = None
+        self.cache = EmbeddingCache(self.cache_dir, self._fingerprint)
+
+    def _check_quality(self, batches: Sequence[Sequence[str]]) -> bool:
+        """The run-time quality check (rageval.embedding.quality), once per encoder, on a few of
+        the first texts this run embeds (``batches``: the first group of each kind, documents
+        and queries); True when it fell back to the float model (the caller plans again)."""
+        if self.quality is not None or self.quality_guard == "off":
+            return False
+        if not quality.applies(self.numerics()):
+            return False
+        batches = [b for b in batches if b]
+        texts = [t for b in batches for t in quality.sample(b, quality.SAMPLE // len(batches))]
+        twin = type(self)(
+            **{**self.spec(), "quantize": "none", "precision": "f32", "quality_guard": "off"},
+            progress=False,
+        )
+        twin.model_name = self.model_name
+        got = self._vectors(self._load(), texts)
+        ref = twin._vectors(twin._load(), texts)
+        figures = quality.compare(got, ref, self.quality_min_cosine)
+        figures["against"] = twin.description
+        quality.write(self.cache.dir, figures)
+        self.quality = {**figures, "numerics": self.numerics(), "action": "none"}
+        if figures["passed"]:
+            return False
+        if self.quality_guard == "warn":
+            self.quality["action"] = "warned"
+            warnings.warn(
+                quality.message(self.description, figures, twin.description), stacklevel=4
+            )
+            return False
+        self._fall_back(figures)
+        self._model, self._export = twin._model, twin._export
+        return True
+
+    def _fall_back(self, figures: dict) -> None:
+        """Run the float model from now on (``quality_guard=fallback``), saying why."""
+        was = self.description
+        self.quality = {**figures, "numerics": self.numerics(), "action": "fallback"}
+        self._set_variant("none", "f32")
+        warnings.warn(
+            f"embedding quality check: {was} is at min cosine {figures['min_cosine']:.4f} to its "
+            f"float model, below embedding.quality_min_cosine={figures['tolerance']}; "
+            f"embedding.quality_guard=fallback: this run embeds with {self.description}",
+            stacklevel=4,
+        )
+
+    def numerics(self) -> dict:
+        """What decides this encoder's vectors on this machine, as plain values (read from the
+        CPU flags and package metadata, no model loaded): ``backend``, ``quantize``, the
+        ``precision`` it runs in (f32, or bf16 where asked for and the CPU has it), ``isa``: the
+        CPU class whose kernels compute int8 or bf16 products (amx, avx512_vnni, avx512,
+        avx2_vnni, avx2, other; None where the vectors do not depend on it), and the runtime's
+        version under its package name (``openvino``, ``onnxruntime``, ``torch``, ``model2vec``).
+        Every value but the version is part of the cache key."""
+        return backends.numerics(self.backend, self.quantize, self.precision)
 
     @property
     def fingerprint(self) -> str:
@@ -183,7 +263,8 @@ class SentenceTransformerEncoder:
         """The model and how it runs, e.g. ``all-MiniLM-L6-v2 onnx int8``."""
         name = self.model_name if not Path(self.model_name).is_dir() else self.model_path.name
         quant = f" {self.quantize}" if self.quantize != "none" else ""
-        return f"{name} {self.backend}{quant}"
+        prec = f" {self.precision}" if self.precision != "f32" else ""
+        return f"{name} {self.backend}{quant}{prec}"
 
     @property
     def max_cosine_distance(self) -> float | None:
@@ -259,6 +340,9 @@ class SentenceTransformerEncoder:
             "write_every": self.write_every,
             "backend": self.backend,
             "quantize": self.quantize,
+            "precision": self.precision,
+            "quality_guard": self.quality_guard,
+            "quality_min_cosine": self.quality_min_cosine,
         }
 
     def _prepare(self) -> backends.Export:
@@ -271,6 +355,7 @@ class SentenceTransformerEncoder:
                 self.quantize,
                 self.cache_dir,
                 measure=self._measure,
+                precision=self.precision,
             )
         return self._export
 
@@ -279,7 +364,8 @@ class SentenceTransformerEncoder:
         probe texts (None when their dimensions differ: a static model's PCA vectors)."""
         texts = list(backends.PROBE_TEXTS)
         ref = encode_stable(_torch_model(self.model_path, "cpu"), texts, self.batch_size)
-        export = backends.Export(folder, file_name, None, {"quantize": self.quantize})
+        info = {"quantize": self.quantize, "precision": self.numerics()["precision"]}
+        export = backends.Export(folder, file_name, None, info)
         vec = self._vectors(backends.load(export, self.backend), texts)
         if vec.shape != ref.shape:
             return None
@@ -322,6 +408,8 @@ class SentenceTransformerEncoder:
         groups = [g for plan in plans for g in plan]
         if not groups:
             return 0
+        if self._check_quality([plan[0].texts for plan in plans if plan]):
+            return self.prefill(documents, queries)  # the float model's cache: planned again
         if self.executor == "ray":
             return self._fill_on_ray(groups, "embedding")
         before = self.texts_encoded
@@ -411,6 +499,9 @@ class SentenceTransformerEncoder:
         if not missing:
             return out
         groups = self._plan(texts, prompt)
+        if self._check_quality([groups[0].texts]):
+            self.texts_requested -= len(texts)
+            return self._encode(texts, prompt, desc)  # the float model's cache: looked up again
         if self.executor == "ray":
             self._fill_on_ray(groups, desc)
             out, missing = self.cache.lookup(keys)

@@ -4,6 +4,7 @@ equal to torch, and the guard's tolerance measured at export time."""
 from __future__ import annotations
 
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -117,15 +118,86 @@ def test_int8_is_a_different_model_for_the_guard(cache):
         check_query_model(torch_enc, int8_enc, allow=False)
 
 
-def test_openvino_int8_quantizes_weights_and_activations_statically(cache):
+# The CPU classes the int8 test runs under, forced where this machine allows: oneDNN (which runs
+# OpenVINO's matrix products) honours ONEDNN_MAX_CPU_ISA, read once per process, so each class runs
+# in a process of its own. A cap only lowers the ISA: AMX runs only on a CPU that has it.
+CLASSES = {  # class -> ONEDNN_MAX_CPU_ISA (None: the CPU as it is)
+    "amx": None,
+    "avx512_vnni": "AVX512_CORE_VNNI",
+    "avx512": "AVX512_CORE",
+    "avx2": "AVX2",
+}
+# how each class's int8 products show in OpenVINO's runtime graph (primitiveType)
+KERNELS = {"amx": "amx", "avx512_vnni": "brgemm_avx512", "avx512": "brgemm_avx512", "avx2": "gemm"}
+
+_IN_CLASS = """
+import collections, json, sys
+from pathlib import Path
+import numpy as np
+import openvino as ov
+from rageval.embedding import backends, runner
+from rageval.embedding.batching import encode_stable
+folder, name, precision, texts = json.loads(sys.argv[1])
+numerics = backends.numerics("openvino", "int8", precision)
+config = backends.openvino_config(numerics["precision"])
+model = runner.DirectEncoderModel(Path(folder), name, "openvino", config)
+vectors = encode_stable(model, texts, 4)
+compiled = ov.Core().compile_model(str(Path(folder) / name), "CPU", config)
+features = model.preprocess(texts[:2])
+names = [p.get_any_name() for p in compiled.inputs]
+compiled.create_infer_request().infer({k: features[k] for k in names})
+kernels, precisions = set(), set()
+for op in compiled.get_runtime_model().get_ordered_ops():
+    info = op.get_rt_info()
+    if info["layerType"].astype(str) == "FullyConnected":
+        kernels.add(info["primitiveType"].astype(str))
+    precisions.add(info["runtimePrecision"].astype(str))
+print(json.dumps({"numerics": numerics, "kernels": sorted(kernels),
+                  "precisions": sorted(precisions), "vectors": vectors.tolist()}))
+"""
+
+
+def _run_in_class(export, cls: str, precision: str = "f32") -> dict:
+    """The int8 export's vectors of TEXTS, computed in a process forced into CPU class ``cls``
+    (skipped when this CPU cannot be forced into it), with its numerics and runtime kernels."""
+    import os
+    import subprocess
+    import sys
+
+    from rageval.embedding.cpu import CLASSES as ORDER
+
+    native = backends.isa_class("openvino", "int8", backends.openvino_precision(precision))
+    if cls == "amx" and native != "amx":
+        pytest.skip(
+            "AMX cannot be forced on this CPU: ONEDNN_MAX_CPU_ISA only lowers the ISA, and this "
+            f"CPU's class is {native}"
+        )
+    if ORDER.index(native) < ORDER.index(cls) or (native, cls) == ("avx2_vnni", "avx512"):
+        pytest.skip(f"this CPU ({native}) has no {cls} instructions to force")
+    env = {k: v for k, v in os.environ.items() if k != "ONEDNN_MAX_CPU_ISA"}
+    if cls != native:  # the CPU's own class runs as it is
+        env["ONEDNN_MAX_CPU_ISA"] = CLASSES[cls]
+    arg = json.dumps([str(export.path), export.file_name, precision, TEXTS])
+    out = subprocess.run(
+        [sys.executable, "-c", _IN_CLASS, arg], capture_output=True, text=True, env=env
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    return json.loads(out.stdout.splitlines()[-1])
+
+
+@pytest.mark.parametrize("cls", list(CLASSES))
+def test_openvino_int8_quantizes_weights_and_activations_statically(cache, cls):
     """Every weighted matrix product of the int8 export reads int8 weights and activations
     through a FakeQuantize whose range is a constant of the graph (static quantization, not
-    weight compression that leaves the products float), and it stays close to torch."""
+    weight compression that leaves the products float), and it stays close to torch on every CPU
+    class: AMX (only on a CPU with AMX: a cap cannot add it), AVX-512 VNNI, AVX-512 without VNNI
+    and AVX2, each forced with ONEDNN_MAX_CPU_ISA, its float parts in f32."""
     import openvino as ov
 
     enc = _fresh(cache, "openvino", "int8")
     export = enc._prepare()
-    assert "static int8" in export.info["method"] and export.info["format"] == 3
+    assert "static int8" in export.info["method"] and export.info["format"] == 4
+    assert export.info["precision"] == "f32"
     graph = ov.Core().read_model(str(export.path / export.file_name))
     products = [op for op in graph.get_ordered_ops() if op.get_type_name() == "MatMul"]
     assert len(products) == 36  # 6 layers x (Q, K, V, attention output, two feed-forward)
@@ -138,10 +210,46 @@ def test_openvino_int8_quantizes_weights_and_activations_statically(cache):
         while weight.get_type_name() != "Constant":
             weight = weight.input_value(0).get_node()
         assert weight.get_output_element_type(0).get_type_name() in ("i8", "u8")
-    ref = _fresh(cache, "torch", "none").encode_documents(TEXTS)
-    got = enc.encode_documents(TEXTS)
-    assert np.einsum("ij,ij->i", ref, got).min() > 0.98
     assert 0 < export.max_cosine_distance < 0.05
+    found = _run_in_class(export, cls)
+    # the class was forced: rageval names it, and the runtime ran its int8 kernels, all in f32
+    assert found["numerics"]["isa"] == cls and found["numerics"]["precision"] == "f32"
+    assert all(KERNELS[cls] in k and k.endswith(("I8", "i8")) for k in found["kernels"])
+    assert "bf16" not in found["precisions"]
+    ref = _fresh(cache, "torch", "none").encode_documents(TEXTS)
+    got = np.asarray(found["vectors"], dtype=np.float32)
+    assert np.einsum("ij,ij->i", ref, got).min() > 0.98
+    if cls == enc.numerics()["isa"]:  # this process's own class: the product's path, same vectors
+        assert np.abs(enc.encode_documents(TEXTS) - got).max() < 1e-6
+
+
+def test_int8_with_bf16_float_parts_is_its_own_class_and_the_guard_measures_it(cache):
+    """embedding.precision=bf16 with int8 (on a CPU with bf16: AVX512-BF16 or AMX): the float
+    parts run in bf16 (on a CPU with AMX this took int8 to min cosine 0.91 to torch), under a
+    cache key of their own, and the run-time check compares the run's first texts with the
+    float model and records the figure, which must be the cosine it reports."""
+    f32 = _fresh(cache, "openvino", "int8")
+    enc = SentenceTransformerEncoder(
+        cache_dir=str(cache), backend="openvino", quantize="int8", precision="bf16", progress=False
+    )
+    enc.cache.dir = cache / "vectors" / f"bf16-{np.random.default_rng().integers(1 << 62)}"
+    if enc.numerics()["precision"] != "bf16":
+        pytest.skip("this CPU has no bf16 instructions (AVX512-BF16 or AMX): bf16 runs as f32")
+    assert enc.fingerprint != f32.fingerprint
+    export = enc._prepare()
+    assert export.info["precision"] == "bf16" and export.path != f32._prepare().path
+    found = _run_in_class(export, enc.numerics()["isa"], "bf16")
+    assert "bf16" in found["precisions"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = enc.encode_documents(TEXTS)
+    assert np.abs(got - np.asarray(found["vectors"], dtype=np.float32)).max() < 1e-6
+    ref = _fresh(cache, "openvino", "none").encode_documents(TEXTS)  # the float model, f32
+    cos = np.einsum("ij,ij->i", ref, got)
+    assert enc.quality["texts"] == len(TEXTS)
+    assert abs(enc.quality["min_cosine"] - cos.min()) < 1e-5
+    assert enc.quality["passed"] == (cos.min() >= 0.98)
+    assert any("quality check" in str(w.message) for w in caught) == (cos.min() < 0.98)
 
 
 @pytest.mark.parametrize(
@@ -163,8 +271,8 @@ def test_onnx_and_openvino_run_without_torch_and_equal_the_sentence_transformers
     direct = enc._vectors(enc._load(), TEXTS + [""])
     assert isinstance(enc._load(), runner.DirectEncoderModel)
     kwargs = {"file_name": export.file_name}
-    if backend == "openvino":  # the precision rageval compiles with (f32 unless the CPU has AMX)
-        kwargs["ov_config"] = backends._openvino_config(quantize)
+    if backend == "openvino":  # the precision rageval compiles with (f32 unless bf16 is asked for)
+        kwargs["ov_config"] = backends.openvino_config(export.info["precision"])
     st = backends._st(export.path, backend, model_kwargs=kwargs)
     via_st = enc._vectors(st, TEXTS + [""])
     assert np.abs(direct - via_st).max() < 1e-6

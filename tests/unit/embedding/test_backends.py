@@ -280,18 +280,42 @@ def test_an_export_of_an_older_format_is_rebuilt_and_the_others_kept(tmp_path, m
     assert (static.path / "m.bin").read_bytes() == b"old"
 
 
-def test_a_new_int8_format_rebuilds_the_int8_export_only(tmp_path, monkeypatch):
+FLAGS = {  # /proc/cpuinfo flags of each CPU class rageval supports (the ones that matter)
+    "amx": {"avx2", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16", "amx_int8", "amx_bf16"},
+    "avx512_bf16": {"avx2", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16"},
+    "avx512_vnni": {"avx2", "avx512f", "avx512bw", "avx512_vnni"},
+    "avx512": {"avx2", "avx512f", "avx512bw"},
+    "avx2": {"avx2", "fma"},
+}
+
+
+@pytest.fixture
+def cpu_class(monkeypatch):
+    """Pretend to be a CPU of one class: ``cpu_class("amx")``."""
+    from rageval.embedding import cpu
+
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
+    monkeypatch.setattr("platform.machine", lambda: "x86_64")
+
+    def pretend(name: str) -> None:
+        monkeypatch.setattr(cpu, "cpu_flags", lambda: frozenset(FLAGS[name]))
+
+    return pretend
+
+
+def test_a_new_int8_format_rebuilds_the_int8_export_only(tmp_path, monkeypatch, cpu_class):
     """A format bumped for one quantization of a backend (openvino int8 moved from int8 weights
     to static int8): its old export is rebuilt and its vectors get a new cache key, while the
     backend's other export stays."""
+    cpu_class("avx512_vnni")
     monkeypatch.setattr(backends, "EXPORT_FORMATS", {"openvino": 2, ("openvino", "int8"): 3})
     built: list[str] = []
     fake = _recording_exporter(built)
 
     for quantize in ("none", "int8"):
         monkeypatch.setitem(backends.EXPORTERS, ("openvino", quantize), fake)
-        precision = backends.export_precision("openvino", quantize)
-        old = backends.export_dir(tmp_path, "d" * 64, "openvino", quantize, precision)
+        variant = backends.export_variant("openvino", quantize)
+        old = backends.export_dir(tmp_path, "d" * 64, "openvino", quantize, **variant)
         old.mkdir(parents=True)
         (old / "m.bin").write_bytes(b"old")
         info = {"format": 2, "backend": "openvino", "quantize": quantize, "file_name": "m.bin"}
@@ -313,52 +337,117 @@ def test_a_new_int8_format_rebuilds_the_int8_export_only(tmp_path, monkeypatch):
     assert len(set(keys.values())) == 2
 
 
-def test_float_openvino_runs_bf16_only_with_amx_and_the_cache_keeps_them_apart(
-    tmp_path, monkeypatch
+@pytest.mark.parametrize("name", list(FLAGS))
+def test_openvino_compiles_with_an_explicit_precision_f32_unless_bf16_is_asked_for(cpu_class, name):
+    """The plugin's own default is bf16 on any CPU with AVX512-BF16 (int8 on a CPU with AMX:
+    min cosine 0.91 to torch): rageval always sets the precision, f32 unless asked for bf16,
+    and bf16 only where the CPU has it."""
+    cpu_class(name)
+    assert backends.openvino_precision() == "f32"
+    assert backends.openvino_precision("f32") == "f32"
+    has_bf16 = name in ("amx", "avx512_bf16")
+    assert backends.openvino_precision("bf16") == ("bf16" if has_bf16 else "f32")
+    assert backends.openvino_config("f32") == {"INFERENCE_PRECISION_HINT": "f32"}
+    export = backends.Export(Path("/x"), "m.xml", None, {"quantize": "int8", "precision": "f32"})
+    config = backends.openvino_config(str(export.info["precision"]))
+    assert config["INFERENCE_PRECISION_HINT"] == "f32"
+
+
+def test_the_cpu_class_follows_the_flags_and_an_onednn_cap_only_lowers_it(cpu_class, monkeypatch):
+    from rageval.embedding.cpu import kernel_class
+
+    for name in FLAGS:
+        cpu_class(name)
+        assert kernel_class() == name
+    cpu_class("avx512_bf16")
+    for cap, expected in [
+        ("AVX2", "avx2"),
+        ("avx512_core", "avx512"),
+        ("AVX512_CORE_VNNI", "avx512_vnni"),
+        ("AVX512_CORE_AMX", "avx512_bf16"),  # a cap cannot add AMX to a CPU without it
+        ("DEFAULT", "avx512_bf16"),
+    ]:
+        monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", cap)
+        assert kernel_class(honour_onednn_cap=True) == expected, cap
+        assert kernel_class() == "avx512_bf16"  # ONNX Runtime does not read the cap
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
+    assert backends.openvino_precision("bf16") == "f32"  # capped below bf16: the plugin runs f32
+
+
+def test_numerics_and_the_cache_key_keep_every_cpu_class_apart_where_vectors_depend_on_it(
+    tmp_path, cpu_class
 ):
-    """OpenVINO's bf16 default is slower than f32 on a CPU with AVX512-BF16 but no AMX; rageval
-    asks for f32 there, and vectors of the two precisions never share a cache key."""
-    keys = {}
-    for amx in (True, False):
-        monkeypatch.setattr(backends, "_cpu_has_amx", lambda amx=amx: amx)
-        assert backends.openvino_precision() == ("bf16" if amx else "f32")
-        assert backends._openvino_config("none") == {
-            "INFERENCE_PRECISION_HINT": "bf16" if amx else "f32"
-        }
-        assert backends.openvino_precision("int8") is None  # int8: the plugin's default
-        keys[amx] = SentenceTransformerEncoder(
-            cache_dir=str(tmp_path), backend="openvino", progress=False
-        ).fingerprint
-    assert keys[True] != keys[False]
+    """int8 and bf16 vectors depend on the CPU's kernels: one cache key per class (and per
+    precision); f32 and torch keep one key on every CPU. numerics() is plain JSON."""
+    keys: dict = {}
+    for name in FLAGS:
+        cpu_class(name)
+        for backend, quantize, precision in [
+            ("openvino", "int8", "f32"),
+            ("openvino", "none", "f32"),
+            ("openvino", "none", "bf16"),
+            ("onnx", "int8", "f32"),
+            ("torch", "none", "f32"),
+        ]:
+            enc = SentenceTransformerEncoder(
+                cache_dir=str(tmp_path),
+                backend=backend,
+                quantize=quantize,
+                precision=precision,
+                progress=False,
+            )
+            numerics = enc.numerics()
+            assert json.loads(json.dumps(numerics)) == numerics
+            assert set(numerics) == {"backend", "quantize", "precision", "isa", _RUNTIME[backend]}
+            if numerics["precision"] == "bf16":
+                assert numerics["isa"] == name
+            elif quantize == "int8":  # the same int8 kernels with or without AVX512-BF16
+                assert numerics["isa"] == name.replace("avx512_bf16", "avx512_vnni")
+            else:
+                assert numerics["isa"] is None
+            keys.setdefault((backend, quantize, precision), {})[name] = enc.fingerprint
+            assert not enc.model_loaded
+    assert len(set(keys[("openvino", "int8", "f32")].values())) == len(FLAGS) - 1
+    assert len(set(keys[("onnx", "int8", "f32")].values())) == len(FLAGS) - 1
+    assert len(set(keys[("openvino", "none", "f32")].values())) == 1
+    assert len(set(keys[("torch", "none", "f32")].values())) == 1
+    bf16 = keys[("openvino", "none", "bf16")]
+    # bf16 where the CPU has it (AMX and AVX512-BF16 kernels apart), f32 (the f32 key) elsewhere
+    f32 = keys[("openvino", "none", "f32")]["avx2"]
+    assert bf16["avx2"] == bf16["avx512"] == bf16["avx512_vnni"] == f32
+    assert len({bf16["amx"], bf16["avx512_bf16"], f32}) == 3
 
 
-def test_each_float_openvino_precision_has_its_own_export_and_probe_distance(tmp_path, monkeypatch):
-    """A cache shared by a CPU with AMX (bf16) and one without (f32): the IR is the same, but
-    the distance to torch the query/index guard trusts is measured in the precision the export
-    runs in, so each machine kind builds (and measures) its own; int8 does not depend on it."""
+_RUNTIME = {"openvino": "openvino", "onnx": "onnxruntime", "torch": "torch"}
+
+
+def test_each_precision_and_cpu_class_has_its_own_export_and_probe_distance(
+    tmp_path, monkeypatch, cpu_class
+):
+    """A cache shared by CPUs of several classes: the IR is the same, but the distance to torch
+    the query/index guard trusts is measured in the precision and kernels the export runs in, so
+    each builds (and measures) its own; float f32 is one export on every CPU."""
     built: list[str] = []
     monkeypatch.setitem(backends.EXPORTERS, ("openvino", "none"), _recording_exporter(built))
     monkeypatch.setitem(backends.EXPORTERS, ("openvino", "int8"), _recording_exporter(built))
-    distance = {"bf16": 3e-5, "f32": 4e-8}
-    found = {}
-    for amx in (False, True, False):
-        monkeypatch.setattr(backends, "_cpu_has_amx", lambda amx=amx: amx)
-        precision = backends.openvino_precision()
-        found[amx] = backends.prepare(
-            Path("/src"),
-            "e" * 64,
-            "openvino",
-            "none",
-            tmp_path,
-            measure=lambda folder, name, p=precision: distance[p],
+    seen = set()
+    for name in ("avx512_bf16", "amx", "avx512_bf16", "avx2"):
+        cpu_class(name)
+        plain = backends.prepare(Path("/src"), "e" * 64, "openvino", "none", tmp_path)
+        assert plain.path.name.endswith("-openvino-none-f32") and plain.info["isa"] is None
+        int8 = backends.prepare(
+            Path("/src"), "e" * 64, "openvino", "int8", tmp_path, measure=lambda f, n: 0.01
         )
-        assert found[amx].path.name.endswith(f"-openvino-none-{precision}")
-        assert found[amx].max_cosine_distance == distance[precision]
-        assert found[amx].info["precision"] == precision
-        int8 = backends.prepare(Path("/src"), "e" * 64, "openvino", "int8", tmp_path)
-        assert int8.path.name.endswith("-openvino-int8") and int8.info["precision"] is None
-    assert found[True].path != found[False].path
-    assert len(built) == 3  # f32, int8, then bf16; the second f32 look reads the first's export
+        isa = name.replace("avx512_bf16", "avx512_vnni")  # int8's kernels: the same
+        assert int8.path.name.endswith(f"-openvino-int8-f32-{isa}")
+        assert int8.info["precision"] == "f32" and int8.info["isa"] == isa
+        bf16 = backends.prepare(
+            Path("/src"), "e" * 64, "openvino", "none", tmp_path, precision="bf16"
+        )
+        assert bf16.info["precision"] == ("f32" if name == "avx2" else "bf16")
+        seen |= {plain.path, int8.path, bf16.path}
+    # f32 once; int8 for each of the three classes; bf16 for the two classes with bf16
+    assert len(built) == len(seen) == 6
 
 
 def test_the_calibration_texts_fill_the_models_window_and_are_not_the_probe_set(tokenizer):
