@@ -26,6 +26,8 @@ activations (Q·Kᵀ, softmax·V) stay float.
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -41,6 +43,14 @@ def fuse_transformer(path: Path, model_type: str) -> dict[str, int]:
     kind = FUSABLE.get(model_type)
     if kind is None:
         return {}
+    import onnxruntime.transformers as ort_transformers
+
+    # the optimizer imports its siblings by bare name from the folder the package's __init__
+    # appended to sys.path once; a host that restored sys.path since (a test runner, an
+    # embedding application) would fail with "No module named 'fusion_options'"
+    folder = os.path.dirname(ort_transformers.__file__)
+    if folder not in sys.path:
+        sys.path.append(folder)
     from onnxruntime.transformers import optimizer
 
     # num_heads/hidden_size 0: read from the graph; opt_level 0: only the portable fusions are

@@ -48,6 +48,7 @@ PATH_KEYS = frozenset(
         "config.judgements",
         "judgements.file",
         "promoted_from.file",
+        "ppi.sample.file",
         "project.root",
         "project.config_dir",
     }

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import numpy as np
+from cache_writers import fill_cache
 from mlflow_store import store_uri
 
 from rageval.embedding.cache import EmbeddingCache, text_key
@@ -42,17 +43,9 @@ def test_building_from_a_memory_mapped_store_holds_the_vectors_about_once(tmp_pa
     assert float(out.stdout.strip()) < 1.45
 
 
-def _writer(root, start):
-    keys = [text_key(f"t{i}") for i in range(start, start + 500)]
-    vecs = np.full((500, 4), start, dtype=np.float32)
-    cache = EmbeddingCache(root, "fp")
-    for lo in range(0, 500, 50):
-        cache.put(keys[lo : lo + 50], vecs[lo : lo + 50])
-
-
 def test_several_processes_fill_one_cache_and_every_vector_reads_back(tmp_path):
     ctx = multiprocessing.get_context("spawn")
-    procs = [ctx.Process(target=_writer, args=(str(tmp_path), s)) for s in (0, 500, 1000, 1500)]
+    procs = [ctx.Process(target=fill_cache, args=(str(tmp_path), s)) for s in (0, 500, 1000, 1500)]
     for p in procs:
         p.start()
     for p in procs:
