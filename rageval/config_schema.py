@@ -178,13 +178,17 @@ def removed_key_message(key: str, value: Any, where: str) -> str:
 
 
 # Keys inside the open group nodes that do not change what is measured (where the embedding runs;
-# a vector does not depend on it). A cache folder never does, at any depth (ANY_DEPTH).
+# a vector does not depend on it). A cache folder never does, at any depth (ANY_DEPTH). The
+# quality guard only checks the vectors; a fallback it takes changes the encoder's numerics, which
+# the cache key, the baseline's provenance and the embedding canary record.
 GROUP_EXECUTION_KEYS = (
     "embedding.executor",
     "embedding.ray_address",
     "embedding.ray_workers",
     "embedding.ray_cpus_per_worker",
     "embedding.threads",
+    "embedding.quality_guard",
+    "embedding.quality_min_cosine",
 )
 ANY_DEPTH = ("cache_dir",)
 # Hydra's own node (run folders, launcher, sweeper): never part of what is measured.
