@@ -64,7 +64,11 @@ def register_resolvers() -> None:
     from rageval.app.schema import register_schema
 
     OmegaConf.register_new_resolver("rageval_demo", lambda: str(DEMO_DIR), replace=True)
-    OmegaConf.register_new_resolver("project_root", lambda: str(project_root()), replace=True)
+    # cached like Hydra's ${now:}: a sweep's config carries the launcher's value to every job, so
+    # a job on a Ray cluster (another working directory) writes into the launcher's sweep folder
+    OmegaConf.register_new_resolver(
+        "project_root", lambda: str(project_root()), replace=True, use_cache=True
+    )
     OmegaConf.register_new_resolver("rageval_cache_dir", default_cache_dir, replace=True)
     register_schema()
 

@@ -107,13 +107,13 @@ def embedding_block(encoder: Any) -> dict[str, Any]:
         "description": str(getattr(encoder, "description", "") or type(encoder).__name__),
     }
     if backend:
-        from rageval.embedding.backends import BACKENDS, export_precision
+        from rageval.embedding.backends import BACKENDS, numerics
 
         block["backend"] = backend
         block["quantize"] = quantize = quantize or "none"
-        if backend in BACKENDS:  # rageval's own: the precision its kernels run in here
-            exported = export_precision(backend, quantize)
-            block["precision"] = exported or ("int8" if quantize == "int8" else "f32")
+        if backend in BACKENDS:  # rageval's own: the precision its float parts run in here
+            requested = str(getattr(encoder, "precision", "") or "f32")
+            block["precision"] = numerics(backend, quantize, requested)["precision"]
         block["cpu"] = cpu_class()
     libs = (*LIBRARIES.get(backend, ()), *INDEX_LIBRARIES)
     block["versions"] = _versions(list(dict.fromkeys(libs)))

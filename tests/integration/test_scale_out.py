@@ -111,7 +111,6 @@ def test_a_sweep_on_a_running_ray_cluster_from_another_folder(ray_sweeps):
     launch = ray_sweeps["launch"]
     res = ray_sweeps["sweeps"]["cluster"]
     assert res["returncode"] == 0, res["stderr"][-3000:]
-    open("/tmp/cluster_stdout.txt", "w").write(res["stdout"] + "\n=====\n" + res["stderr"])
     assert "Sweep of 2 jobs (0 failed)" in res["stdout"]
     parent, children = parent_and_children(ray_sweeps["runs"], "ray-cluster")
     assert len(children) == 2, [r["tags"] for r in children]

@@ -104,3 +104,20 @@ def test_a_large_corpus_records_its_digest_only(monkeypatch):
     assert "entries" not in before["corpus"]
     (line,) = provenance.diff(before, after)
     assert line.startswith("corpus: changed (digest ") and "2 -> 1 documents" in line
+
+
+def test_rageval_backends_record_the_precision_their_float_parts_run_in():
+    # an encoder of rageval's own backends (no model loaded): precision from the backend's numerics
+    class Encoder:
+        fingerprint, description = "fp", "MiniLM"
+
+        def __init__(self, backend, quantize, precision="f32"):
+            self.backend, self.quantize, self.precision = backend, quantize, precision
+
+    for backend, quantize in (("torch", "none"), ("onnx", "int8"), ("openvino", "int8")):
+        block = provenance.embedding_block(Encoder(backend, quantize))
+        assert (block["backend"], block["quantize"], block["precision"]) == (
+            backend,
+            quantize,
+            "f32",
+        )
