@@ -53,7 +53,8 @@ def layout(tmp_path, mini) -> Path:
 def test_paths_are_used_as_written_and_nothing_is_written_outside_the_allowed_places(
     layout, monkeypatch
 ):
-    # the baseline's two files; matplotlib's own font cache (written once per home, by matplotlib)
+    # the baseline's three files (its per-query table, its embedding canary's vectors);
+    # matplotlib's own font cache (written once per home, by matplotlib)
     work, written = (
         layout / "work",
         {
@@ -61,6 +62,7 @@ def test_paths_are_used_as_written_and_nothing_is_written_outside_the_allowed_pl
             "cache",
             "baseline/baseline.json",
             "baseline/baseline.per_query.csv",
+            "baseline/baseline.canary.npy",
             "home/.cache/matplotlib",
         },
     )
