@@ -23,6 +23,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+from rageval.config_schema import GateConfig, defaults, gate_metrics
 from rageval.errors import ConfigError
 from rageval.gate.compare import Comparison
 from rageval.report.eval_report import EvalReport
@@ -30,7 +31,8 @@ from rageval.retrieval.base import Encoder, Retriever
 from rageval.types import GoldenSet
 
 LOCAL_MODES = ("vector", "bm25", "hybrid")
-GATE_METRICS = ("precision", "recall", "hit_rate", "mrr", "ndcg", "map")
+# the config schema's defaults (rageval.config_schema), which evaluate's and compare's take
+RUN = defaults()
 
 
 class Report(EvalReport):
@@ -50,18 +52,18 @@ def evaluate(
     golden: str | Path | GoldenSet,
     corpus: str | Path | None = None,
     *,
-    k: int = 5,
-    ks: Sequence[int] = (1, 3, 5, 10, 20),
-    chunk: int = 256,
-    chunk_overlap: int = 0,
+    k: int = RUN["k"],
+    ks: Sequence[int] = tuple(RUN["ks"]),
+    chunk: int = RUN["chunk"],
+    chunk_overlap: int = RUN["chunk_overlap"],
     encoder: Encoder | None = None,
     model: str = "all-MiniLM-L6-v2",
     cache_dir: str | Path | None = None,
-    level: str = "auto",
-    budgets: Sequence[int] = (256, 512, 1024, 2048),
-    slices: Sequence[str] = ("source",),
-    judgements: str | Path | None = None,
-    labels: str = "gold",
+    level: str = RUN["level"],
+    budgets: Sequence[int] = tuple(RUN["budgets"]),
+    slices: Sequence[str] = tuple(RUN["slices"]),
+    judgements: str | Path | None = RUN["judgements"],
+    labels: str = RUN["labels"],
     retriever_options: Mapping[str, Any] | None = None,
     **options: Any,
 ) -> Report:
@@ -141,12 +143,12 @@ def compare(
     report: str | Path | Mapping[str, Any] | EvalReport,
     *,
     metrics: Sequence[str] | None = None,
-    tolerance: float = 0.03,
+    tolerance: float = GateConfig.tolerance,
     tolerances: Mapping[str, float] | None = None,
-    alpha: float = 0.05,
-    resamples: int = 10_000,
-    on_inconclusive: str = "warn",
-    on_embedding_drift: str = "warn",
+    alpha: float = GateConfig.alpha,
+    resamples: int = GateConfig.resamples,
+    on_inconclusive: str = GateConfig.on_inconclusive,
+    on_embedding_drift: str = GateConfig.on_embedding_drift,
 ) -> Comparison:
     """The gate's verdict on ``report`` against ``baseline`` (a baseline.json, a report.json,
     their dicts, or a :class:`Report`): ``status`` ("pass", "regressed", "inconclusive", ...),
@@ -156,11 +158,11 @@ def compare(
     from rageval.gate.compare import compare as gate
 
     base, current = _report_dict(baseline), _report_dict(report)
-    k = int(current.get("k", 5))
+    k = int(current.get("k", RUN["k"]))
     return gate(
         base,
         current,
-        metrics=list(metrics or [f"{m}@{k}" for m in GATE_METRICS]),
+        metrics=list(metrics or gate_metrics(k)),
         tolerance=tolerance,
         tolerances=dict(tolerances or {}),
         alpha=alpha,

@@ -46,6 +46,39 @@ class MlflowConfig:
     run_name: str | None = None
 
 
+# The metrics the gate checks by default, each at the headline cutoff k
+GATE_METRICS = ("precision", "recall", "hit_rate", "mrr", "ndcg", "map")
+
+
+def gate_metrics(k: int | str = "${k}") -> list[str]:
+    """The default gated metrics at cutoff ``k`` (the config's ``${k}`` unless given)."""
+    return [f"{m}@{k}" for m in GATE_METRICS]
+
+
+@dataclass
+class GateConfig:
+    """The regression gate (``rageval check``, rageval.gate.compare; docs/gate.md): the one place
+    its defaults are written. conf/rageval.yaml takes them from here (through the schema), and
+    ``rageval.compare``, the check, sweeps and tuning studies read them from this class. Not
+    frozen: OmegaConf makes a frozen dataclass a read-only node, and ``gate.tolerance=0.05`` must
+    override it."""
+
+    metrics: list[str] = field(default_factory=gate_metrics)
+    # the drop (absolute) allowed on every metric, and per metric (recall_at_5 or recall@5)
+    tolerance: float = 0.03
+    tolerances: dict[str, float] = field(default_factory=dict)
+    # per-slice gates (rageval.gate.slices): {source=adversarial: {recall@5: 0.05}}, ...
+    slices: dict[str, Any] = field(default_factory=dict)
+    # what an inconclusive check does (warn | fail | pass) and a moved embedding (warn | fail)
+    on_inconclusive: str = "warn"
+    on_embedding_drift: str = "warn"
+    # also gate the metric the baseline was promoted by (`rageval promote --best M`)
+    promoted_metric: bool = True
+    # the paired tests' level and the randomization test's resamples
+    alpha: float = 0.05
+    resamples: int = 10_000
+
+
 @dataclass
 class SweepConfig:
     """How a sweep's leaderboard decides (rageval.report.leaderboard)."""
@@ -53,8 +86,8 @@ class SweepConfig:
     # null: evidence_recall@1024t with evidence quotes or a sweep over the chunking, else ndcg@k
     compare_metric: str | None = None
     # jobs the paired randomization test cannot tell from the best at this level are "tied"
-    alpha: float = 0.05
-    resamples: int = 10_000
+    alpha: float = GateConfig.alpha
+    resamples: int = GateConfig.resamples
     # costs (rageval.report.costs): the cost the Pareto front weighs against the deciding metric
     # (latency_p95_ms, tokens_per_query, index_disk_bytes, embed_s, ...; docs/costs.md)
     pareto_cost: str = "latency_p95_ms"
@@ -105,7 +138,7 @@ class RagevalConfig:
     split_seed: int = 0
     mlflow: MlflowConfig = place(factory=MlflowConfig)
     sweep: SweepConfig = place(factory=SweepConfig)
-    gate: dict[str, Any] = place(factory=dict)
+    gate: GateConfig = place(factory=GateConfig)
     # settings a project declares secret beyond SECRET_NAMES (dotted keys: [extra.conninfo])
     secrets: list[str] = place(factory=list)
 

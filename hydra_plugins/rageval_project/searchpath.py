@@ -16,8 +16,7 @@ class RagevalProjectSearchPath(SearchPathPlugin):
     def manipulate_search_path(self, search_path: ConfigSearchPath) -> None:
         from pathlib import Path
 
-        from rageval.app.config import CONF_DIR
-        from rageval.project import find_project
+        from rageval.app.config import CONF_DIR, project_config_dir
 
         main = [e for e in search_path.get_path() if e.provider == "main"]
         if not main or main[0].path is None:
@@ -25,10 +24,10 @@ class RagevalProjectSearchPath(SearchPathPlugin):
         path = main[0].path.removeprefix("file://")
         if path.startswith("pkg://") or Path(path).resolve() != CONF_DIR:
             return
-        project = find_project()
-        if project is not None and project.config_dir is not None:
+        config_dir = project_config_dir()
+        if config_dir is not None:
             search_path.prepend(
                 "rageval-project",
-                f"file://{project.config_dir}",
+                f"file://{config_dir}",
                 anchor=SearchPathQuery(provider="main"),
             )

@@ -15,10 +15,21 @@ from rageval.config_schema import override_key
 from rageval.errors import ConfigError
 from rageval.project import find_project, project_root
 
-# The package's own data: its configs and the bundled demo (package data in a wheel)
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
-CONF_DIR = PACKAGE_DIR / "conf"
-DEMO_DIR = PACKAGE_DIR / "demo"
+
+
+def packaged(name: str, source: str) -> Path:
+    """A folder of the package's own data: ``rageval/<name>`` in an installed wheel (the build
+    copies the repository's ``<source>/`` there: scripts/build_package_data.py); in an editable
+    install of a checkout, whose package is its source tree, the repository's ``<source>/``."""
+    inside = PACKAGE_DIR / name
+    return inside if inside.is_dir() else PACKAGE_DIR.parent / source
+
+
+# The package's own data: its configs (the repository's conf/) and the bundled demo (golden/: the
+# golden set, its corpus, judgements and baseline)
+CONF_DIR = packaged("conf", "conf")
+DEMO_DIR = packaged("demo", "golden")
 # The config groups, in the order the defaults list composes them.
 GROUPS = ("dataset", "embedding", "backend", "search", "rerank")
 
@@ -31,10 +42,19 @@ def default_cache_dir() -> str:
 def config_dirs(argv: Sequence[str] = ()) -> list[Path]:
     """The config folders a composition searches, in Hydra's order: the active project's, the
     packaged one, then those the command line adds (``--config-dir``, ``hydra.searchpath``)."""
-    project = find_project()
     extra = search_path_dirs(argv) or ([], [])
-    first = [project.config_dir] if project and project.config_dir else []
-    return [*first, CONF_DIR, *(p.resolve() for p in extra[0])]
+    first = project_config_dir()
+    return [*([first] if first else []), CONF_DIR, *(p.resolve() for p in extra[0])]
+
+
+def project_config_dir() -> Path | None:
+    """The active project's config folder, searched before the packaged one; None outside a
+    project, when the folder is missing, or when it is the packaged one (rageval's own
+    repository, a project whose conf/ is the packaged configs' source)."""
+    project = find_project()
+    if project is None or project.config_dir is None or project.config_dir == CONF_DIR.resolve():
+        return None
+    return project.config_dir
 
 
 def search_path_dirs(argv: Sequence[str]) -> tuple[list[Path], list[str]] | None:

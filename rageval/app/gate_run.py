@@ -325,8 +325,8 @@ def _run_check(baseline, baseline_path, overrides, out, mlflow, quiet):
         slices=_plain(gate.get("slices")),  # checked above
         min_slice_size=int(cfg.min_slice_size),
         mirrors=interpolated_keys(cfg),
-        on_inconclusive=str(gate.get("on_inconclusive") or "warn"),
-        on_embedding_drift=str(gate.get("on_embedding_drift") or "warn"),
+        on_inconclusive=str(gate.on_inconclusive),
+        on_embedding_drift=str(gate.on_embedding_drift),
     )
     # the re-run is the baseline's config with the user's overrides on top: its summary names the
     # baseline's tuned keys too (search.fusion=weighted), not only what was typed
@@ -368,7 +368,7 @@ def gated_metrics(
     from rageval.scoring.spec import MetricSpec
 
     promoted = (baseline.get("promoted_from") or {}).get("metric")
-    if not promoted or not gate.get("promoted_metric", True):
+    if not promoted or not gate.promoted_metric:
         return metrics
     shown = {str(MetricSpec.parse(m)) for m in metrics}
     name = str(MetricSpec.parse(promoted))

@@ -3,11 +3,18 @@ extend."""
 
 from __future__ import annotations
 
-from rageval.config_schema import MlflowConfig, RagevalConfig, SweepConfig
+from rageval.config_schema import GateConfig, MlflowConfig, RagevalConfig, SweepConfig
 
 SCHEMA_NAME = "rageval_schema"
 
-__all__ = ["SCHEMA_NAME", "MlflowConfig", "RagevalConfig", "SweepConfig", "register_schema"]
+__all__ = [
+    "SCHEMA_NAME",
+    "GateConfig",
+    "MlflowConfig",
+    "RagevalConfig",
+    "SweepConfig",
+    "register_schema",
+]
 
 
 def register_schema() -> None:

@@ -649,7 +649,7 @@ def _finish(sweeper, study, s: StudySettings, space, fixed, metric: str | None, 
             "baseline": _final_record(base_key, sweep_dir_now, "baseline", base_run, last),
         },
     )
-    gate_alpha = float(config.gate.get("alpha", 0.05))
+    gate_alpha = float(config.gate.alpha)
     summary = summarise_study(
         metric,
         best_report,
@@ -659,7 +659,7 @@ def _finish(sweeper, study, s: StudySettings, space, fixed, metric: str | None, 
         alpha=gate_alpha,
         best_trial=best.number,
         best_overrides=[o for o in best_overrides if o != "split=tune"],
-        resamples=int(config.gate.get("resamples", 10_000)),
+        resamples=int(config.gate.resamples),
         baseline_source=source,
         trials=counts,
     )

@@ -115,13 +115,9 @@ def parent_run_id(
 
 def compare_settings(config) -> tuple[str | None, float, int]:
     """``sweep.compare_metric`` (None: the default rule), alpha and resamples."""
-    sweep = config.get("sweep") or {}
-    chosen = sweep.get("compare_metric")
-    return (
-        (str(chosen) if chosen else None),
-        float(sweep.get("alpha", 0.05)),
-        int(sweep.get("resamples", 10_000)),
-    )
+    sweep = config.sweep
+    chosen = sweep.compare_metric
+    return (str(chosen) if chosen else None), float(sweep.alpha), int(sweep.resamples)
 
 
 def pareto_setting(config) -> str:

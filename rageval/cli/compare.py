@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from rageval.config_schema import GateConfig
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Add the ``compare`` options to ``p``."""
@@ -19,10 +21,25 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="a metric both files hold (repeatable; default: the gate's metrics at the cutoff "
         "both have, e.g. ndcg@5, else every shared one; trec_eval names such as ndcg_cut_5 too)",
     )
-    p.add_argument("--tolerance", type=float, default=0.03, help="the drop allowed (0.03)")
-    p.add_argument("--alpha", type=float, default=0.05, help="1 - the interval's level (0.05)")
+    p.add_argument(
+        "--tolerance",
+        type=float,
+        default=GateConfig.tolerance,
+        help="the drop allowed (%(default)s)",
+    )
+    p.add_argument(
+        "--alpha",
+        type=float,
+        default=GateConfig.alpha,
+        help="1 - the interval's level (%(default)s)",
+    )
     p.add_argument("--power", type=float, default=0.8, help="for the detectable drop (0.8)")
-    p.add_argument("--resamples", type=int, default=10_000, help="randomization test (10000)")
+    p.add_argument(
+        "--resamples",
+        type=int,
+        default=GateConfig.resamples,
+        help="randomization test (%(default)s)",
+    )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
 

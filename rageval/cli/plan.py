@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from rageval.config_schema import GateConfig
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Add the ``plan`` options to ``p``."""
@@ -15,8 +17,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "a run folder, report.json, baseline.json, trec_eval -q output or CSV",
     )
     p.add_argument("--metric", action="append", default=[], help="repeatable (default: gated)")
-    p.add_argument("--drop", type=float, default=0.03, help="the drop to detect (0.03)")
-    p.add_argument("--alpha", type=float, default=0.05, help="two-sided level (0.05)")
+    p.add_argument(
+        "--drop",
+        type=float,
+        default=GateConfig.tolerance,
+        help="the drop to detect (%(default)s: the gate's tolerance)",
+    )
+    p.add_argument(
+        "--alpha", type=float, default=GateConfig.alpha, help="two-sided level (%(default)s)"
+    )
     p.add_argument("--power", type=float, default=0.8, help="the chance to detect it (0.8)")
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
     p.add_argument(

@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from rageval.config_schema import CODE_KEYS, measures
+from rageval.config_schema import CODE_KEYS, GateConfig, RagevalConfig, measures
 from rageval.embedding import canary
 from rageval.errors import ConfigError, InputError
 from rageval.gate import slices as slice_gate
@@ -93,12 +93,12 @@ class Comparison:
     labels: dict[str, dict[str, Any]] = field(default_factory=dict)
     # gate.slices: one row per gated (slice, metric)
     slices: list[slice_gate.SliceRow] = field(default_factory=list)
-    on_inconclusive: str = "warn"
+    on_inconclusive: str = GateConfig.on_inconclusive
     # what changed beneath the change (rageval.report.provenance.diff): corpus, golden set,
     # judgements, embedding; and the embedding canary's verdict (rageval.embedding.canary.drift)
     beneath: list[str] = field(default_factory=list)
     canary: dict[str, Any] = field(default_factory=dict)
-    on_embedding_drift: str = "warn"
+    on_embedding_drift: str = GateConfig.on_embedding_drift
 
     @property
     def exit_code(self) -> int:
@@ -499,16 +499,16 @@ def compare(
     baseline: Mapping[str, Any],
     current: Mapping[str, Any],
     metrics: Sequence[str],
-    tolerance: float = 0.03,
+    tolerance: float = GateConfig.tolerance,
     tolerances: Mapping[str, float] | None = None,
-    alpha: float = 0.05,
-    resamples: int = 10000,
+    alpha: float = GateConfig.alpha,
+    resamples: int = GateConfig.resamples,
     top_drops: int = 10,
     slices: Mapping[str, Any] | None = None,
-    min_slice_size: int = 10,
+    min_slice_size: int = RagevalConfig.min_slice_size,
     mirrors: Sequence[str] = (),
-    on_inconclusive: str = "warn",
-    on_embedding_drift: str = "warn",
+    on_inconclusive: str = GateConfig.on_inconclusive,
+    on_embedding_drift: str = GateConfig.on_embedding_drift,
 ) -> Comparison:
     """Compare two reports query by query (see the module docstring); ``slices`` is
     ``gate.slices`` (rageval.gate.slices), ``min_slice_size`` pools a gated field's small

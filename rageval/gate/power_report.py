@@ -13,12 +13,13 @@ from typing import Any
 
 import numpy as np
 
+from rageval.config_schema import GATE_METRICS, GateConfig, RagevalConfig
 from rageval.errors import InputError
 from rageval.gate.score_files import Scores, read_scores
 from rageval.report.table import Column, Table
 from rageval.scoring.power import FAIL, METHOD, Paired, mde, one_run_sd, paired, queries_needed
 
-GATE_FAMILIES = ("precision", "recall", "hit_rate", "mrr", "ndcg", "map")
+GATE_FAMILIES = GATE_METRICS
 
 
 @dataclass
@@ -108,10 +109,10 @@ def compare_files(
     a: str | Path,
     b: str | Path,
     metrics: Sequence[str] = (),
-    tolerance: float = 0.03,
-    alpha: float = 0.05,
+    tolerance: float = GateConfig.tolerance,
+    alpha: float = GateConfig.alpha,
     power: float = 0.8,
-    resamples: int = 10_000,
+    resamples: int = GateConfig.resamples,
 ) -> PairedComparison:
     """Compare run ``b`` against run ``a`` metric by metric (see rageval.scoring.power)."""
     sa, sb = read_scores(a), read_scores(b)
@@ -247,8 +248,8 @@ def _job_names(jobs: Sequence[Path]) -> dict[str, str]:
 def plan(
     sources: Sequence[str | Path],
     metrics: Sequence[str] = (),
-    drop: float = 0.03,
-    alpha: float = 0.05,
+    drop: float = GateConfig.tolerance,
+    alpha: float = GateConfig.alpha,
     power: float = 0.8,
 ) -> Plan:
     """How many queries detect a drop of ``drop``: from every pair of jobs of a sweep folder
@@ -317,11 +318,15 @@ def plan(
 
 
 def golden_set_power(
-    baseline_path: str | Path, golden_digest: str, alpha: float = 0.05, power: float = 0.8
+    baseline_path: str | Path,
+    golden_digest: str,
+    alpha: float = GateConfig.alpha,
+    power: float = 0.8,
 ) -> dict[str, dict[str, float | int]] | None:
     """For ``rageval golden stats``: the drop each gated metric of the baseline detects on this
-    golden set, and the queries a drop of 0.03 needs, from the bound of one run (sqrt(2) x the
-    baseline's per-query sd); None when there is no baseline measured on this golden set."""
+    golden set, and the queries a drop of the gate's tolerance needs (``queries_for_0.03``), from
+    the bound of one run (sqrt(2) x the baseline's per-query sd); None when there is no baseline
+    measured on this golden set."""
     from rageval.gate.baseline import load_report
 
     path = Path(baseline_path)
@@ -330,7 +335,7 @@ def golden_set_power(
     report = load_report(path)
     if (report.get("digests") or {}).get("golden") != golden_digest:
         return None
-    k = int(report.get("k", 5))
+    k = int(report.get("k", RagevalConfig.k))
     out: dict[str, dict[str, float | int]] = {}
     for family in GATE_FAMILIES:
         m = f"{family}@{k}"
@@ -341,6 +346,8 @@ def golden_set_power(
         sd = one_run_sd(v)
         out[m] = {
             "detects": mde(sd, int(v.size), alpha, power),
-            "queries_for_0.03": queries_needed(sd, 0.03, alpha, power),
+            f"queries_for_{GateConfig.tolerance}": queries_needed(
+                sd, GateConfig.tolerance, alpha, power
+            ),
         }
     return out or None

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from rageval.config_schema import GateConfig
 from rageval.errors import ConfigError, InputError, did_you_mean
 from rageval.gate.paired import Change, finish, measure, verdict
 from rageval.report.table import Column, Table, num
@@ -223,8 +224,8 @@ def compare_slices(
     gate_metrics: Sequence[str],
     *,
     min_size: int = DEFAULT_MIN_SIZE,
-    alpha: float = 0.05,
-    resamples: int = 10_000,
+    alpha: float = GateConfig.alpha,
+    resamples: int = GateConfig.resamples,
 ) -> list[SliceRow]:
     """The gated slices of ``spec`` (``gate.slices``) over the ``shared`` queries: one row per
     (slice, metric), decided as the headline metrics are (rageval.gate.paired.verdict) with p

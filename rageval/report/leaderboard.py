@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rageval.config_schema import SweepConfig
 from rageval.errors import ConfigError
 from rageval.report.costs import COSTS, DEFAULT_PARETO_COST, cost_spec
 from rageval.report.fit import fit_table, job_table
@@ -440,8 +441,8 @@ def rank(
     jobs: Sequence[Job],
     compare_metric: str | None = None,
     *,
-    alpha: float = 0.05,
-    resamples: int = 10_000,
+    alpha: float = SweepConfig.alpha,
+    resamples: int = SweepConfig.resamples,
     pareto_cost: str = DEFAULT_PARETO_COST,
 ) -> Leaderboard:
     """Decide the sweep: the best job by the mean of the deciding metric, and every job the

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from rageval.config_schema import GateConfig
 from rageval.errors import InputError
 from rageval.inputs.split import HOLDOUT, TUNE, side_of
 from rageval.report.table import Column, Table
@@ -236,7 +237,7 @@ def summarise_study(
     alpha: float,
     best_trial: int,
     best_overrides: Sequence[str] = (),
-    resamples: int = 10_000,
+    resamples: int = GateConfig.resamples,
     baseline_source: str = "",
     trials: Mapping[str, int] | None = None,
 ) -> StudySummary:

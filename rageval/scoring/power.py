@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from rageval.config_schema import GateConfig
 from rageval.errors import ConfigError, InputError
 
 PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
@@ -227,10 +228,10 @@ def paired(
     metric: str,
     baseline: np.ndarray,
     current: np.ndarray,
-    tolerance: float = 0.03,
-    alpha: float = 0.05,
+    tolerance: float = GateConfig.tolerance,
+    alpha: float = GateConfig.alpha,
     power: float = 0.8,
-    resamples: int = 10_000,
+    resamples: int = GateConfig.resamples,
 ) -> Paired:
     """The paired comparison of ``current`` against ``baseline`` (per-query scores, in the same
     query order) for ``metric``."""

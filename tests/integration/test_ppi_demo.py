@@ -11,13 +11,12 @@ import json
 import re
 import shutil
 import zlib
-from pathlib import Path
 
 import pytest
 from fakes.chat_server import ChatServer
 from run_folders import make_run
 
-import rageval
+from rageval.app.config import DEMO_DIR
 from rageval.authoring import chat
 from rageval.cli.main import main
 from rageval.gate.baseline import load_baseline, write_baseline
@@ -26,7 +25,7 @@ from rageval.inputs.golden import load_golden
 from rageval.inputs.ppi_sample import load_sample
 
 KEY = "sk-judge-0123456789abcdef"
-DEMO = Path(rageval.__file__).parent / "demo"
+DEMO = DEMO_DIR
 
 
 def _fold(s):

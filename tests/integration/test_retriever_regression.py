@@ -1,6 +1,6 @@
 """This repository gates its own demo: the default configuration must not fall below
-rageval/demo/baseline.json (re-promote with `rageval promote RUN_ID --baseline
-rageval/demo/baseline.json` after an intended change)."""
+golden/baseline.json (re-promote with `rageval promote RUN_ID` at the repository's root, a
+rageval project whose baseline it is, after an intended change)."""
 
 import json
 from pathlib import Path
@@ -12,7 +12,7 @@ from rageval.app.main import run_app
 from rageval.testing import assert_no_regression
 
 pytestmark = pytest.mark.integration
-BASELINE = Path(__file__).resolve().parents[2] / "rageval" / "demo" / "baseline.json"
+BASELINE = Path(__file__).resolve().parents[2] / "golden" / "baseline.json"
 
 
 def test_demo_retrieval_does_not_regress(tmp_path):

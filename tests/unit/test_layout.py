@@ -1,12 +1,14 @@
 """The package's layout rules, read from the source with ast: no import circles (module level or
 inside functions), the edge (app, cli, tracking, gate) depends on the core and never the reverse,
 the pipeline imports no edge module, the root holds no command handler, cli/ only parses and
-calls, no function is longer than 80 lines."""
+calls, no function is longer than 80 lines; the repository's top level is the design card's."""
 
 from __future__ import annotations
 
 import ast
 import re
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -515,3 +517,57 @@ def test_no_module_uses_a_private_hydra_name():
         for use in private_hydra_uses(p.read_text(encoding="utf-8"))
     ]
     assert len(files) > 60 and bad == []
+
+
+# The repository's top level: the design card's entries (pyproject.toml, conf/, rageval/, tests/,
+# golden/, scripts/, README.md), then the documentation, the examples, the folders Hydra and
+# pytest find plugins in (rageval_pytest/ stays outside rageval, so pytest never imports rageval
+# for a suite that does not use it), CI, the project file and git's own.
+CARD = {"pyproject.toml", "conf", "rageval", "tests", "golden", "scripts", "README.md"}
+BESIDE_THE_CARD = {
+    "docs",
+    "examples",
+    "hydra_plugins",
+    "rageval_pytest",
+    ".ci",
+    ".github",
+    "CHANGELOG.md",
+    "BENCHMARKS.md",
+    "rageval.yaml",
+    ".gitignore",
+}
+
+
+def top_level() -> set[str]:
+    """The first part of every file git tracks or would track (not ignored) in the checkout."""
+    if shutil.which("git") is None or not (PACKAGE.parent / ".git").exists():
+        pytest.skip("not a git checkout")
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+        cwd=PACKAGE.parent,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return {line.split("/", 1)[0] for line in listed.splitlines() if line}
+
+
+def test_the_repository_top_level_is_the_design_card_s():
+    top = top_level()
+    assert CARD - top == set(), "missing from the top level"
+    assert top - CARD - BESIDE_THE_CARD == set(), "a new top-level entry: where does it belong?"
+
+
+def test_conf_and_golden_are_the_single_sources_of_the_packaged_data():
+    from rageval.app.config import CONF_DIR, DEMO_DIR
+
+    # nothing inside the package shadows them (the build copies them there: package data)
+    assert not (PACKAGE / "conf").exists() and not (PACKAGE / "demo").exists()
+    root = PACKAGE.parent
+    assert (root / "conf", root / "golden") == (CONF_DIR, DEMO_DIR)
+    assert (CONF_DIR / "config.yaml").is_file() and (DEMO_DIR / "retriever.jsonl").is_file()
+    # the repository is a rageval project whose config folder and baseline are those two
+    from rageval.project import load_project
+
+    project = load_project(root)
+    assert project.config_dir == CONF_DIR and project.baseline == DEMO_DIR / "baseline.json"

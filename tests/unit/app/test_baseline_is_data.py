@@ -11,6 +11,7 @@ from omegaconf import OmegaConf
 
 from rageval.app.gate_run import INSTANTIATION_KEYS, compose_from_baseline, data_only
 from rageval.errors import InputError
+from rageval.project import using
 
 CHOICES = {"dataset": "demo", "embedding": "minilm", "backend": "faiss", "search": "vector"}
 
@@ -105,13 +106,14 @@ def test_mandatory_values_the_configs_leave_open_are_replayed():
         "choices": {**CHOICES, "dataset": "custom"},
         "config": {"dataset": {"corpus": "data/c", "golden": "data/g.jsonl", "x": 1}},
     }
-    cfg = compose_from_baseline(baseline, [])
-    assert cfg.dataset.corpus == "data/c" and cfg.dataset.golden == "data/g.jsonl"
-    assert "x" not in cfg.dataset
-    # a path outside the project is refused, not read
-    baseline["config"]["dataset"]["corpus"] = "/data/c"
-    with pytest.raises(InputError, match="config.dataset.corpus: '/data/c' is outside"):
-        compose_from_baseline(baseline, [])
+    with using(None):  # outside a project (the checkout is one): relative paths stay as written
+        cfg = compose_from_baseline(baseline, [])
+        assert cfg.dataset.corpus == "data/c" and cfg.dataset.golden == "data/g.jsonl"
+        assert "x" not in cfg.dataset
+        # a path outside the project is refused, not read
+        baseline["config"]["dataset"]["corpus"] = "/data/c"
+        with pytest.raises(InputError, match="config.dataset.corpus: '/data/c' is outside"):
+            compose_from_baseline(baseline, [])
 
 
 def test_a_check_needs_the_code_from_the_project_or_the_command_line():

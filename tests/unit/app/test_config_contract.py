@@ -3,11 +3,21 @@ whether it changes what a run measures, which every consumer asks."""
 
 from __future__ import annotations
 
-from dataclasses import fields
+import inspect
+from dataclasses import asdict, fields
 
 import pytest
 
-from rageval.config_schema import RagevalConfig, defaults, execution_keys, measures
+from rageval.app.config import CONF_DIR
+from rageval.config_schema import (
+    GateConfig,
+    RagevalConfig,
+    SweepConfig,
+    defaults,
+    execution_keys,
+    gate_metrics,
+    measures,
+)
 from rageval.pipeline import RunSpec
 
 
@@ -76,3 +86,73 @@ def test_runspec_from_a_config_takes_every_field_by_name():
     assert RunSpec.from_config({}, corpus="c", golden="g", tokenizer_dir="t") == RunSpec(
         corpus="c", golden="g", tokenizer_dir="t"
     )
+
+
+def schema_defaults(k: int) -> dict:
+    """Every default the schema writes, nested blocks included, the gate's metrics at ``k``."""
+    from dataclasses import MISSING as NO_DEFAULT
+    from dataclasses import is_dataclass
+
+    out = {}
+    for f in fields(RagevalConfig):
+        value = f.default_factory() if f.default_factory is not NO_DEFAULT else f.default
+        if value == "???":
+            continue
+        out[f.name] = asdict(value) if is_dataclass(value) else value
+    out["gate"]["metrics"] = gate_metrics(k)
+    return out
+
+
+def test_the_packaged_config_is_the_schema_s_defaults():
+    from omegaconf import OmegaConf
+
+    from rageval.app.config import compose
+    from rageval.project import using
+
+    with using(None):  # the packaged configs alone
+        cfg = OmegaConf.to_container(compose([]), resolve=True)
+    expected = schema_defaults(cfg["k"])
+    assert {key: cfg[key] for key in expected} == expected
+    # the gate's defaults are written once: conf/rageval.yaml leaves them to the schema
+    raw = OmegaConf.load(CONF_DIR / "rageval.yaml")
+    assert "gate" not in raw and {"alpha", "resamples"}.isdisjoint(raw.sweep)
+    assert (SweepConfig.alpha, SweepConfig.resamples) == (GateConfig.alpha, GateConfig.resamples)
+
+
+def test_the_packaged_config_test_can_fail():
+    from omegaconf import OmegaConf
+
+    from rageval.app.config import compose
+    from rageval.project import using
+
+    with using(None):
+        cfg = OmegaConf.to_container(compose(["gate.tolerance=0.05", "k=3"]), resolve=True)
+    expected = schema_defaults(cfg["k"])
+    assert cfg["gate"]["metrics"] == gate_metrics(3)
+    assert {key: cfg[key] for key in expected} != expected
+
+
+def signature_defaults(function) -> dict:
+    return {
+        name: list(p.default) if isinstance(p.default, tuple) else p.default
+        for name, p in inspect.signature(function).parameters.items()
+        if p.default is not inspect.Parameter.empty
+    }
+
+
+def test_the_api_s_defaults_are_the_schema_s():
+    import rageval.api as api
+    from rageval.gate import compare as gate_compare
+
+    run = schema_defaults(5)
+    evaluated = signature_defaults(api.evaluate)
+    shared = set(evaluated) & set(run)
+    assert shared >= {"k", "ks", "chunk", "chunk_overlap", "level", "budgets", "slices", "labels"}
+    assert {key: evaluated[key] for key in shared} == {key: run[key] for key in shared}
+    # the scalar settings (a None metrics, tolerances or slices means the gate's own)
+    gate = {k: v for k, v in asdict(GateConfig()).items() if not isinstance(v, list | dict)}
+    for function in (api.compare, gate_compare.compare):
+        given = signature_defaults(function)
+        shared = set(given) & set(gate)
+        assert shared >= {"tolerance", "alpha", "resamples", "on_inconclusive"}, function
+        assert {key: given[key] for key in shared} == {key: gate[key] for key in shared}

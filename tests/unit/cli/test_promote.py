@@ -55,7 +55,8 @@ def test_options_reach_the_promotion_and_its_summary_is_printed(monkeypatch, cap
     assert "promoted run abc123" in capsys.readouterr().out
 
 
-def test_defaults(monkeypatch):
+def test_defaults(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)  # outside any project: golden/baseline.json here
     seen = {}
     monkeypatch.setattr(
         promote_mod,

@@ -15,7 +15,7 @@ from rageval.gate.baseline import load_baseline
 from rageval.gate.baseline_schema import validate_baseline
 from rageval.redact import MASK, Secret, redact, redact_override, scrub, secret_values
 
-DEMO = Path(__file__).resolve().parents[3] / "rageval" / "demo" / "baseline.json"
+DEMO = Path(__file__).resolve().parents[3] / "golden" / "baseline.json"
 
 
 def demo() -> dict:

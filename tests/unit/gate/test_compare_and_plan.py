@@ -155,12 +155,14 @@ def test_a_real_three_point_drop_on_25_queries_is_inconclusive_not_pass():
     assert same.status == PASS
 
 
-def test_golden_stats_says_what_the_set_detects_when_a_baseline_measured_it(capsys, monkeypatch):
+def test_golden_stats_says_what_the_set_detects_when_a_baseline_measured_it(
+    capsys, monkeypatch, tmp_path
+):
     from rageval.app.config import DEMO_DIR
     from rageval.project import ENV
 
     monkeypatch.setenv(ENV, "")
-    monkeypatch.chdir(DEMO_DIR.parent)  # no golden/ here: the demo's set and baseline
+    monkeypatch.chdir(tmp_path)  # no golden/ here: the demo's set and baseline
     assert main(["golden", "stats", "--json"]) == 0
     detects = json.loads(capsys.readouterr().out)["detects"]
     rows = json.loads((DEMO_DIR / "baseline.json").read_text())

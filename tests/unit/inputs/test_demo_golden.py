@@ -7,7 +7,7 @@ from rageval.cli.golden import validate
 from rageval.inputs.corpus import load_corpus
 from rageval.inputs.golden import load_golden
 
-GOLDEN = Path(__file__).resolve().parents[3] / "rageval" / "demo"
+GOLDEN = Path(__file__).resolve().parents[3] / "golden"
 
 
 def test_shipped_golden_set_validates_against_the_shipped_corpus(capsys):

@@ -9,6 +9,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from rageval.app.sweep import compare_settings
+from rageval.config_schema import GateConfig, SweepConfig
 from rageval.errors import ConfigError
 from rageval.report.leaderboard import deciding_metric, load_jobs, rank
 
@@ -117,12 +118,12 @@ def test_a_document_labelled_sweep_is_not_decided_by_its_nan_evidence_metrics(tm
 
 
 def test_compare_metric_from_the_sweep_block():
-    cfg = OmegaConf.create({"sweep": {"compare_metric": None}})
-    assert compare_settings(cfg) == (None, 0.05, 10_000)
+    cfg = OmegaConf.create({"sweep": SweepConfig()})
+    assert compare_settings(cfg) == (None, GateConfig.alpha, GateConfig.resamples)
     cfg.sweep.compare_metric = "mrr@5"
     assert compare_settings(cfg)[0] == "mrr@5"
-    cfg = OmegaConf.create({"sweep": {"alpha": 0.01}})
-    assert compare_settings(cfg) == (None, 0.01, 10_000)
+    cfg = OmegaConf.create({"sweep": SweepConfig(alpha=0.01)})
+    assert compare_settings(cfg) == (None, 0.01, GateConfig.resamples)
 
 
 def test_a_saturated_deciding_metric_names_no_best(tmp_path):
