@@ -60,7 +60,7 @@ def jobs(argv: Sequence[str]) -> list[list[str]]:
 
     from rageval.app.config import CONF_DIR, GROUPS
     from rageval.app.override import parse
-    from rageval.app.overrides import prepare_overrides
+    from rageval.app.preflight import prepare_overrides
 
     given = [a for a in argv if a not in ("-m", "--multirun")]
     flags = [a for a in given if a.startswith("-")]

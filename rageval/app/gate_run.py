@@ -39,7 +39,7 @@ def _groups() -> tuple[str, ...]:
 def effective_choices(baseline: Mapping[str, Any], overrides: Sequence[str]) -> dict[str, str]:
     """The baseline's group choices with the user's group overrides on top."""
     from rageval.app.override import parse_all
-    from rageval.app.overrides import normalize_tolerances
+    from rageval.app.preflight import normalize_tolerances
 
     choices = {str(g): str(c) for g, c in (baseline.get("choices") or {}).items()}
     for o in parse_all(normalize_tolerances(overrides)):
@@ -84,7 +84,7 @@ def compose_from_baseline(
 
     from rageval.app.config import CONF_DIR, register_resolvers
     from rageval.app.override import apply_to_config, parse_all
-    from rageval.app.overrides import config_keys, explain, preflight
+    from rageval.app.preflight import config_keys, explain, preflight
     from rageval.app.removed_keys import refuse_removed_keys
 
     refuse_removed_keys(overrides)  # one line naming the key to write instead

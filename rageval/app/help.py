@@ -17,7 +17,7 @@ def run_help() -> str:
     from omegaconf import DictConfig, ListConfig
 
     from rageval.app.config import GROUPS, compose, config_dirs
-    from rageval.app.overrides import group_options
+    from rageval.app.preflight import group_options
     from rageval.project import find_project
 
     cfg = compose([], return_hydra_config=True)

@@ -390,7 +390,7 @@ def run_app(argv: list[str]) -> int:
     from omegaconf import OmegaConf
 
     from rageval.app.callbacks import OUTCOME_ENV, read_outcome
-    from rageval.app.overrides import preflight
+    from rageval.app.preflight import preflight
 
     register_resolvers()
     from rageval.app.help import run_help, wants_help

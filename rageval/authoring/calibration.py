@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rageval.authoring.judge_llm import Grade, Item
+from rageval.authoring.llm_grader import Grade, Item
 from rageval.authoring.pool import select_ids
 from rageval.errors import ConfigError
 from rageval.inputs.judgements import Judgement

@@ -47,7 +47,7 @@ class Calibration:
 
     report: dict[str, Any]
     prefix: Path  # the report's .json and .md share it
-    graded: Any  # rageval.authoring.judge_llm.Graded
+    graded: Any  # rageval.authoring.llm_grader.Graded
     client: Any
     judge: str
     known: dict = field(default_factory=dict)  # grades the pool's grading reuses
@@ -71,7 +71,7 @@ class PoolGrading:
     many were added."""
 
     items: int
-    graded: Any  # rageval.authoring.judge_llm.Graded
+    graded: Any  # rageval.authoring.llm_grader.Graded
     target: Path
     added: int
     accepted: bool
@@ -91,7 +91,7 @@ def calibrate(
     ``judgements``, or at ``settings.report``). Nothing is sent when the pool holds queries the
     golden set does not, or too few passages have a known answer (InputError, ConfigError)."""
     from rageval.authoring.chat import ChatClient
-    from rageval.authoring.judge_llm import grade_items
+    from rageval.authoring.llm_grader import grade_items
 
     _check_pool_queries(pool, golden, golden_path)
     sampled = _calibration_sample(settings, pool, docs, golden, judgements)
@@ -140,7 +140,7 @@ def _calibration_sample(settings: LlmJudgeSettings, pool, docs, golden, judgemen
 
 def _calibration_report(settings, graded, sampled, client, endpoint, judge) -> dict[str, Any]:
     from rageval.authoring import calibration as cal
-    from rageval.authoring.judge_llm import PROMPT_VERSION
+    from rageval.authoring.llm_grader import PROMPT_VERSION
     from rageval.inputs.judgements import now
 
     meta = {
@@ -194,7 +194,7 @@ def grade_pool(
 ) -> PoolGrading:
     """Grade every pooled passage and append the judgements: to ``judgements`` when the
     calibration was accepted, else to ``<judgements>.rejected.jsonl``."""
-    from rageval.authoring.judge_llm import Item, grade_items, judgement_records
+    from rageval.authoring.llm_grader import Item, grade_items, judgement_records
     from rageval.inputs.judgements import append_judgements, now
 
     items = [

@@ -11,7 +11,7 @@ from hydra.utils import get_class, get_method
 
 from rageval.app.build import Components, build
 from rageval.app.config import CONF_DIR, GROUPS, compose
-from rageval.app.overrides import check_overrides
+from rageval.app.preflight import check_overrides
 from rageval.errors import ConfigError
 from rageval.retrieval.fusion import HybridRetriever
 from rageval.retrieval.local.dense import FaissRetriever

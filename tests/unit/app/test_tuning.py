@@ -125,7 +125,7 @@ def test_the_study_is_stored_beside_the_mlflow_store(tmp_path, monkeypatch):
 
 
 def test_a_bad_study_command_line_is_a_config_error_before_hydra_starts():
-    from rageval.app.overrides import check_study
+    from rageval.app.preflight import check_study
 
     with pytest.raises(ConfigError, match="a study tunes on split=tune"):
         check_study(["-m", "hydra/sweeper=optuna_bm25", "split=holdout"], CONF_DIR)
@@ -144,7 +144,7 @@ def test_a_bad_study_command_line_is_a_config_error_before_hydra_starts():
     ],
 )
 def test_a_mistyped_sweeper_setting_is_one_line_with_the_closest_key(override, message):
-    from rageval.app.overrides import check_study
+    from rageval.app.preflight import check_study
 
     with pytest.raises(ConfigError, match=message) as err:
         check_study(["-m", "hydra/sweeper=optuna_bm25", override], CONF_DIR)

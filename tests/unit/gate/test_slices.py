@@ -8,7 +8,7 @@ import copy
 import pytest
 
 from rageval.app.main import CONF_DIR, GROUPS
-from rageval.app.overrides import prepare_overrides
+from rageval.app.preflight import prepare_overrides
 from rageval.errors import ConfigError
 from rageval.gate.baseline import load_baseline, sidecar_path, write_baseline
 from rageval.gate.compare import INCONCLUSIVE, PASS, REGRESSED, compare

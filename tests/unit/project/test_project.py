@@ -107,7 +107,7 @@ def test_a_project_composes_its_config_over_the_packaged_one(tmp_path, monkeypat
 
 def test_the_pre_check_knows_the_project_options(tmp_path):
     from rageval.app.config import CONF_DIR, GROUPS
-    from rageval.app.overrides import prepare_overrides
+    from rageval.app.preflight import prepare_overrides
 
     root = make_project(tmp_path / "repo")
     with using(load_project(root)):
@@ -118,7 +118,7 @@ def test_the_pre_check_knows_the_project_options(tmp_path):
 
 def test_config_dir_and_searchpath_add_options_outside_a_project(tmp_path):
     from rageval.app.config import CONF_DIR, GROUPS
-    from rageval.app.overrides import prepare_overrides
+    from rageval.app.preflight import prepare_overrides
 
     root = make_project(tmp_path / "repo")
     (root / "rageval.yaml").unlink()

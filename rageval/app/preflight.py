@@ -299,7 +299,7 @@ def check_overrides(argv: Sequence[str], cfg=None) -> None:
             for text, value in values:
                 cost_spec(str(value if text is not None else o.hydra.value()))
     if all(len(values) == 1 for values in choices):
-        return  # one job: rageval.app.overrides.prepare_overrides composed it already
+        return  # one job: rageval.app.preflight.prepare_overrides composed it already
     first = [line(o, values[0][0]) for o, values in zip(parsed, choices, strict=True)]
     if cfg is None or any(not is_override(a) or override_key(a).startswith("hydra") for a in given):
         cfg = compose(first)  # the first job has lines prepare_overrides did not compose with

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from rageval.app.main import CONF_DIR, GROUPS
-from rageval.app.overrides import group_options, normalize_tolerances, prepare_overrides
+from rageval.app.preflight import group_options, normalize_tolerances, prepare_overrides
 from rageval.errors import ConfigError
 
 
@@ -134,7 +134,7 @@ def test_options_from_a_teams_own_config_folder_are_choices(tmp_path):
 
 def test_one_preflight_composes_once_for_a_sweep_and_answers_every_caller(monkeypatch):
     import rageval.app.config as config
-    from rageval.app.overrides import preflight
+    from rageval.app.preflight import preflight
 
     calls = []
     real = config.compose
