@@ -4,11 +4,15 @@ test_clean_runner.py)."""
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import site
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
+
+from filelock import FileLock
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -19,19 +23,24 @@ def build_release(dist: Path) -> Path:
     downloaded), checked by ``twine check --strict``; returns the wheel."""
     dist.mkdir(parents=True, exist_ok=True)
     egg_info = ROOT / "rageval.egg-info"
-    had_egg_info = egg_info.exists()
-    try:
-        subprocess.run(
-            [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(dist), str(ROOT)],
-            check=True,
-            capture_output=True,
-            cwd=dist.parent,
-        )
-    finally:
-        # the sdist step leaves rageval.egg-info in the checkout: on sys.path (a `python -m`
-        # from the root), its frozen version would shadow the editable install's
-        if not had_egg_info:
-            shutil.rmtree(egg_info, ignore_errors=True)
+    # The sdist step writes rageval.egg-info into the checkout: two test modules building at once
+    # (xdist workers) would remove it under each other's build, so builds of one checkout take
+    # turns on a lock outside it.
+    digest = hashlib.sha256(str(ROOT).encode()).hexdigest()[:12]
+    with FileLock(Path(tempfile.gettempdir()) / f"rageval-release-build-{digest}.lock"):
+        had_egg_info = egg_info.exists()
+        try:
+            subprocess.run(
+                [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(dist), str(ROOT)],
+                check=True,
+                capture_output=True,
+                cwd=dist.parent,
+            )
+        finally:
+            # on sys.path (a `python -m` from the root), the egg-info's frozen version would
+            # shadow the editable install's
+            if not had_egg_info:
+                shutil.rmtree(egg_info, ignore_errors=True)
     (sdist,) = dist.glob("rageval-*.tar.gz")
     (wheel,) = dist.glob("rageval-*.whl")
     checked = subprocess.run(
