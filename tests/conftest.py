@@ -47,6 +47,21 @@ DATA = Path(__file__).parent / "support" / "data"
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.fixture
+def llm_env(monkeypatch) -> str:
+    """The chat client's environment for the chat-completions stand-in: its API key (returned),
+    no base URL or model taken from this machine, no sleep between retries."""
+    from fakes.chat_server import JUDGE_KEY
+
+    from rageval.authoring import chat
+
+    monkeypatch.setenv("OPENAI_API_KEY", JUDGE_KEY)
+    for name in ("RAGEVAL_LLM_BASE_URL", "OPENAI_BASE_URL", "RAGEVAL_LLM_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(chat, "_sleep", lambda s: None)
+    return JUDGE_KEY
+
+
 @pytest.fixture(scope="session")
 def mini() -> Path:
     """A six-document corpus with an eight-query golden set using all three label kinds."""

@@ -13,18 +13,17 @@ import shutil
 import zlib
 
 import pytest
-from fakes.chat_server import ChatServer
+from fakes.chat_server import JUDGE_KEY, ChatServer
 from run_folders import make_run
 
 from rageval.app.config import DEMO_DIR
-from rageval.authoring import chat
 from rageval.cli.main import main
 from rageval.gate.baseline import load_baseline, write_baseline
 from rageval.gate.compare import LABELS_CHANGED, PASS, compare
 from rageval.inputs.golden import load_golden
 from rageval.inputs.ppi_sample import load_sample
 
-KEY = "sk-judge-0123456789abcdef"
+KEY = JUDGE_KEY
 DEMO = DEMO_DIR
 
 
@@ -55,14 +54,6 @@ def biased_judge(golden):
     return answer
 
 
-@pytest.fixture
-def env(monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    for name in ("RAGEVAL_LLM_BASE_URL", "OPENAI_BASE_URL", "RAGEVAL_LLM_MODEL"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(chat, "_sleep", lambda s: None)
-
-
 def people_grades(pool, sample, golden, out):
     hit = holds_evidence(golden)
     with out.open("w") as fh:
@@ -77,7 +68,7 @@ def people_grades(pool, sample, golden, out):
                 )
 
 
-def test_ppi_on_the_demo(env, tmp_path, model_dir, capsys, monkeypatch):
+def test_ppi_on_the_demo(llm_env, tmp_path, model_dir, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     golden_path = tmp_path / "retriever.jsonl"
     shutil.copy(DEMO / "retriever.jsonl", golden_path)

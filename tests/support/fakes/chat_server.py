@@ -20,6 +20,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+# the API key the judging tests give the client and the stand-in checks (tests/conftest.py llm_env)
+JUDGE_KEY = "sk-judge-0123456789abcdef"
+
 AZURE_PATH = re.compile(r"^/openai/deployments/([^/]+)/chat/completions$")
 
 

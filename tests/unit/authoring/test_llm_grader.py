@@ -12,10 +12,9 @@ import zlib
 
 import numpy as np
 import pytest
-from fakes.chat_server import ChatServer, Reply
+from fakes.chat_server import JUDGE_KEY, ChatServer, Reply
 from run_folders import make_run
 
-from rageval.authoring import chat
 from rageval.authoring.calibration import Agreement, sample
 from rageval.authoring.chat import MalformedAnswer
 from rageval.authoring.llm_grader import Grade, Item, parse_grade
@@ -23,7 +22,7 @@ from rageval.cli.main import main
 from rageval.errors import ConfigError
 from rageval.inputs.golden import load_golden
 
-KEY = "sk-judge-0123456789abcdef"
+KEY = JUDGE_KEY
 
 
 @pytest.mark.parametrize(
@@ -150,14 +149,6 @@ def pool_file(tmp_path_factory, mini, model_dir):
     return out
 
 
-@pytest.fixture
-def env(monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    for name in ("RAGEVAL_LLM_BASE_URL", "OPENAI_BASE_URL", "RAGEVAL_LLM_MODEL"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(chat, "_sleep", lambda s: None)
-
-
 def judge(srv, pool_file, judgements, *extra):
     argv = [
         "judge",
@@ -186,7 +177,7 @@ def lines(path):
 
 
 def test_a_judge_that_agrees_is_accepted_and_its_judgements_appended(
-    env, pool_file, tmp_path, mini, capsys
+    llm_env, pool_file, tmp_path, mini, capsys
 ):
     golden = load_golden(mini / "golden.jsonl")
     judgements = tmp_path / "judgements.jsonl"
@@ -217,7 +208,7 @@ def test_a_judge_that_agrees_is_accepted_and_its_judgements_appended(
 
 @pytest.mark.parametrize("responder", [at_random, always_relevant], ids=["random", "all-yes"])
 def test_a_judge_that_does_not_agree_is_rejected_to_its_own_file(
-    env, pool_file, tmp_path, responder, capsys
+    llm_env, pool_file, tmp_path, responder, capsys
 ):
     judgements = tmp_path / "judgements.jsonl"
     with ChatServer(key=KEY, responder=responder) as srv:
@@ -237,7 +228,7 @@ def test_a_judge_that_does_not_agree_is_rejected_to_its_own_file(
 
 
 def test_budget_spent_during_calibration_writes_no_judgement(
-    env, pool_file, tmp_path, mini, capsys
+    llm_env, pool_file, tmp_path, mini, capsys
 ):
     golden = load_golden(mini / "golden.jsonl")
     judgements = tmp_path / "judgements.jsonl"
@@ -251,7 +242,9 @@ def test_budget_spent_during_calibration_writes_no_judgement(
     assert not judgements.exists() and not (tmp_path / "judgements.rejected.jsonl").exists()
 
 
-def test_a_judge_that_never_answers_in_json_is_named_as_the_cause(env, pool_file, tmp_path, capsys):
+def test_a_judge_that_never_answers_in_json_is_named_as_the_cause(
+    llm_env, pool_file, tmp_path, capsys
+):
     judgements = tmp_path / "judgements.jsonl"
     with ChatServer(key=KEY, responder=lambda body: "Grade: 2, it mentions the leave.") as srv:
         code = judge(srv, pool_file, judgements, "--max-requests", "10")
@@ -262,7 +255,9 @@ def test_a_judge_that_never_answers_in_json_is_named_as_the_cause(env, pool_file
     assert not judgements.exists()
 
 
-def test_budget_spent_while_judging_keeps_what_was_graded(env, pool_file, tmp_path, mini, capsys):
+def test_budget_spent_while_judging_keeps_what_was_graded(
+    llm_env, pool_file, tmp_path, mini, capsys
+):
     golden = load_golden(mini / "golden.jsonl")
     judgements = tmp_path / "judgements.jsonl"
     with ChatServer(key=KEY, responder=agreeing(golden)) as srv:
@@ -278,7 +273,7 @@ def test_budget_spent_while_judging_keeps_what_was_graded(env, pool_file, tmp_pa
 
 
 def test_malformed_answers_are_asked_again_then_skipped_and_counted(
-    env, pool_file, tmp_path, mini, capsys
+    llm_env, pool_file, tmp_path, mini, capsys
 ):
     golden = load_golden(mini / "golden.jsonl")
     judgements = tmp_path / "judgements.jsonl"
@@ -310,7 +305,7 @@ def test_the_documented_prompt_is_the_one_sent():
 
 
 def test_accepted_llm_labels_count_only_with_labels_all(
-    env, pool_file, tmp_path, mini, model_dir, capsys
+    llm_env, pool_file, tmp_path, mini, model_dir, capsys
 ):
     golden = load_golden(mini / "golden.jsonl")
     judgements = tmp_path / "judgements.jsonl"
@@ -332,7 +327,7 @@ def test_accepted_llm_labels_count_only_with_labels_all(
 
 
 def test_too_small_a_calibration_sample_is_refused_before_any_request(
-    env, pool_file, tmp_path, capsys
+    llm_env, pool_file, tmp_path, capsys
 ):
     with ChatServer(key=KEY, responder=always_relevant) as srv:
         code = judge(srv, pool_file, tmp_path / "j.jsonl", "--min-calibration", "30")
@@ -341,7 +336,7 @@ def test_too_small_a_calibration_sample_is_refused_before_any_request(
 
 
 def test_a_pool_of_another_golden_set_is_refused_before_any_request(
-    env, pool_file, tmp_path, mini, capsys
+    llm_env, pool_file, tmp_path, mini, capsys
 ):
     other = tmp_path / "golden.jsonl"
     other.write_text("\n".join((mini / "golden.jsonl").read_text().splitlines()[:5]) + "\n")

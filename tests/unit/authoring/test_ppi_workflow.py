@@ -8,17 +8,15 @@ import json
 import re
 import zlib
 
-import pytest
-from fakes.chat_server import ChatServer
+from fakes.chat_server import JUDGE_KEY, ChatServer
 from run_folders import make_run
 
-from rageval.authoring import chat
 from rageval.cli.main import main
 from rageval.gate.compare import PASS, compare
 from rageval.inputs.golden import load_golden
 from rageval.inputs.ppi_sample import load_sample
 
-KEY = "sk-judge-0123456789abcdef"
+KEY = JUDGE_KEY
 
 
 def _fold(s):
@@ -40,15 +38,7 @@ def sloppy(golden):
     return answer
 
 
-@pytest.fixture
-def env(monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    for name in ("RAGEVAL_LLM_BASE_URL", "OPENAI_BASE_URL", "RAGEVAL_LLM_MODEL"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(chat, "_sleep", lambda s: None)
-
-
-def test_sample_grade_judge_and_run_with_labels_ppi(env, tmp_path, mini, model_dir, capsys):
+def test_sample_grade_judge_and_run_with_labels_ppi(llm_env, tmp_path, mini, model_dir, capsys):
     judgements = tmp_path / "judgements.jsonl"
     run = make_run(mini, model_dir, tmp_path / "run", chunk=32)
     pool = tmp_path / "pool.jsonl"
