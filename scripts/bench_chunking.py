@@ -8,8 +8,14 @@ included; the corpus is loaded before chunking starts, so the figure includes it
 (1, 2, 1, 2, ...) so a change in the machine's load hits both alike; the script checks that every
 cell made the same chunks (a digest over ids, offsets and token counts).
 
+A cell is a number of processes, or ``1t``: one process with the tokenizer on one thread
+(``TOKENIZERS_PARALLELISM=false``). In one process the tokenizer's ``encode_batch`` runs on a
+thread pool of its own, so ``1`` is not single-threaded; ``1t`` against ``2`` (whose workers run
+one tokenizer thread each) is how the work scales over processes, ``1`` against ``2`` is what a
+run gains from them on this machine.
+
     .venv/bin/python scripts/scale_corpus.py /tmp/corpus --chunks 200000 --chunk 64
-    .venv/bin/python scripts/bench_chunking.py /tmp/corpus/corpus.jsonl [--workers 1,2]
+    .venv/bin/python scripts/bench_chunking.py /tmp/corpus/corpus.jsonl [--workers 1,1t,2]
         [--repeat 2] [--chunk 64]
 """
 
@@ -18,6 +24,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -59,13 +66,16 @@ def cell(corpus: str, workers: int, size: int) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("corpus")
-    ap.add_argument("--workers", default="1,2")
+    ap.add_argument("--workers", default="1,1t,2")
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--chunk", type=int, default=64)
-    ap.add_argument("--cell", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--cell", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.cell is not None:
-        print(json.dumps(cell(args.corpus, args.cell, args.chunk)))
+        if args.cell.endswith("t"):
+            os.environ["TOKENIZERS_PARALLELISM"] = "false"
+        out = cell(args.corpus, int(args.cell.rstrip("t")), args.chunk)
+        print(json.dumps({**out, "workers": args.cell}))
         return
     rows, digests = [], set()
     print(
@@ -73,13 +83,13 @@ def main() -> None:
         f"{'cpu workers':>11} {'launcher MiB':>12}"
     )
     for _ in range(args.repeat):
-        for w in map(int, args.workers.split(",")):
+        for w in args.workers.split(","):
             cmd = [
                 sys.executable,
                 __file__,
                 args.corpus,
                 "--cell",
-                str(w),
+                w,
                 "--chunk",
                 str(args.chunk),
             ]
