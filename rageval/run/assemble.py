@@ -6,20 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 from rageval.embedding.canary import measure as measure_canary
-from rageval.inputs.chunking import (
-    chunk_rows,
-)
-from rageval.inputs.judgements import (
-    Judgements,
-)
+from rageval.inputs.chunking import chunk_rows
+from rageval.inputs.judgements import Judgements
 from rageval.report.eval_report import EvalReport, RunFacts
 from rageval.report.per_query import add_readable_ids
 from rageval.report.provenance import record as record_provenance
 from rageval.retrieval.base import Encoder
-from rageval.run.labels import (
-    judged_warnings,
-    judgements_summary,
-)
+from rageval.run.labels import judged_warnings, judgements_summary
 from rageval.run.resolve import Units
 from rageval.run.search import Searched
 from rageval.run.spec import RunSpec

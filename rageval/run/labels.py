@@ -6,12 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from rageval.inputs.judgements import (
-    PPI,
-    Judgements,
-    judgement_qrels,
-    merge_qrels,
-)
+from rageval.inputs.judgements import PPI, Judgements, judgement_qrels, merge_qrels
 from rageval.report.eval_report import EvalReport
 from rageval.scoring.relevance import Resolution
 from rageval.types import Chunk

@@ -9,12 +9,7 @@ from typing import Any
 from rageval.errors import ConfigError
 from rageval.inputs.corpus import load_corpus
 from rageval.inputs.golden import load_golden
-from rageval.inputs.judgements import (
-    PPI,
-    Judgements,
-    default_path,
-    load_judgements,
-)
+from rageval.inputs.judgements import PPI, Judgements, default_path, load_judgements
 from rageval.inputs.split import split_golden
 from rageval.report.ppi_report import sample_for
 from rageval.run.spec import RunSpec

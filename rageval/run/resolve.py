@@ -7,14 +7,9 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rageval.inputs.judgements import (
-    PPI,
-    Judgements,
-)
+from rageval.inputs.judgements import PPI, Judgements
 from rageval.retrieval.passages import PassageStore, passage_chunks
-from rageval.run.labels import (
-    with_judgements,
-)
+from rageval.run.labels import with_judgements
 from rageval.run.load import load_inputs
 from rageval.run.spec import RunSpec
 from rageval.scoring.relevance import Resolution, resolve, resolve_passages

@@ -11,10 +11,7 @@ from rageval.report.eval_report import Scored
 from rageval.report.stages import StageScores, summarise_stages
 from rageval.retrieval.base import Encoder, Retriever
 from rageval.retrieval.trace import StageTrace
-from rageval.run.measure import (
-    SearchCosts,
-    ann_recall,
-)
+from rageval.run.measure import SearchCosts, ann_recall
 from rageval.run.resolve import Units
 from rageval.run.search import Searched
 from rageval.run.spec import RunSpec

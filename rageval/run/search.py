@@ -8,18 +8,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rageval.errors import BackendError, ConfigError
-from rageval.inputs.judgements import (
-    Judgements,
-)
+from rageval.inputs.judgements import Judgements
 from rageval.retrieval.base import Retriever
 from rageval.retrieval.passages import PassageStore
 from rageval.retrieval.results import ACCEPTED, as_ranked, check_known
 from rageval.retrieval.trace import StageTrace, tracing
 from rageval.run.resolve import Units, passage_units
 from rageval.run.spec import RunSpec
-from rageval.scoring.budget import (
-    depth_for,
-)
+from rageval.scoring.budget import depth_for
 from rageval.scoring.level import auto_level, refuse_zeros
 from rageval.types import Document, GoldenSet, RankedList
 

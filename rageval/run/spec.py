@@ -8,12 +8,8 @@ from typing import Any
 
 from rageval.config_schema import defaults as config_defaults
 from rageval.errors import ConfigError
-from rageval.inputs.chunking import (
-    ChunkingSpec,
-)
-from rageval.inputs.judgements import (
-    label_kinds,
-)
+from rageval.inputs.chunking import ChunkingSpec
+from rageval.inputs.judgements import label_kinds
 from rageval.inputs.split import SplitSpec
 from rageval.scoring.slices import check_fields
 from rageval.types import Document, GoldenSet
