@@ -11,7 +11,7 @@
     assert verdict.exit_code == 0, verdict.console()
 
 The Hydra app (rageval.app.main.run_job), ``rageval check`` and the pytest helper run the same
-functions underneath: :func:`rageval.pipeline.evaluate` for the measurement,
+functions underneath: :func:`rageval.run.evaluation.evaluate` for the measurement,
 :func:`rageval.report.run_files.save_run_folder` for the folder and
 :func:`rageval.gate.compare.compare` for the verdict.
 """
@@ -80,13 +80,13 @@ def evaluate(
     the golden set. ``encoder``: default the packaged all-MiniLM-L6-v2 (``model``), whose
     tokenizer also counts chunk tokens; embeddings are cached in ``cache_dir`` (default
     $RAGEVAL_CACHE_DIR, else ~/.cache/rageval), so nothing is embedded twice. ``options``: the
-    rest of :class:`rageval.pipeline.RunSpec` (depth, split, max_document_mb, ...).
+    rest of :class:`rageval.run.spec.RunSpec` (depth, split, max_document_mb, ...).
     """
     from rageval.app.config import default_cache_dir
     from rageval.embedding.base import tokenizer_dir_of
     from rageval.inputs.chunking import ChunkingSpec
-    from rageval.pipeline import RunSpec
-    from rageval.pipeline import evaluate as run
+    from rageval.run.evaluation import evaluate as run
+    from rageval.run.spec import RunSpec
 
     cache = str(cache_dir or default_cache_dir())
     if encoder is None:

@@ -243,7 +243,7 @@ def main() -> None:
     from rageval.inputs.chunking import chunk_documents, load_tokenizer
     from rageval.inputs.corpus import load_corpus
     from rageval.inputs.golden import load_golden
-    from rageval.pipeline import evaluate
+    from rageval.run.evaluation import evaluate
 
     names = a.variants.split(",")
     names = ["torch", *[n for n in names if n != "torch"]]

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from rageval.errors import ConfigError, RagevalError
-from rageval.pipeline import RunSpec
 from rageval.retrieval.base import Encoder, Retriever
+from rageval.run.spec import RunSpec
 
 # Keys of the embedding node that configure the run, not the encoder's constructor.
 EMBEDDING_RUN_KEYS = ("query_model", "query_backend", "query_quantize")

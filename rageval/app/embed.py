@@ -88,7 +88,8 @@ def collect(lines: Sequence[str], models: dict[tuple[str, str], Texts]) -> bool:
     from rageval.embedding.canary import choose as choose_canary
     from rageval.embedding.guard import check_query_model
     from rageval.inputs.chunking import chunk_documents, load_tokenizer
-    from rageval.pipeline import embeds, load_inputs
+    from rageval.run.embed import embeds
+    from rageval.run.load import load_inputs
 
     cfg = compose(lines)
     absolute_paths(cfg)

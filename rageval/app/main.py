@@ -17,7 +17,6 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rageval import rundir
 from rageval.app.build import Components, build
 from rageval.app.config import CONF_DIR, GROUPS, default_cache_dir, register_resolvers
 from rageval.errors import ConfigError, RagevalError
@@ -32,6 +31,7 @@ from rageval.redact import (
     scrub_logging,
     secret_values,
 )
+from rageval.run import folder as rundir
 
 __all__ = [
     "CONF_DIR",
@@ -105,7 +105,7 @@ def _evaluate(cfg, out: Path):
     from omegaconf import OmegaConf
 
     from rageval.app.config import absolute_paths
-    from rageval.pipeline import LowJudgedWarning, evaluate
+    from rageval.run.evaluation import LowJudgedWarning, evaluate
 
     rundir.begin(out)  # marked incomplete until report.json, written last, is there
     absolute_paths(cfg)  # a project's relative paths are the project root's

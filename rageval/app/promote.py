@@ -20,7 +20,7 @@ from rageval.embedding import canary
 from rageval.errors import InputError, NotConfirmedError
 from rageval.gate.baseline import config_summary, load_report, write_baseline
 from rageval.report import provenance
-from rageval.rundir import check_complete
+from rageval.run.folder import check_complete
 from rageval.scoring.spec import MetricSpec
 
 

@@ -140,7 +140,7 @@ def find_run_folders(paths: Sequence[str | Path]) -> list[Path]:
     that finished; failed or unfinished jobs are skipped with a warning)."""
     import warnings
 
-    from rageval.rundir import ERROR, MARKER
+    from rageval.run.folder import ERROR, MARKER
 
     out: list[Path] = []
     for raw in paths:
@@ -181,7 +181,7 @@ def read_run_folder(path: str | Path) -> RunFolder:
     from rageval.formats.textio import jsonl_objects
     from rageval.formats.trec import read_qrels, read_run
     from rageval.report.run_files import load
-    from rageval.rundir import check_complete
+    from rageval.run.folder import check_complete
 
     p = Path(path)
     check_complete(p / "report.json")

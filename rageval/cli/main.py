@@ -128,7 +128,7 @@ def _enter_project() -> int:
 
 
 def _exit(fn, secrets: set[str]) -> int:
-    from rageval.rundir import os_errors
+    from rageval.run.folder import os_errors
 
     try:
         with os_errors():  # a full disk or read-only folder: one line, not a traceback

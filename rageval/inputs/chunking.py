@@ -166,7 +166,7 @@ Window = tuple[int, int, int, str]
 
 def _windows_of(docs: Sequence[Document], spec: ChunkingSpec, tokenizer) -> list[list[Window]]:
     """Each document's chunks as windows (its text is ``doc.text[start:end]``)."""
-    from rageval.limits import encode_texts
+    from rageval.inputs.limits import encode_texts
 
     encodings = encode_texts(tokenizer, [d.text for d in docs])  # long texts in bounded pieces
     out: list[list[Window]] = []

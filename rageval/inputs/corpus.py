@@ -11,7 +11,7 @@ from pathlib import Path
 
 from rageval.errors import InputError
 from rageval.formats.textio import jsonl_objects, printable, read_text
-from rageval.limits import DEFAULT_MAX_DOCUMENT_MB
+from rageval.inputs.limits import DEFAULT_MAX_DOCUMENT_MB
 from rageval.types import Document
 
 TEXT_SUFFIXES = (".md", ".txt", ".markdown", ".rst")

@@ -63,7 +63,7 @@ class EvalReport:
     chunks: list[dict[str, Any]] = field(default_factory=list, repr=False)
     # which labels the metrics counted: "gold" (golden set + human judgements) or "all" (also
     # accepted LLM judgements); the judgements file, counts and digest
-    # (rageval.pipeline.judgements_summary); what the user should know about the numbers
+    # (rageval.run.labels.judgements_summary); what the user should know about the numbers
     label_set: str = "gold"
     judgements: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)

@@ -20,7 +20,7 @@ def load_run(run_dir: str | Path):
     """The EvalReport in ``run_dir``/report.json (its rankings and qrels stay in the TREC files)."""
     from rageval.gate.baseline import load_report
     from rageval.report.eval_report import EvalReport
-    from rageval.rundir import check_complete
+    from rageval.run.folder import check_complete
 
     path = Path(run_dir) / "report.json"
     if not path.is_file():

@@ -19,8 +19,9 @@ def test_nan_segment_no_longer_gives_a_silent_zero_report(mini, model_dir, tmp_p
     """The red-team repro: a cache whose vectors turned to NaN used to give every metric 0.0."""
     from rageval.embedding import SentenceTransformerEncoder
     from rageval.inputs.chunking import ChunkingSpec
-    from rageval.pipeline import RunSpec, evaluate
     from rageval.retrieval.local.dense import FaissRetriever
+    from rageval.run.evaluation import evaluate
+    from rageval.run.spec import RunSpec
 
     spec = RunSpec(
         corpus=str(mini / "corpus"),

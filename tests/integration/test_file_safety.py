@@ -16,7 +16,7 @@ import pytest
 
 from rageval.app.main import run_app
 from rageval.cli.main import main
-from rageval.rundir import MARKER
+from rageval.run.folder import MARKER
 
 ROOT = Path(__file__).resolve().parent.parent
 

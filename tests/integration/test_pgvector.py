@@ -225,9 +225,10 @@ def test_a_teams_existing_table_is_scored_on_its_passages_with_its_own_ann_recal
 
     from rageval.inputs.chunking import ChunkingSpec
     from rageval.inputs.corpus import load_corpus
-    from rageval.pipeline import RunSpec, evaluate
     from rageval.retrieval.pgvector.retriever import PgVectorRetriever
     from rageval.retrieval.pgvector.server import EmbeddedPostgres
+    from rageval.run.evaluation import evaluate
+    from rageval.run.spec import RunSpec
 
     server = EmbeddedPostgres(tmp_path)
     dsn = server.start()

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from rageval.pipeline import RunSpec, evaluate
 from rageval.retrieval.local.lexical import BM25Retriever
 from rageval.retrieval.rerank import CrossEncoderReranker
+from rageval.run.evaluation import evaluate
+from rageval.run.spec import RunSpec
 from rageval.scoring.stats import paired_randomization_test
 
 CANDIDATES = 6

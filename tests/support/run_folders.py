@@ -8,8 +8,9 @@ from pathlib import Path
 
 from rageval.formats.trec import write_qrels, write_run
 from rageval.inputs.chunking import ChunkingSpec, write_chunks_jsonl
-from rageval.pipeline import RunSpec, evaluate
 from rageval.retrieval.local.lexical import BM25Retriever
+from rageval.run.evaluation import evaluate
+from rageval.run.spec import RunSpec
 
 
 def make_run(

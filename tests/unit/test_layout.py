@@ -1,7 +1,8 @@
 """The package's layout rules, read from the source with ast: no import circles (module level or
 inside functions), the edge (app, cli, tracking, gate) depends on the core and never the reverse,
-the pipeline imports no edge module, the root holds no command handler, cli/ only parses and
-calls, no function is longer than 80 lines; the repository's top level is the design card's."""
+the run (rageval.run) imports no edge module, the root holds no command handler, cli/ only
+parses and calls, no function is longer than 80 lines; the repository's top level is the design
+card's."""
 
 from __future__ import annotations
 
@@ -117,8 +118,9 @@ def is_edge(module: str) -> bool:
 
 def test_the_graph_is_read_from_every_module():
     g = graph()
-    assert len(g) > 60 and "rageval.pipeline" in g
-    assert "rageval.scoring.metrics" in g["rageval.pipeline"]
+    assert len(g) > 60 and "rageval.run.evaluation" in g
+    assert "rageval.run.score" in g["rageval.run.evaluation"]
+    assert "rageval.scoring.metrics" in g["rageval.run.score"]
 
 
 def test_the_cycle_finder_finds_a_circle_and_the_rules_can_fail():
@@ -126,7 +128,7 @@ def test_the_cycle_finder_finds_a_circle_and_the_rules_can_fail():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
     assert is_edge("rageval.cli.main") and is_edge("rageval.testing")
-    assert not is_edge("rageval.pipeline") and not is_edge("rageval.retrieval.local.dense")
+    assert not is_edge("rageval.run.evaluation") and not is_edge("rageval.retrieval.local.dense")
 
 
 def test_no_import_circles_at_module_level_or_inside_functions():
@@ -155,11 +157,31 @@ def test_the_core_imports_no_edge_library():
     assert bad == []
 
 
-def test_the_pipeline_imports_no_edge_module():
-    names = [n for n, _, _ in imports("rageval.pipeline")]
-    assert names, "the pipeline imports nothing?"
-    assert not [n for n in names if n.startswith("rageval") and is_edge(resolve(n))]
-    assert not [n for n in names if n.split(".")[0] in EDGE_LIBRARIES]
+# The run: its spec, the stages it sequences, what it measures and its folder.
+RUN = sorted(m for m in MODULES if m.startswith("rageval.run."))
+
+
+def test_the_run_imports_no_edge_module():
+    assert {"rageval.run.evaluation", "rageval.run.spec", "rageval.run.folder"} <= set(RUN)
+    names = [(m, n) for m in RUN for n, _, _ in imports(m)]
+    assert [n for m, n in names if m == "rageval.run.evaluation"], "the run imports nothing?"
+    assert not [(m, n) for m, n in names if n.startswith("rageval") and is_edge(resolve(n))]
+    assert not [(m, n) for m, n in names if n.split(".")[0] in EDGE_LIBRARIES]
+
+
+def test_no_module_imports_the_deprecated_pipeline():
+    # rageval.pipeline re-exports rageval.run for users' imports, and warns: rageval's own
+    # modules import rageval.run
+    bad = [
+        f"{MODULES[m].relative_to(PACKAGE.parent)}:{line}"
+        for m in MODULES
+        if m != "rageval.pipeline"
+        for n, line, _ in imports(m)
+        if resolve(n) == "rageval.pipeline"
+    ]
+    assert bad == []
+    shim = {resolve(n) for n, _, _ in imports("rageval.pipeline") if n.startswith("rageval")}
+    assert shim and all(m.startswith("rageval.run.") for m in shim)
 
 
 # What only tracking/ may call: MlflowClient's methods (a client handed to a module outside
@@ -226,7 +248,8 @@ def test_the_mlflow_checks_can_fail():
 
 def test_no_package_redirects_names_with_getattr():
     # rageval/__init__.py's lazy rageval.evaluate/compare is the public API; any other module
-    # __getattr__ would be a redirect of a renamed module (shims are not kept in 0.x)
+    # __getattr__ would be a redirect of a renamed module (a deprecated module kept for a
+    # release, as rageval.pipeline, re-exports its names by plain imports)
     bad = [
         m
         for m, p in MODULES.items()
@@ -257,17 +280,14 @@ def test_formats_imports_only_the_ground():
     assert bad == []
 
 
-# Stages live in their folders (inputs/, retrieval/, scoring/, ...); the root holds the ground,
-# the pipeline that sequences the stages, the project and the entry points.
+# Stages live in their folders (inputs/, retrieval/, scoring/, ...), and the run that sequences
+# them in run/; the root holds the ground, the project and the entry points.
 ROOT_MODULES = {
     "rageval.config_schema",
     "rageval.errors",
-    "rageval.limits",
-    "rageval.memory",
-    "rageval.pipeline",
+    "rageval.pipeline",  # deprecated: re-exports rageval.run's names for one release
     "rageval.project",
     "rageval.redact",
-    "rageval.rundir",
     "rageval.scaffold",
     "rageval.types",
 }
@@ -280,7 +300,7 @@ def test_the_package_root_holds_no_stage():
 
 def test_the_package_root_holds_no_command_handler():
     root = [m for m, p in MODULES.items() if p.parent == PACKAGE and m not in EDGE_ROOT]
-    assert "rageval.pipeline" in root
+    assert "rageval.types" in root and "rageval.project" in root
     for m in root:
         tree = ast.parse(MODULES[m].read_text(encoding="utf-8"))
         defs = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
@@ -417,7 +437,7 @@ def test_no_function_is_longer_than_80_lines():
             ast.parse(path.read_text(encoding="utf-8")), module
         ).items()
     }
-    assert len(lengths) > 500 and "rageval.pipeline:evaluate" in lengths
+    assert len(lengths) > 500 and "rageval.run.evaluation:evaluate" in lengths
     long = [
         f"{name} (line {line}): {n} lines"
         for name, (line, n) in sorted(lengths.items())

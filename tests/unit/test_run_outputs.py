@@ -7,8 +7,9 @@ import warnings
 import pytest
 
 from rageval.inputs.chunking import ChunkingSpec, write_chunks_jsonl
-from rageval.pipeline import RunSpec, evaluate
 from rageval.retrieval.local.lexical import BM25Retriever
+from rageval.run.evaluation import evaluate
+from rageval.run.spec import RunSpec
 from rageval.scoring.relevance import resolve
 from rageval.scoring.spans import span_metrics
 
@@ -38,8 +39,8 @@ def _spec(mini, model_dir, **kw):
 def test_embeds_looks_through_retry_and_rerank_wrappers():
     from types import SimpleNamespace
 
-    from rageval.pipeline import embeds
     from rageval.retrieval.retry import RetryingRetriever
+    from rageval.run.embed import embeds
 
     assert not embeds(RetryingRetriever(BM25Retriever()))
     assert not embeds(SimpleNamespace(base=RetryingRetriever(BM25Retriever()), search=print))

@@ -18,7 +18,7 @@ from rageval.config_schema import (
     gate_metrics,
     measures,
 )
-from rageval.pipeline import RunSpec
+from rageval.run.spec import RunSpec
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ from omegaconf import OmegaConf
 
 from rageval.app.main import check_gate_slices
 from rageval.errors import ConfigError
-from rageval.pipeline import RunSpec
+from rageval.run.spec import RunSpec
 from rageval.types import GoldenSet
 
 
@@ -42,5 +42,5 @@ def test_the_golden_set_the_check_reads_is_the_one_the_run_scores(mini, monkeypa
         raise AssertionError(f"{path} read again")
 
     monkeypatch.setattr("rageval.inputs.golden.load_golden", read_twice)
-    monkeypatch.setattr("rageval.pipeline.load_golden", read_twice)
+    monkeypatch.setattr("rageval.run.load.load_golden", read_twice)
     assert check_gate_slices(_cfg({"tags": 0.1}), checked).golden is checked.golden

@@ -260,8 +260,9 @@ def test_migrated_set_gives_the_same_metrics_under_the_original_chunking(
     for name in a.values:
         assert list(a.values[name]) == list(m.values[name]), name
 
-    from rageval.pipeline import RunSpec, evaluate
     from rageval.retrieval.local.lexical import BM25Retriever
+    from rageval.run.evaluation import evaluate
+    from rageval.run.spec import RunSpec
 
     def run(golden):
         spec = RunSpec(

@@ -71,7 +71,7 @@ def test_atomic_write_refuses_a_target_that_is_not_a_regular_file(tmp_path, kind
 def test_a_full_disk_names_the_file_it_was_writing(tmp_path, monkeypatch):
     import errno
 
-    from rageval.rundir import os_errors
+    from rageval.run.folder import os_errors
 
     def full(fd):
         raise OSError(errno.ENOSPC, "No space left on device")

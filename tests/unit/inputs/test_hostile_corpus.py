@@ -12,7 +12,7 @@ import pytest
 from rageval.errors import InputError
 from rageval.inputs.chunking import ChunkingSpec, chunk_documents
 from rageval.inputs.corpus import load_corpus
-from rageval.limits import encode_texts, split_points
+from rageval.inputs.limits import encode_texts, split_points
 from rageval.types import Document
 
 
@@ -95,7 +95,7 @@ def test_max_document_mb_reaches_the_pipeline(tmp_path):
 def test_long_texts_tokenize_in_pieces_with_the_same_chunks(tokenizer, piece):
     text = "Refunds for annual plans are prorated.\nContact billing@example.com, ext. 42! " * 12
     whole = chunk_documents([Document("d", text)], ChunkingSpec(16, 4), tokenizer)
-    import rageval.limits as limits
+    import rageval.inputs.limits as limits
 
     old = limits.PIECE_CHARS
     limits.PIECE_CHARS = piece

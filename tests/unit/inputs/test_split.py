@@ -94,8 +94,9 @@ def test_an_empty_side_is_an_error_naming_the_golden_file():
 
 
 def test_a_run_on_the_tune_split_scores_only_tune_queries_and_records_the_split(mini, model_dir):
-    from rageval.pipeline import RunSpec, evaluate
     from rageval.retrieval.local.lexical import BM25Retriever
+    from rageval.run.evaluation import evaluate
+    from rageval.run.spec import RunSpec
 
     spec = dict(
         corpus=str(mini / "corpus"),

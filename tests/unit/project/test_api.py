@@ -15,7 +15,8 @@ def test_evaluate_measures_a_retriever_object_as_the_pipeline_does(mini, tmp_pat
     from rageval.embedding import SentenceTransformerEncoder
     from rageval.embedding.base import tokenizer_dir_of
     from rageval.inputs.chunking import ChunkingSpec
-    from rageval.pipeline import RunSpec, evaluate
+    from rageval.run.evaluation import evaluate
+    from rageval.run.spec import RunSpec
 
     report = rageval.evaluate(
         WordOverlap(), mini / "golden.jsonl", mini / "corpus", chunk=64, judgements=None

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rageval.pipeline import ann_recall
 from rageval.retrieval.local.dense import FaissRetriever
 from rageval.retrieval.retry import RetryingRetriever
+from rageval.run.measure import ann_recall
 from rageval.types import Chunk
 
 N, DIM = 2000, 32

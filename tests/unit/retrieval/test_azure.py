@@ -393,9 +393,10 @@ def test_an_existing_index_with_its_own_ids_is_scored_on_its_passages(fake, mini
     field): with doc_id_field the passages come back with text and are scored on it."""
     from rageval.inputs.chunking import ChunkingSpec
     from rageval.inputs.corpus import load_corpus
-    from rageval.pipeline import RunSpec, evaluate
     from rageval.retrieval.azure.client import index_definition
     from rageval.retrieval.passages import Passage
+    from rageval.run.evaluation import evaluate
+    from rageval.run.spec import RunSpec
 
     paragraphs = [
         (d.id, p.strip())

@@ -10,9 +10,10 @@ import pytest
 from rageval.errors import BackendError, ConfigError
 from rageval.inputs.chunking import ChunkingSpec, chunk_documents, load_tokenizer
 from rageval.inputs.corpus import load_corpus
-from rageval.pipeline import RunSpec, evaluate
 from rageval.retrieval.adapters import FunctionRetriever
 from rageval.retrieval.passages import PassageStore, content_id, read_passage
+from rageval.run.evaluation import evaluate
+from rageval.run.spec import RunSpec
 from rageval.scoring.ranking import ranked
 from rageval.types import RankedList
 

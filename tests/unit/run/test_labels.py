@@ -14,7 +14,8 @@ from rageval.errors import ConfigError
 from rageval.gate.baseline import load_baseline, write_baseline
 from rageval.inputs.chunking import ChunkingSpec
 from rageval.inputs.corpus import load_corpus
-from rageval.pipeline import RunSpec, evaluate
+from rageval.run.evaluation import evaluate
+from rageval.run.spec import RunSpec
 from rageval.types import RankedList
 
 # what the gate checks by default (conf/config.yaml gate.metrics), at the run's k
@@ -202,7 +203,7 @@ def test_a_judgements_file_elsewhere_and_its_errors_name_file_and_line(
 def test_the_judged_warning_counts_empty_places_when_a_ranking_is_short():
     from types import SimpleNamespace
 
-    from rageval.pipeline import judged_warnings
+    from rageval.run.labels import judged_warnings
 
     def report(lengths):
         rows = [{"retrieved": [f"d{i}" for i in range(n)]} for n in lengths]

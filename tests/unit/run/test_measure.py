@@ -9,14 +9,15 @@ import hashlib
 import numpy as np
 import pytest
 
-from rageval import memory
-from rageval.pipeline import RunSpec, evaluate
 from rageval.report.costs import costs_summary
 from rageval.report.stages import stages_table
 from rageval.retrieval.fusion import HybridRetriever
 from rageval.retrieval.local.dense import FaissRetriever
 from rageval.retrieval.local.lexical import BM25Retriever
 from rageval.retrieval.retry import RetryingRetriever
+from rageval.run import memory
+from rageval.run.evaluation import evaluate
+from rageval.run.spec import RunSpec
 
 
 class CountingEncoder:
@@ -167,16 +168,16 @@ class SlowBackend(CountingBackend):
 
 
 def test_a_fast_search_is_timed_three_times_a_slow_one_once(mini, model_dir, monkeypatch):
-    import rageval.pipeline as pipeline
+    import rageval.run.measure as measure
 
     # thresholds far from the searches' real times, so a busy machine cannot move them across
-    monkeypatch.setattr(pipeline, "REPEAT_BELOW_MS", 1e9)
+    monkeypatch.setattr(measure, "REPEAT_BELOW_MS", 1e9)
     fast = CountingBackend()
     fast_report = evaluate(_spec(mini, model_dir, latency_sample=4), fast, None)
     # one batch search, one untimed warm-up, then the sample
-    assert fast_report.latency["searches"] == 4 * pipeline.LATENCY_REPEATS
-    assert fast.requests["search"] == 2 + 4 * pipeline.LATENCY_REPEATS
-    monkeypatch.setattr(pipeline, "REPEAT_BELOW_MS", 5.0)
+    assert fast_report.latency["searches"] == 4 * measure.LATENCY_REPEATS
+    assert fast.requests["search"] == 2 + 4 * measure.LATENCY_REPEATS
+    monkeypatch.setattr(measure, "REPEAT_BELOW_MS", 5.0)
     slow = SlowBackend()
     slow_report = evaluate(_spec(mini, model_dir, latency_sample=4), slow, None)
     assert slow_report.latency["searches"] == 4 and slow.requests["search"] == 2 + 4

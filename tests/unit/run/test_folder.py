@@ -6,7 +6,7 @@ import errno
 import json
 
 from rageval.cli.main import main
-from rageval.rundir import MARKER
+from rageval.run.folder import MARKER
 
 
 def test_promote_refuses_a_failed_or_unfinished_run(tmp_path, capsys):

@@ -15,7 +15,8 @@ from rageval.errors import ConfigError
 from rageval.inputs.chunking import ChunkingSpec
 from rageval.inputs.corpus import load_corpus
 from rageval.inputs.judgements import calibration_path
-from rageval.pipeline import RunSpec, evaluate
+from rageval.run.evaluation import evaluate
+from rageval.run.spec import RunSpec
 from rageval.scoring.ppi import ppi_mean
 from rageval.types import RankedList
 
