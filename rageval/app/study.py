@@ -533,8 +533,8 @@ def _counted(study) -> list:
 
 def masked(lines: Sequence[str]) -> list[str]:
     """Override lines as the study's storage keeps them: secret values masked, as every file a
-    run or sweep writes has them (rageval.redact.redact_override, also in run_job)."""
-    from rageval.redact import redact_override
+    run or sweep writes has them (rageval.formats.redact.redact_override, also in run_job)."""
+    from rageval.formats.redact import redact_override
 
     return [redact_override(str(o)) for o in lines]
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from rageval.formats.atomic import atomic_write_text
-from rageval.redact import redact_override, scrub
+from rageval.formats.redact import redact_override, scrub
 from rageval.tracking.client import tracking_uri
 from rageval.tracking.log import ui_command, view_url
 

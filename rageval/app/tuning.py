@@ -83,7 +83,7 @@ def readable_storage(storage: str) -> None:
     corrupt optuna.db): found before any trial or MLflow run starts."""
     import optuna
 
-    from rageval.redact import mask_url
+    from rageval.formats.redact import mask_url
 
     if storage.startswith("sqlite:///") and not Path(storage[len("sqlite:///") :]).exists():
         return  # a new study's storage: Optuna creates it
@@ -301,7 +301,7 @@ def study_lock(storage: str, name: str):
     stops at once (ConfigError, exit 2) instead of failing the first one's live trials."""
     from filelock import FileLock, Timeout
 
-    from rageval.redact import mask_url
+    from rageval.formats.redact import mask_url
 
     path = study_lock_path(storage, name)
     path.parent.mkdir(parents=True, exist_ok=True)
