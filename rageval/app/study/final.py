@@ -22,23 +22,14 @@ from rageval.config_schema import override_key
 def finish_study(
     sweeper, study, s: StudySettings, space, fixed, metric: str | None, names=None
 ) -> None:
-    from optuna.trial import TrialState
-
+    """Score the best trial's configuration and the baseline's on every golden query (reused
+    when a resumed study scored them already) and write the study's record (study.json, study.md);
+    with no finished trial, the record says so."""
     from rageval.report.study import summarise_study
 
     config = sweeper.config
     sweep_dir = Path(str(config.hydra.sweep.dir))
-    trials = study.get_trials(deepcopy=False)
-    interrupted = sum(bool(t.user_attrs.get("interrupted")) for t in trials)
-    counts = {
-        "complete": sum(t.state == TrialState.COMPLETE for t in trials),
-        "failed": sum(t.state == TrialState.FAIL for t in trials) - interrupted,
-    }
-    if interrupted:  # stopped mid-trial and run again: not a failure of the configuration
-        counts["interrupted"] = interrupted
-    repeated = sum("same_as" in t.user_attrs for t in trials)
-    if repeated:  # drew an earlier trial's configuration: told its value, not run again
-        counts["repeated"] = repeated
+    counts = _trial_counts(study)
     record: dict[str, Any] = {
         "study": study.study_name,
         "storage": storage_of(config, s),
@@ -98,6 +89,24 @@ def finish_study(
         summary=summary.to_dict(),
     )
     write_outcome(sweep_dir, record, summary)
+
+
+def _trial_counts(study) -> dict[str, int]:
+    """The study's trials by how they ended: complete, failed, interrupted, repeated."""
+    from optuna.trial import TrialState
+
+    trials = study.get_trials(deepcopy=False)
+    interrupted = sum(bool(t.user_attrs.get("interrupted")) for t in trials)
+    counts = {
+        "complete": sum(t.state == TrialState.COMPLETE for t in trials),
+        "failed": sum(t.state == TrialState.FAIL for t in trials) - interrupted,
+    }
+    if interrupted:  # stopped mid-trial and run again: not a failure of the configuration
+        counts["interrupted"] = interrupted
+    repeated = sum("same_as" in t.user_attrs for t in trials)
+    if repeated:  # drew an earlier trial's configuration: told its value, not run again
+        counts["repeated"] = repeated
+    return counts
 
 
 def _reuse(last: Mapping[str, Any], role: str, key: Sequence[str]):
@@ -199,6 +208,7 @@ def _baseline_config(
 
 
 def write_outcome(sweep_dir: Path, record: dict[str, Any], summary) -> None:
+    """study.json (``record``) in ``sweep_dir``, and study.md when the study has a ``summary``."""
     from rageval.formats.atomic import atomic_write_text
 
     if summary is not None:

@@ -46,6 +46,7 @@ def build_sampler(s: StudySettings, space: Mapping[str, Any], done: int = 0):
 
 
 def grid_size(space: Mapping[str, Any]) -> int:
+    """How many points a grid over ``space`` has: a grid study's budget (each point once)."""
     n = 1
     for dist in space.values():
         choices = getattr(dist, "choices", None)

@@ -22,6 +22,7 @@ def trial_overrides(trial, fixed: Sequence[str]) -> list[str]:
 
 
 def job_folder(ret, sweep_dir: Path, idx: int) -> Path:
+    """Where job ``idx`` of the launch wrote (Hydra's output dir, else ``sweep_dir/idx``)."""
     try:
         return Path(str(ret.hydra_cfg.hydra.runtime.output_dir))
     except Exception:
