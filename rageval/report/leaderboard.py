@@ -1,6 +1,7 @@
 """The sweep's leaderboard: one row per job, the deciding metric first, best and tied marked.
 
-Phases: read each job's report.json (:func:`load_jobs`), pick the deciding metric
+Phases: read each job's report.json (:func:`load_jobs`; a job's swept values are those its run
+resolved, :func:`resolved_value`), pick the deciding metric
 (:func:`deciding_metric`), test every job against the best on the per-query values of that
 metric (:func:`rank`, the gate's paired randomization test, Holm-corrected), then render the one
 :class:`Leaderboard` as markdown, CSV or an aligned console table.
