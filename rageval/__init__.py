@@ -18,7 +18,7 @@ __all__ = ["Report", "compare", "evaluate"]
 
 def __getattr__(name: str):
     if name == "__version__":  # read on first use: `import rageval` scans no metadata
-        from rageval.scaffold import installed_version
+        from rageval.app.scaffold import installed_version
 
         return installed_version()
     # the API's imports (numpy, the pipeline) load on first use: `rageval score` stays light

@@ -38,7 +38,7 @@ class OptunaSweeper(Sweeper):
         )
 
     def sweep(self, arguments: list[str]) -> Any:
-        """Run (or resume) the study; see :func:`rageval.app.study.run_study`."""
-        from rageval.app.study import run_study
+        """Run (or resume) the study; see :func:`rageval.app.study.loop.run_study`."""
+        from rageval.app.study.loop import run_study
 
         return run_study(self, list(arguments))

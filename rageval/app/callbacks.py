@@ -46,7 +46,7 @@ class SweepCallback(Callback):
     def on_multirun_end(self, config, **kwargs) -> None:
         """Compare the jobs, close the parent run and report the sweep's exit code."""
         from rageval.app.sweep import finish_sweep
-        from rageval.redact import redact_yaml_file
+        from rageval.formats.redact import redact_yaml_file
 
         redact_yaml_file(
             Path(config.hydra.sweep.dir) / "multirun.yaml", config.hydra.overrides.task

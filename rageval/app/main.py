@@ -20,7 +20,7 @@ from pathlib import Path
 from rageval.app.build import Components, build
 from rageval.app.config import CONF_DIR, GROUPS, default_cache_dir, register_resolvers
 from rageval.errors import ConfigError, RagevalError
-from rageval.redact import (
+from rageval.formats.redact import (
     ScrubbingStream,
     command_line_secrets,
     declared_secrets,

@@ -2,8 +2,8 @@
 
 :func:`parse` reads a line once, with Hydra's own parser, into an :class:`Override`: its key,
 its prefix (``+``, ``++``, ``~`` or none), its value text, the values of a sweep and whether it
-carries a secret (rageval.redact's rules). The rest of rageval/app asks this value instead of
-splitting the text again; the core reads stored lines back with
+carries a secret (rageval.formats.redact's rules). The rest of rageval/app asks this value instead
+of splitting the text again; the core reads stored lines back with
 :func:`rageval.config_schema.override_key`. :func:`apply_to_config` lays parsed overrides on a
 composed config with OmegaConf's public API, as Hydra does when it composes.
 """
@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from rageval.redact import override_secrets
+from rageval.formats.redact import override_secrets
 
 PREFIXES = ("++", "+", "~")
 

@@ -351,7 +351,8 @@ def check_study(argv: Sequence[str], conf_dir: str | Path) -> None:
     from omegaconf.errors import OmegaConfBaseException
 
     from rageval.app.config import register_resolvers
-    from rageval.app.tuning import StudySettings, check_sampler, is_study, search_space
+    from rageval.app.study.settings import StudySettings, check_sampler, is_study
+    from rageval.app.study.space import search_space
 
     if GlobalHydra.instance().is_initialized():
         return
@@ -377,7 +378,7 @@ def _check_not_running(conf_dir, hydra_args, space, fixed, s) -> None:
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
-    from rageval.app.tuning import readable_storage, storage_of, study_lock, study_name
+    from rageval.app.study.storage import readable_storage, storage_of, study_lock, study_name
 
     try:
         with initialize_config_dir(config_dir=str(Path(conf_dir).resolve()), version_base="1.3"):
@@ -394,7 +395,7 @@ def _check_not_running(conf_dir, hydra_args, space, fixed, s) -> None:
 def _explain_sweeper_key(err: Exception, hydra_args: Sequence[str]) -> None:
     """A mistyped ``hydra.sweeper.KEY`` (or ``hydra.sweeper.sampler.KEY``) on the command line:
     one ConfigError with the closest keys, instead of Hydra's multi-line struct error."""
-    from rageval.app.tuning import SAMPLERS, StudySettings, sampler_args
+    from rageval.app.study.settings import SAMPLERS, StudySettings, sampler_args
 
     found = re.search(r"Key '([^']+)' is not in struct", str(err)) or re.search(
         r"Could not override '([^']+)'", str(err)

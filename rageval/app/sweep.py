@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from rageval.formats.atomic import atomic_write_text
-from rageval.redact import redact_override, scrub
+from rageval.formats.redact import redact_override, scrub
 from rageval.tracking.client import tracking_uri
 from rageval.tracking.log import ui_command, view_url
 
@@ -68,7 +68,8 @@ def start_sweep(config) -> dict[str, Any]:
 
 
 def _resumed_study_parent(config) -> str | None:
-    from rageval.app.tuning import is_study, study_parent_id
+    from rageval.app.study.settings import is_study
+    from rageval.app.study.storage import study_parent_id
 
     return study_parent_id(config) if is_study(config) else None
 
@@ -132,7 +133,7 @@ def finish_sweep(config, stopped: str | None = None) -> int:
     """Print and write the leaderboard, close the parent run; returns the sweep's exit code (2 if
     a job failed or sweep.compare_metric names no metric). ``stopped``: why the launcher gave up,
     told for every job that left no report."""
-    from rageval.app.tuning import load_outcome, print_outcome
+    from rageval.app.study.outcome import load_outcome, print_outcome
 
     sweep_dir = _sweep_dir(config)
     jobs = _finished_jobs(sweep_dir, stopped)
@@ -243,7 +244,7 @@ def _close_parent_run(config, sweep_dir: Path, jobs, board, study, *, broken, st
     parent = parent_run_id(str(sweep_dir))
     if not (config.mlflow.enabled and parent):
         return
-    from rageval.app.tuning import STUDY_FILE
+    from rageval.app.study.settings import STUDY_FILE
 
     uri = tracking_uri(config.mlflow.tracking_uri)
     try:

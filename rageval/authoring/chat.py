@@ -5,8 +5,8 @@ Two URL and header styles: ``openai`` (``<base_url>/chat/completions``, ``Author
 the model in the body) and ``azure`` (``<base_url>/openai/deployments/<model>/chat/completions
 ?api-version=...``, ``api-key`` header). The key is read from the environment variable named by
 ``api_key_env``; it is sent in a header only, never printed or written: every message this module
-raises goes through :func:`rageval.redact.scrub`. Redirects are not followed (they would carry
-the key to another host).
+raises goes through :func:`rageval.formats.redact.scrub`. Redirects are not followed (they would
+carry the key to another host).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any
 from urllib.parse import quote
 
 from rageval.errors import ConfigError, RagevalError
-from rageval.redact import scrub, secret_values
+from rageval.formats.redact import scrub, secret_values
 
 API_STYLES = ("openai", "azure")
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
@@ -348,7 +348,7 @@ def read_settings_file(path: str) -> dict[str, Any]:
     """Endpoint and budget settings from a YAML mapping; errors name the file, line and key."""
     import yaml
 
-    from rageval.redact import is_secret_key
+    from rageval.formats.redact import is_secret_key
 
     p = Path(path)
     try:

@@ -1,4 +1,4 @@
-"""``rageval init [DIR]``: a project of your own (rageval.scaffold)."""
+"""``rageval init [DIR]``: a project of your own (rageval.app.scaffold)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     """Write the project and say what to run next."""
-    from rageval.scaffold import init_project
+    from rageval.app.scaffold import init_project
 
     print(init_project(args.folder, args.retriever).summary())
     return 0

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from rageval.errors import RagevalError
-from rageval.redact import command_line_secrets, scrub, secret_values
+from rageval.formats.redact import command_line_secrets, scrub, secret_values
 
 # subcommand -> (module, one-line help). Modules are imported lazily: `rageval score` must not pay
 # for torch or MLflow.

@@ -330,7 +330,7 @@ def stored_config(config: Mapping[str, Any]) -> dict[str, Any]:
 
 def holds_mask(value: Any) -> bool:
     """Whether ``value`` (at any depth) holds a masked secret: it is never stored nor replayed."""
-    from rageval.redact import MASK
+    from rageval.formats.redact import MASK
 
     if isinstance(value, Mapping):
         return any(holds_mask(v) for v in value.values())
@@ -343,8 +343,8 @@ def stored_overrides(lines: list[str]) -> list[str]:
     """The run's override lines a baseline keeps: not those naming code or holding an
     interpolation or a masked secret (the summary line shows the rest)."""
     from rageval.config_schema import override_key
+    from rageval.formats.redact import MASK
     from rageval.gate.baseline_schema import CODE_KEYS, INTERPOLATION
-    from rageval.redact import MASK
 
     return [
         o
@@ -391,7 +391,7 @@ def config_summary(report: Mapping[str, Any]) -> str:
     to know the config: chunking and k, each group's choice, then the run's own overrides of
     keys inside them (a tuned ``search.bm25.k1``), secrets masked."""
     from rageval.config_schema import override_key
-    from rageval.redact import redact_override
+    from rageval.formats.redact import redact_override
     from rageval.report.html import shown_override
 
     config = report.get("config") or {}

@@ -39,6 +39,7 @@ import numpy as np
 from rageval.config_schema import CODE_KEYS, GateConfig, RagevalConfig, measures
 from rageval.embedding import canary
 from rageval.errors import ConfigError, InputError
+from rageval.formats.redact import MASK
 from rageval.gate import slices as slice_gate
 from rageval.gate.baseline import config_summary
 from rageval.gate.paired import (
@@ -50,7 +51,6 @@ from rageval.gate.paired import (
     measure,
     verdict,
 )
-from rageval.redact import MASK
 from rageval.report import provenance
 from rageval.report.table import Column, Table, num
 from rageval.scoring.spec import MetricSpec

@@ -1,6 +1,7 @@
 """The sweep's leaderboard: one row per job, the deciding metric first, best and tied marked.
 
-Phases: read each job's report.json (:func:`load_jobs`), pick the deciding metric
+Phases: read each job's report.json (:func:`load_jobs`; a job's swept values are those its run
+resolved, :func:`resolved_value`), pick the deciding metric
 (:func:`deciding_metric`), test every job against the best on the per-query values of that
 metric (:func:`rank`, the gate's paired randomization test, Holm-corrected), then render the one
 :class:`Leaderboard` as markdown, CSV or an aligned console table.
@@ -17,12 +18,12 @@ from __future__ import annotations
 import json
 import math
 import textwrap
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rageval.config_schema import SweepConfig
+from rageval.config_schema import SweepConfig, override_key
 from rageval.errors import ConfigError
 from rageval.report.costs import COSTS, DEFAULT_PARETO_COST, cost_spec
 from rageval.report.fit import fit_table, job_table
@@ -55,8 +56,18 @@ class Job:
 
     @property
     def values(self) -> dict[str, str]:
-        """The job's swept values: override key -> value."""
-        return dict(o.split("=", 1) for o in self.overrides if "=" in o)
+        """The job's swept values: override key (without its ``+``/``++`` prefix) -> the value
+        the run resolved (report.json's ``config`` at that key, a config group's choice), else
+        the override's text: a job that left no resolved config (failed), or a key the config
+        does not hold (``hydra.*``)."""
+        config = self.report.get("config")
+        choices = self.report.get("choices") or {}
+        out = {}
+        for o in self.overrides:
+            if "=" in o:
+                key = override_key(o)
+                out[key] = resolved_value(config, choices, key, o.split("=", 1)[1])
+        return out
 
     @property
     def costs(self) -> dict[str, float]:
@@ -75,6 +86,29 @@ class Job:
             for r in self.report.get("per_query", [])
             if r.get(metric) is not None
         }
+
+
+def resolved_value(
+    config: Mapping[str, Any] | None, choices: Mapping[str, Any], key: str, text: str
+) -> str:
+    """What a run resolved for the override of ``key`` (``text``: the override's value): the
+    config group's choice (``search=hybrid``), else the value at the dotted ``key`` of the
+    resolved ``config`` (an interpolation resolved, ``1.50`` read as 1.5), shown as an override
+    would write it; ``text`` when ``config`` is missing or does not hold ``key``."""
+    if choices.get(key) is not None:
+        return str(choices[key])
+    node: Any = config
+    for part in key.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return text
+        node = node[part]
+    if isinstance(node, bool):
+        return str(node).lower()
+    if node is None:
+        return "null"
+    if isinstance(node, Mapping | list | tuple):
+        return json.dumps(node, separators=(",", ":"), default=str)
+    return str(node)
 
 
 def load_jobs(sweep_dir: Path) -> list[Job]:
@@ -96,11 +130,12 @@ def load_jobs(sweep_dir: Path) -> list[Job]:
 
 
 def swept_keys(jobs: Sequence[Job]) -> list[str]:
-    """Override keys whose value differs between jobs (all keys when none differs)."""
+    """Override keys whose resolved value (:attr:`Job.values`) differs between jobs (all keys
+    when none differs)."""
     keys: list[str] = []
     for j in jobs:
         for o in j.overrides:
-            key = o.split("=", 1)[0]
+            key = override_key(o) if "=" in o else o
             if key not in keys:
                 keys.append(key)
     swept = [k for k in keys if len({j.values.get(k) for j in jobs}) > 1]

@@ -21,7 +21,7 @@ from typing import Any
 
 from rageval.config_schema import measures, override_key
 from rageval.errors import ConfigError
-from rageval.redact import redact_override
+from rageval.formats.redact import redact_override
 from rageval.scoring.spec import FAMILIES, MetricSpec
 
 GROUPS = ("dataset", "embedding", "backend", "search", "rerank")
@@ -234,7 +234,7 @@ def run_params(config: Mapping[str, Any], choices: Mapping[str, str]) -> dict[st
     of each group that change what is measured. No ``_target_`` class paths, no cache or batch
     sizes, no gate/mlflow blocks, no ``backend.*`` key repeating a ``search.*`` one, no None.
     The resolved config stays whole in the run's config.yaml artifact."""
-    from rageval.redact import redact
+    from rageval.formats.redact import redact
 
     config = redact(dict(config))
     params: dict[str, Any] = {g: c for g, c in choices.items() if g in GROUPS and c}

@@ -13,7 +13,7 @@ import dataclasses
 from pathlib import Path
 
 from rageval.errors import InputError, RagevalError
-from rageval.redact import MASK, scrub, secret_values
+from rageval.formats.redact import MASK, scrub, secret_values
 
 
 def load_run(run_dir: str | Path):

@@ -223,7 +223,7 @@ def log_run(
     written: the caller records the returned id (report.json). A run that fails half-way is
     marked FAILED, never left RUNNING.
     """
-    from rageval.redact import redact
+    from rageval.formats.redact import redact
     from rageval.report.per_query import table
 
     client = client_for(uri)

@@ -1,5 +1,5 @@
 """A tuning study on its sweep's parent run: the tags resume and ``rageval promote`` read, and the
-study's outcome (figures, ids, verdict) logged when the sweep closes (rageval.app.tuning holds the
+study's outcome (figures, ids, verdict) logged when the sweep closes (rageval.app.study holds the
 study's settings and outcome file)."""
 
 from __future__ import annotations

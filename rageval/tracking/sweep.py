@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from rageval.config_schema import override_key
-from rageval.redact import redact_override
+from rageval.formats.redact import redact_override
 from rageval.scoring.spec import MetricSpec
 from rageval.tracking.client import client_for, ensure_experiment, git_info, source_tags
 from rageval.tracking.keys import find_metric, metric_key, run_name, swept_keys

@@ -38,7 +38,7 @@ def _rageval(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Comp
 
 
 def test_commands_run_from_the_corpus_folder_write_under_the_project_root(tmp_path):
-    from rageval.scaffold import init_project
+    from rageval.app.scaffold import init_project
 
     root = tmp_path / "team"
     init_project(root)

@@ -4,7 +4,7 @@ secrets."""
 from __future__ import annotations
 
 from rageval.errors import did_you_mean, install_hint
-from rageval.redact import command_line_secrets
+from rageval.formats.redact import command_line_secrets
 
 
 def test_did_you_mean_in_each_form_messages_use():

@@ -262,9 +262,10 @@ def test_no_package_redirects_names_with_getattr():
     assert bad == []
 
 
-# The ground the stages stand on: formats/ reads and writes files of the ground types and imports
-# nothing but the ground (a stage's module imported from formats/ would reach back up the layers).
-GROUND = ("rageval.types", "rageval.errors", "rageval.redact")
+# The ground the stages stand on: formats/ reads and writes files of the ground types, masks the
+# secrets the schema declares (formats/redact.py) and imports nothing but the ground (a stage's
+# module imported from formats/ would reach back up the layers).
+GROUND = ("rageval.types", "rageval.errors", "rageval.config_schema")
 
 
 def test_formats_imports_only_the_ground():
@@ -287,8 +288,6 @@ ROOT_MODULES = {
     "rageval.errors",
     "rageval.pipeline",  # deprecated: re-exports rageval.run's names for one release
     "rageval.project",
-    "rageval.redact",
-    "rageval.scaffold",
     "rageval.types",
 }
 

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from rageval.errors import BackendError, ConfigError, IndexMismatchError, install_hint
-from rageval.redact import scrub, secret_from_env
+from rageval.formats.redact import scrub, secret_from_env
 from rageval.retrieval.base import Encoder
 from rageval.types import Chunk, RankedList
 
@@ -49,10 +49,10 @@ INSTALL_HINT = install_hint("pgvector")
 
 
 def _mask(text: str, dsn: str | None) -> str:
-    """A DSN or error text with any password replaced by ``***`` (rageval.redact: URL and
+    """A DSN or error text with any password replaced by ``***`` (rageval.formats.redact: URL and
     keyword forms; the parts of ``dsn``'s password a driver's error may carry, such as the tail
     after an ``@`` it took for the host)."""
-    from rageval.redact import secret_values
+    from rageval.formats.redact import secret_values
 
     return scrub(text, secret_values(None, {"dsn": dsn}) if dsn else set())
 

@@ -154,3 +154,30 @@ def test_one_preflight_composes_once_for_a_sweep_and_answers_every_caller(monkey
     with pytest.raises(ConfigError, match="re-runs one configuration"):
         preflight(["chunk=32,64"], one_config=True)
     assert preflight(["chunk=32"], one_config=True) == ["chunk=32"]
+
+
+def test_a_bad_study_command_line_is_a_config_error_before_hydra_starts():
+    from rageval.app.preflight import check_study
+
+    with pytest.raises(ConfigError, match="a study tunes on split=tune"):
+        check_study(["-m", "hydra/sweeper=optuna_bm25", "split=holdout"], CONF_DIR)
+    with pytest.raises(ConfigError, match="hydra.sweeper.n_trials must be an integer >= 1"):
+        check_study(["-m", "hydra/sweeper=optuna", "hydra.sweeper.n_trials=0"], CONF_DIR)
+    check_study(["-m", "hydra/sweeper=optuna_bm25", "chunk=choice(64,128)"], CONF_DIR)
+    check_study(["-m", "chunk=1,2"], CONF_DIR)  # no study: nothing to check
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("hydra.sweeper.n_trial=3", r"hydra.sweeper has no key 'n_trial'; did you mean n_trials\?"),
+        ("hydra.sweeper.sampler.n_startup=3", r"did you mean n_startup_trials\?; .* write \+hydra"),
+        ("+hydra.sweeper.sampler.multivariat=true", r"has no argument .*did you mean multivariate"),
+    ],
+)
+def test_a_mistyped_sweeper_setting_is_one_line_with_the_closest_key(override, message):
+    from rageval.app.preflight import check_study
+
+    with pytest.raises(ConfigError, match=message) as err:
+        check_study(["-m", "hydra/sweeper=optuna_bm25", override], CONF_DIR)
+    assert "\n" not in str(err.value)

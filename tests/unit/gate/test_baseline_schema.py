@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from rageval.errors import InputError
+from rageval.formats.redact import MASK, Secret, redact, redact_override, scrub, secret_values
 from rageval.gate.baseline import load_baseline
 from rageval.gate.baseline_schema import validate_baseline
-from rageval.redact import MASK, Secret, redact, redact_override, scrub, secret_values
 
 DEMO = Path(__file__).resolve().parents[3] / "golden" / "baseline.json"
 

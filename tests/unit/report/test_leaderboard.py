@@ -16,7 +16,7 @@ from rageval.report.leaderboard import deciding_metric, load_jobs, rank
 METRIC = "evidence_recall@1024t"
 
 
-def _job(root, n, overrides, values, evidence=True, run_id=None):
+def _job(root, n, overrides, values, evidence=True, run_id=None, config=None, choices=None):
     d = root / str(n)
     d.mkdir(parents=True)
     values = np.asarray(values, dtype=float)
@@ -34,6 +34,8 @@ def _job(root, n, overrides, values, evidence=True, run_id=None):
         "k": 5,
         "mlflow_run_id": run_id,
     }
+    if config is not None:  # what a run writes: its resolved config and group choices
+        rep.update(config=config, choices=choices or {})
     if not evidence:
         del rep["metrics"]["evidence_recall@1024t"]
     (d / "report.json").write_text(json.dumps(rep))
@@ -53,6 +55,45 @@ def sweep(tmp_path):
         json.dumps({"error": "boom", "overrides": ["chunk=1024", "chunk_overlap=0", "search=bm25"]})
     )
     return tmp_path
+
+
+def _resolved(overrides):
+    """The config a run resolves from ``overrides`` (as Hydra composes them): interpolations
+    resolved, ``+key=value`` added, values read as YAML."""
+    base = {"chunk": 256, "chunk_overlap": 0, "search": {"mode": "vector", "bm25": {}}}
+    lines = [o.removeprefix("+") for o in overrides if not o.startswith("search=")]
+    cfg = OmegaConf.merge(base, OmegaConf.from_dotlist(lines))
+    mode = next((o.split("=")[1] for o in overrides if o.startswith("search=")), "vector")
+    cfg.search.mode = mode
+    return OmegaConf.to_container(cfg, resolve=True)
+
+
+def test_the_swept_values_are_the_ones_each_run_resolved(tmp_path):
+    rng = np.random.default_rng(1)
+    base = rng.uniform(0.5, 1.0, 30)
+    jobs = [
+        ["chunk=128", "chunk_overlap=${chunk}", "+search.bm25.k1=1.50", "search=hybrid"],
+        ["chunk=256", "chunk_overlap=${chunk}", "+search.bm25.k1=0.90", "search=vector"],
+    ]
+    for n, (overrides, shift) in enumerate(zip(jobs, (0.0, -0.3), strict=True)):
+        choices = {"search": overrides[-1].split("=")[1]}
+        _job(tmp_path, n, overrides, base + shift, config=_resolved(overrides), choices=choices)
+    (tmp_path / "2").mkdir()  # failed: no resolved config, its override text is all there is
+    failed = ["chunk=512", "chunk_overlap=${chunk}", "+search.bm25.k1=2.0", "search=bm25"]
+    (tmp_path / "2" / "error.json").write_text(json.dumps({"error": "boom", "overrides": failed}))
+    board = rank(load_jobs(tmp_path))
+    # the interpolation resolves to a different overlap per job: swept, though its text is not
+    assert board.keys == ["chunk", "chunk_overlap", "search.bm25.k1", "search"]
+    assert [j.values for j in board.jobs] == [
+        {"chunk": "128", "chunk_overlap": "128", "search.bm25.k1": "1.5", "search": "hybrid"},
+        {"chunk": "256", "chunk_overlap": "256", "search.bm25.k1": "0.9", "search": "vector"},
+        {"chunk": "512", "chunk_overlap": "${chunk}", "search.bm25.k1": "2.0", "search": "bm25"},
+    ]
+    md = board.markdown()
+    assert "| job | chunk | chunk_overlap | search.bm25.k1 | search |" in md
+    assert "| 0 | 128 | 128 | 1.5 | hybrid |" in md and "| 1 | 256 | 256 | 0.9 | vector |" in md
+    rows = list(csv.DictReader(io.StringIO(board.csv())))
+    assert [r["chunk_overlap"] for r in rows] == ["128", "256", "${chunk}"]
 
 
 def test_best_tied_and_worse_jobs_by_the_paired_test(sweep):

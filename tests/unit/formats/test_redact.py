@@ -6,7 +6,13 @@ from __future__ import annotations
 import json
 import logging
 
-from rageval.redact import ScrubbingFilter, override_secrets, redact, redact_override, secret_values
+from rageval.formats.redact import (
+    ScrubbingFilter,
+    override_secrets,
+    redact,
+    redact_override,
+    secret_values,
+)
 
 TOKEN, PASSWORD, SIG, ENV_KEY, URL_PW = (
     "sk-cfg-7a6b5c4d",

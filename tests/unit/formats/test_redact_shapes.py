@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rageval.redact import mask_url, override_secrets, redact_override
+from rageval.formats.redact import mask_url, override_secrets, redact_override
 
 
 @pytest.mark.parametrize(

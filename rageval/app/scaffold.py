@@ -17,7 +17,7 @@ from pathlib import Path
 
 from rageval.errors import InputError
 
-TEMPLATE = Path(__file__).resolve().parent / "templates" / "project"
+TEMPLATE = Path(__file__).resolve().parents[1] / "templates" / "project"
 # what a project's outputs are: run and sweep folders, the local MLflow store, the embedding cache
 GITIGNORE = (
     "outputs/",
