@@ -64,6 +64,7 @@ from rageval.scoring.budget import (
 from rageval.scoring.judged import judged_metrics
 from rageval.scoring.level import auto_level, refuse_zeros
 from rageval.scoring.metrics import score_rankings
+from rageval.scoring.ppi import check_interval
 from rageval.scoring.ranking import break_ties
 from rageval.scoring.relevance import Resolution, resolve, resolve_passages
 from rageval.scoring.slices import check_fields
@@ -107,6 +108,7 @@ class RunSpec:
     # a path, or None for judgements.jsonl next to the golden set (a missing file holds none)
     judgements: str | None = _D["judgements"]
     labels: str = _D["labels"]
+    ppi_interval: str = _D["ppi_interval"]
     judged_warn_below: float = _D["judged_warn_below"]
     split: SplitSpec = field(
         default_factory=lambda: SplitSpec(_D["split"], _D["holdout_fraction"], _D["split_seed"])
@@ -167,6 +169,7 @@ class RunSpec:
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
             raise ConfigError(f"min_slice_size must be a whole number >= 1, got {size!r}")
         label_kinds(self.labels)  # ConfigError naming the label sets
+        check_interval(self.ppi_interval)  # t or z
         warn = self.judged_warn_below
         if isinstance(warn, bool) or not isinstance(warn, int | float) or not 0 <= warn <= 1:
             raise ConfigError(
@@ -256,7 +259,7 @@ def evaluate(
     )
     report = summarise(golden, scored, facts)
     if spec.labels == PPI:
-        apply_ppi(report, scored, units.human, sample_for(judgements), spec.ks)
+        apply_ppi(report, scored, units.human, sample_for(judgements), spec.ks, spec.ppi_interval)
     _record_beneath(report, golden, beneath, encoder if embeds(retriever) else None, facts)
     report.costs = _costs(spec, retriever, clock, indexed, searched, measured, facts, report)
     report.stages = stages

@@ -61,11 +61,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rageval.config_schema import RagevalConfig
 from rageval.errors import ConfigError, InputError
 
-# The intervals (module docstring): Student-t with Welch-Satterthwaite df, or ppi_py's normal one
+# The intervals (module docstring): Student-t with Welch-Satterthwaite df, or ppi_py's normal one;
+# the default is the config's (ppi_interval)
 INTERVALS = ("t", "z")
-DEFAULT_INTERVAL = "t"
+DEFAULT_INTERVAL: str = RagevalConfig.ppi_interval
 _NAMES = {
     "t": "Student-t interval (Welch-Satterthwaite df)",
     "z": "normal (z) CLT interval, as ppi_py",
