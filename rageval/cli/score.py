@@ -196,7 +196,7 @@ def format_ppi_table(estimates: dict) -> str:
 
 
 INTERVAL_CAPTION = {
-    "t": "Student-t intervals (--interval z: normal, as ppi_py)",
+    "t": "Student-t intervals",
     "z": "normal (z) intervals, as ppi_py",
 }
 
