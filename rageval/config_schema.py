@@ -130,6 +130,10 @@ class RagevalConfig:
     # accepted LLM judgements) and the judged@k below which a run warns
     judgements: str | None = None
     labels: str = "gold"
+    # labels=ppi: the estimates' intervals (rageval.scoring.ppi): t = Student-t with
+    # Welch-Satterthwaite degrees of freedom; z = the normal (CLT) interval of ppi_py. The
+    # estimates and per-query values do not depend on it, only the intervals and the gate's
+    ppi_interval: str = place("t")
     judged_warn_below: float = place(0.5)
     # Golden-set split (tuning studies, rageval.inputs.split): all | tune | holdout, the share of
     # queries held out, and the seed of the query-id hash that draws the split.

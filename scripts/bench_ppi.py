@@ -15,11 +15,14 @@ by rageval's own metric code. Each seed draws a golden set of ``N`` queries from
 and a random human sample of ``n`` of them (the people grade those fully, the judge grades all),
 then computes the PPI++ estimate and 95% interval (LLM labels on the ``N - n`` others), the
 human-only classical interval on the ``n``, and the LLM-only mean over all ``N`` with its naive
-interval. Reported over the seeds: each interval's coverage of the target, its mean width, and
-the LLM-only estimate's bias. Agreement is Cohen's kappa between the judge's and the people's
-relevant / not relevant over every passage (the calibration's measure).
+interval, each both ways from the same draw: Student-t (rageval's default; Welch-Satterthwaite
+df for the PPI interval, ``n - 1`` for the human-only one) and the normal (z) interval of ppi_py.
+Reported over the seeds: each interval's coverage of the target, its mean width, the PPI
+interval's mean df, and the LLM-only estimate's bias. Agreement is Cohen's kappa between the
+judge's and the people's relevant / not relevant over every passage (the calibration's measure).
 
     .venv/bin/python scripts/bench_ppi.py --seeds 2000
+    .venv/bin/python scripts/bench_ppi.py --seeds 2000 --set-size 200 --human 20,40
 """
 
 from __future__ import annotations
@@ -96,26 +99,36 @@ def per_query(grades: np.ndarray, rankings: np.ndarray, metrics: list[str]) -> d
 
 
 def simulate(y_pop, yhat_pop, n_set, n_human, seeds, rng) -> dict[str, float]:
-    """Coverage, width and bias over ``seeds`` golden sets drawn from the population."""
+    """Coverage, width and bias over ``seeds`` golden sets drawn from the population, the t and
+    the z intervals from the same draws."""
     target = float(y_pop.mean())
-    hits = {"ppi": 0, "human": 0, "llm": 0, "ppi_set": 0}
-    widths = {"ppi": [], "human": [], "llm": []}
-    bias, lams = [], []
+    hits: dict[str, int] = {}
+    widths: dict[str, list[float]] = {}
+    bias, lams, dfs = [], [], []
     for _ in range(seeds):
         chosen = rng.choice(y_pop.size, size=n_set, replace=False)
         sample, others = chosen[:n_human], chosen[n_human:]
-        est = ppi_mean(y_pop[sample], yhat_pop[sample], yhat_pop[others])
         set_mean = float(y_pop[chosen].mean())
-        for key, iv in (("ppi", est.ppi), ("human", est.human_only), ("llm", est.llm_only)):
-            hits[key] += iv.low <= target <= iv.high
-            widths[key].append(iv.high - iv.low)
-        hits["ppi_set"] += est.ppi.low <= set_mean <= est.ppi.high
+        ests = {
+            kind: ppi_mean(y_pop[sample], yhat_pop[sample], yhat_pop[others], interval=kind)
+            for kind in ("t", "z")
+        }
+        for kind, est in ests.items():
+            for key, iv in (("ppi", est.ppi), ("human", est.human_only), ("llm", est.llm_only)):
+                name = f"{key}_{kind}"
+                hits[name] = hits.get(name, 0) + (iv.low <= target <= iv.high)
+                widths.setdefault(name, []).append(iv.high - iv.low)
+            name = f"ppi_set_{kind}"
+            hits[name] = hits.get(name, 0) + (est.ppi.low <= set_mean <= est.ppi.high)
+        est = ests["t"]  # the estimate, lambda and LLM-only mean are the same both ways
+        dfs.append(est.ppi.df)
         bias.append(est.llm_only.estimate - target)
         lams.append(est.lam)
     out = {f"cover_{k}": v / seeds for k, v in hits.items()}
     out.update({f"width_{k}": float(np.mean(v)) for k, v in widths.items()})
     out["llm_bias"] = float(np.mean(bias))
     out["lambda"] = float(np.mean(lams))
+    out["df"] = float(np.mean(dfs))
     out["target"] = target
     return out
 
@@ -139,11 +152,12 @@ def main() -> None:
         + ", ".join(f"{k} {v.mean():.4f}" for k, v in human.items())
     )
     print(
-        "| judge | kappa | metric | n | PPI cover | PPI width | human-only cover | "
-        "human-only width | PPI / human width | LLM-only bias | LLM-only cover | lambda | "
-        "PPI covers the set's mean |"
+        "| judge | kappa | metric | n | PPI t covers | PPI z covers | PPI t width | PPI z width | "
+        "PPI t df | human-only t covers | human-only z covers | human-only t width | "
+        "PPI / human-only width (t) | LLM-only bias | LLM-only t covers | lambda | "
+        "PPI t covers the set's mean |"
     )
-    print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for judge in JUDGES:
         llm_grades = relabel(grades, judge, rng)
         agreement = kappa(grades, llm_grades)
@@ -152,10 +166,13 @@ def main() -> None:
             for n in (int(x) for x in args.human.split(",")):
                 r = simulate(human[key], llm[key], args.set_size, n, args.seeds, rng)
                 print(
-                    f"| {judge.name} | {agreement:.2f} | {key} | {n} | {r['cover_ppi']:.3f} | "
-                    f"{r['width_ppi']:.4f} | {r['cover_human']:.3f} | {r['width_human']:.4f} | "
-                    f"{r['width_ppi'] / r['width_human']:.2f} | {r['llm_bias']:+.4f} | "
-                    f"{r['cover_llm']:.3f} | {r['lambda']:.2f} | {r['cover_ppi_set']:.3f} |",
+                    f"| {judge.name} | {agreement:.2f} | {key} | {n} | "
+                    f"{r['cover_ppi_t']:.3f} | {r['cover_ppi_z']:.3f} | "
+                    f"{r['width_ppi_t']:.4f} | {r['width_ppi_z']:.4f} | {r['df']:.0f} | "
+                    f"{r['cover_human_t']:.3f} | {r['cover_human_z']:.3f} | "
+                    f"{r['width_human_t']:.4f} | {r['width_ppi_t'] / r['width_human_t']:.2f} | "
+                    f"{r['llm_bias']:+.4f} | {r['cover_llm_t']:.3f} | {r['lambda']:.2f} | "
+                    f"{r['cover_ppi_set_t']:.3f} |",
                     flush=True,
                 )
     print(f"{time.perf_counter() - started:.0f} s")

@@ -34,6 +34,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="for one labels=ppi run: the human-graded queries that give 95%% intervals this "
         "wide, from the judge's agreement on its human sample (docs/judging.md)",
     )
+    p.add_argument(
+        "--interval",
+        metavar="t|z",
+        help="with --width: plan Student-t (t) or normal (z, ppi_py's) intervals (default: the "
+        "run's ppi_interval)",
+    )
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -48,9 +54,13 @@ def handle(args: argparse.Namespace) -> int:
 
         if len(args.sources) != 1:
             raise ConfigError("--width plans one labels=ppi run: name one run folder or report")
-        result = ppi_plan(args.sources[0], args.metric, args.width, args.alpha)
+        result = ppi_plan(args.sources[0], args.metric, args.width, args.alpha, args.interval)
         print(json.dumps(result.to_dict(), indent=2) if args.json else result.text())
         return 0
+    if args.interval is not None:
+        from rageval.errors import ConfigError
+
+        raise ConfigError("--interval plans a labels=ppi run's intervals; add --width")
     result = plan(args.sources, args.metric, args.drop, args.alpha, args.power)
     print(json.dumps(result.to_dict(), indent=2) if args.json else result.text())
     return 0

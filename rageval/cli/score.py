@@ -24,7 +24,8 @@ BEIR; --format forces one.
 --llm-qrels FILE: QRELS holds human grades for a random sample of the queries, FILE an LLM
 judge's grades for all of them; each metric is the prediction-powered (PPI++) estimate of its
 human-label mean with a 95% interval, beside the human-only interval and the LLM-only mean
-(docs/judging.md)."""
+(docs/judging.md). The intervals are Student-t (Welch-Satterthwaite degrees of freedom; the
+human-only one n - 1); --interval z gives the normal ones of ppi_py."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -60,6 +61,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="an LLM judge's qrels for every query (QRELS: human grades for a random sample): "
         "prediction-powered estimates with 95%% intervals",
     )
+    parser.add_argument(
+        "--interval",
+        metavar="t|z",
+        help="with --llm-qrels: t (default), Student-t intervals with Welch-Satterthwaite "
+        "degrees of freedom; z, the normal (CLT) intervals of ppi_py",
+    )
 
 
 def parse_ks(text: str) -> tuple[int, ...]:
@@ -90,6 +97,10 @@ def handle(args: argparse.Namespace) -> int:
     fmt = getattr(args, "format", "auto")
     if getattr(args, "llm_qrels", None):
         return handle_ppi(args, ks, complete, fmt)
+    if getattr(args, "interval", None) is not None:
+        from rageval.errors import ConfigError
+
+        raise ConfigError("--interval sets the intervals of --llm-qrels estimates; add --llm-qrels")
     result = score_trec_files(args.qrels, args.run, ks, complete=complete, fmt=fmt, note=_note)
     _notes(result, "", complete)
     means = result.means()
@@ -126,9 +137,13 @@ def handle_ppi(args: argparse.Namespace, ks: tuple[int, ...], complete: bool, fm
     """``--llm-qrels``: each metric's prediction-powered estimate (rageval.scoring.ppi_files)."""
     import json
 
+    from rageval.scoring.ppi import DEFAULT_INTERVAL, check_interval, method
     from rageval.scoring.ppi_files import score_ppi_files
 
-    result = score_ppi_files(args.qrels, args.llm_qrels, args.run, ks, complete=complete, fmt=fmt)
+    interval = check_interval(getattr(args, "interval", None) or DEFAULT_INTERVAL)
+    result = score_ppi_files(
+        args.qrels, args.llm_qrels, args.run, ks, complete=complete, fmt=fmt, interval=interval
+    )
     _notes(result.human, "human qrels", complete, run_only=False)
     _notes(result.llm, "LLM qrels", complete)
     estimates = result.estimates
@@ -139,7 +154,7 @@ def handle_ppi(args: argparse.Namespace, ks: tuple[int, ...], complete: bool, fm
             "n_human": first.n_human,
             "n_llm": first.n_llm,
             "averaging": "complete" if complete else "trec_eval",
-            "method": "PPI++ mean (power-tuned lambda), 95% CLT interval",
+            "method": method(interval),
             "metrics": {key: est.to_dict() for key, est in estimates.items()},
         }
         print(json.dumps(out, indent=2))
@@ -165,7 +180,7 @@ def format_ppi_table(estimates: dict) -> str:
             Column("LLM bias", "right"),
         ],
         caption=f"queries: {first.n_llm} LLM-judged, {first.n_human} of them human-graded; "
-        "estimate: prediction-powered (PPI++)",
+        f"estimate: prediction-powered (PPI++); {INTERVAL_CAPTION[first.interval]}",
     )
     for key, est in estimates.items():
         table.add_row(
@@ -178,6 +193,12 @@ def format_ppi_table(estimates: dict) -> str:
             f"{est.bias:+.4f}",
         )
     return table.console()
+
+
+INTERVAL_CAPTION = {
+    "t": "Student-t intervals",
+    "z": "normal (z) intervals, as ppi_py",
+}
 
 
 def _note(text: str) -> None:

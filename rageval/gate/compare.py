@@ -647,8 +647,10 @@ def _metric_rows(
         if ppi is None:
             finish(row, pairs, alpha)
         else:  # labels=ppi: the paired change estimated from both label sources
+            from rageval.report.ppi_report import recorded_interval
+
             ok = ~(np.isnan(a) | np.isnan(b))
-            finish_ppi(row, pairs, ppi[ok], alpha)
+            finish_ppi(row, pairs, ppi[ok], alpha, recorded_interval(current))
         rows.append(row)
     for r, p_adj in zip(rows, holm([r.p_value for r in rows]) if rows else [], strict=True):
         r.p_value = float(p_adj)

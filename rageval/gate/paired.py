@@ -130,16 +130,21 @@ def human_values(rows: list, metric: str) -> np.ndarray:
     return np.array([np.nan if r.get(key) is None else float(r[key]) for r in rows])
 
 
-def finish_ppi(c: Change, pairs: Pairs, human_d: np.ndarray, alpha: float) -> None:
+def finish_ppi(
+    c: Change, pairs: Pairs, human_d: np.ndarray, alpha: float, interval: str | None = None
+) -> None:
     """``labels=ppi``: the change estimated like the metrics (rageval.scoring.ppi): the PPI++
     estimate of the mean paired difference from the LLM-label differences of every query
     (``pairs.d``) and the human-label ones of the sampled queries (``human_d``, nan elsewhere),
-    its ``1 - alpha`` interval, the z-test p-value and the drop it detects with 80% power."""
-    from scipy.stats import norm
-
+    its ``1 - alpha`` interval (``interval``: ``t``, Student-t with Welch-Satterthwaite df, or
+    ``z``, ppi_py's normal one; None: the default), the matching test's p-value (the same
+    distribution and df, so it is below ``alpha`` exactly when the interval leaves out 0) and
+    the drop it detects with 80% power (``(q(1 - alpha/2) + q(0.8)) * se``, that distribution's
+    quantiles)."""
     from rageval.errors import InputError
-    from rageval.scoring.ppi import ppi_mean
+    from rageval.scoring.ppi import DEFAULT_INTERVAL, ppi_mean, quantile, tail
 
+    interval = interval or DEFAULT_INTERVAL
     sampled = ~np.isnan(human_d)
     if sampled.sum() < 2 or sampled.all():
         raise InputError(
@@ -147,11 +152,13 @@ def finish_ppi(c: Change, pairs: Pairs, human_d: np.ndarray, alpha: float) -> No
             "human-graded in both the baseline and this run; labels=ppi needs at least 2, and "
             "queries outside the sample"
         )
-    est = ppi_mean(human_d[sampled], pairs.d[sampled], pairs.d[~sampled], alpha=alpha)
+    est = ppi_mean(
+        human_d[sampled], pairs.d[sampled], pairs.d[~sampled], alpha=alpha, interval=interval
+    )
     c.wins, c.ties, c.losses = pairs.counts()
     c.delta = est.ppi.estimate
     c.low, c.high = est.ppi.low, est.ppi.high
-    se = (est.ppi.high - est.ppi.low) / (2 * norm.ppf(1 - alpha / 2))
-    c.p_value = float(2 * norm.sf(abs(c.delta) / se)) if se > 0 else float(c.delta == 0)
-    c.detects = float((norm.ppf(1 - alpha / 2) + norm.ppf(0.8)) * se)
+    se, df = est.ppi.se, est.ppi.df
+    c.p_value = float(2 * tail(abs(c.delta) / se, df)) if se > 0 else float(c.delta == 0)
+    c.detects = float((quantile(1 - alpha / 2, df) + quantile(0.8, df)) * se)
     c.needed = None

@@ -1,6 +1,7 @@
 """``rageval plan RUN --width W``: how many human-graded queries a ``labels=ppi`` evaluation
 needs for intervals of width ``W``, from the judge's agreement measured on the run's human
-sample (rageval.scoring.ppi.Moments), beside what the humans alone would need."""
+sample (rageval.scoring.ppi.Moments), beside what the humans alone would need; the widths are
+those of the run's interval (``ppi_interval``: Student-t by default, or z) or ``--interval``'s."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from rageval.errors import InputError
+from rageval.report.ppi_report import recorded_interval
 from rageval.report.table import Column, Table
-from rageval.scoring.ppi import Moments, human_queries_needed, ppi_width
+from rageval.scoring.ppi import Moments, check_interval, human_queries_needed, ppi_width
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,7 @@ class PPIPlan:
     width: float
     alpha: float
     rows: list[PPIPlanRow]
+    interval: str = "t"  # t (Student-t) or z (normal), rageval.scoring.ppi
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "rows": [asdict(r) for r in self.rows]}
@@ -48,8 +51,8 @@ class PPIPlan:
                 Column("graded for PPI", "right"),
                 Column("graded, humans alone", "right"),
             ],
-            title=f"{self.source}: human-graded queries for a {1 - self.alpha:.0%} interval "
-            f"{self.width:g} wide over {self.queries:,} queries",
+            title=f"{self.source}: human-graded queries for a {1 - self.alpha:.0%} "
+            f"{KINDS[self.interval]} interval {self.width:g} wide over {self.queries:,} queries",
         )
         for r in self.rows:
             table.add_row(
@@ -66,10 +69,18 @@ class PPIPlan:
         )
 
 
+KINDS = {"t": "Student-t", "z": "normal (z)"}
+
+
 def ppi_plan(
-    source: str | Path, metrics: Sequence[str], width: float, alpha: float = 0.05
+    source: str | Path,
+    metrics: Sequence[str],
+    width: float,
+    alpha: float = 0.05,
+    interval: str | None = None,
 ) -> PPIPlan:
-    """The plan from a ``labels=ppi`` run folder, report.json or baseline."""
+    """The plan from a ``labels=ppi`` run folder, report.json or baseline, for ``interval``
+    (``t`` or ``z``; None: the one the run used)."""
     from rageval.gate.baseline import load_report
 
     p = Path(source)
@@ -81,6 +92,7 @@ def ppi_plan(
             "first, on the human grades you have)",
             path=str(source),
         )
+    interval = check_interval(interval) if interval is not None else recorded_interval(report)
     k = int(report["k"])
     wanted = list(metrics) or [m for m in (f"ndcg@{k}", f"recall@{k}") if m in block]
     rows = []
@@ -98,11 +110,8 @@ def ppi_plan(
             [r[m] for r in sampled],
             [r[m] for r in per_query],
         )
-        needed, alone = human_queries_needed(moments, width, total, alpha)
+        needed, alone = human_queries_needed(moments, width, total, alpha, interval)
         n = len(sampled)
-        rows.append(
-            PPIPlanRow(
-                m, moments.correlation, n, ppi_width(moments, n, total, alpha), needed, alone
-            )
-        )
-    return PPIPlan(str(source), total, width, alpha, rows)
+        now = ppi_width(moments, n, total, alpha, interval)
+        rows.append(PPIPlanRow(m, moments.correlation, n, now, needed, alone))
+    return PPIPlan(str(source), total, width, alpha, rows, interval)

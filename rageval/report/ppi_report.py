@@ -3,15 +3,16 @@
 The run is scored as usual with the LLM side's qrels (golden set + the sample's LLM judge) for
 every query; :func:`apply_ppi` scores the sampled queries again with the people's qrels (golden
 set + human judgements), and replaces each ranking metric's mean and interval by the PPI++
-estimate and its 95% interval. The per-query rows keep the LLM-label values under the metric's
-name and gain the people's as ``human:<metric>`` on the sampled queries (the gate pairs both);
-``report.ppi`` holds the sample, the judge and each metric's estimate beside the human-only and
+estimate and its 95% interval (Student-t by default; ``ppi_interval=z`` for ppi_py's normal
+one). The per-query rows keep the LLM-label values under the metric's name and gain the
+people's as ``human:<metric>`` on the sampled queries (the gate pairs both); ``report.ppi``
+holds the sample, the judge, the interval and each metric's estimate beside the human-only and
 LLM-only ones. Slices and the other metrics (span, budget, judged@k) stay as measured.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from rageval.errors import ConfigError
@@ -19,11 +20,10 @@ from rageval.inputs.judgements import Judgements, calibrated
 from rageval.inputs.ppi_sample import HumanSample, load_sample, sample_path
 from rageval.report.eval_report import EvalReport, Scored
 from rageval.scoring.metrics import score_rankings
-from rageval.scoring.ppi import ppi_by_query
+from rageval.scoring.ppi import DEFAULT_INTERVAL, check_interval, method, ppi_by_query
 from rageval.scoring.relevance import Resolution
 
 HUMAN = "human:"  # the per-query column prefix of the people's values
-METHOD = "PPI++ mean (power-tuned lambda), 95% CLT interval"
 
 
 def sample_for(judgements: Judgements, query_ids: Iterable[str] | None = None) -> HumanSample:
@@ -47,6 +47,13 @@ def sample_for(judgements: Judgements, query_ids: Iterable[str] | None = None) -
     return sample
 
 
+def recorded_interval(report: Mapping[str, Any]) -> str:
+    """The interval a ``labels=ppi`` report's estimates used (``report.ppi.interval``), which
+    the gate uses for the change and ``rageval plan --width`` plans; a report that does not say
+    (from before the choice) gets the default."""
+    return check_interval(str((report.get("ppi") or {}).get("interval") or DEFAULT_INTERVAL))
+
+
 def human_column(metric: str) -> str:
     """``ndcg@5`` -> ``human:ndcg@5``."""
     return f"{HUMAN}{metric}"
@@ -58,8 +65,10 @@ def apply_ppi(
     human: Resolution | None,
     sample: HumanSample,
     ks: Sequence[int],
+    interval: str = DEFAULT_INTERVAL,
 ) -> None:
-    """Turn ``report``'s ranking metrics into PPI++ estimates (module docstring)."""
+    """Turn ``report``'s ranking metrics into PPI++ estimates (module docstring); ``interval``
+    (``t`` or ``z``) is recorded in ``report.ppi``, where the gate reads it."""
     if human is None:
         raise ConfigError(
             "labels=ppi is measured on rageval's own chunks; a retriever that returns passages "
@@ -86,10 +95,15 @@ def apply_ppi(
     for name, values in people.values.items():
         by_human = {q: float(v) for q, v in zip(sampled, values, strict=True)}
         by_llm = {q: float(scored.values[name][i]) for q, i in index.items()}
-        est = ppi_by_query(by_human, by_llm)
+        est = ppi_by_query(by_human, by_llm, interval=interval)
         report.metrics[name] = est.ppi.estimate
         report.ci[name] = [est.ppi.low, est.ppi.high]
         block[name] = est.to_dict()
         for q, v in by_human.items():
             rows[q][human_column(name)] = v
-    report.ppi = {"method": METHOD, "sample": sample.summary(), "metrics": block}
+    report.ppi = {
+        "method": method(interval),
+        "interval": interval,
+        "sample": sample.summary(),
+        "metrics": block,
+    }

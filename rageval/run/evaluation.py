@@ -95,7 +95,7 @@ def evaluate(
     )
     report = summarise(golden, scored, facts)
     if spec.labels == PPI:
-        apply_ppi(report, scored, units.human, sample_for(judgements), spec.ks)
+        apply_ppi(report, scored, units.human, sample_for(judgements), spec.ks, spec.ppi_interval)
     record_beneath(report, golden, beneath, encoder if embeds(retriever) else None, facts)
     report.costs = costs(spec, retriever, clock, indexed, searched, measured, facts, report)
     report.stages = stages

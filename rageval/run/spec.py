@@ -11,6 +11,7 @@ from rageval.errors import ConfigError
 from rageval.inputs.chunking import ChunkingSpec
 from rageval.inputs.judgements import label_kinds
 from rageval.inputs.split import SplitSpec
+from rageval.scoring.ppi import check_interval
 from rageval.scoring.slices import check_fields
 from rageval.types import Document, GoldenSet
 
@@ -43,6 +44,7 @@ class RunSpec:
     # a path, or None for judgements.jsonl next to the golden set (a missing file holds none)
     judgements: str | None = _D["judgements"]
     labels: str = _D["labels"]
+    ppi_interval: str = _D["ppi_interval"]
     judged_warn_below: float = _D["judged_warn_below"]
     split: SplitSpec = field(
         default_factory=lambda: SplitSpec(_D["split"], _D["holdout_fraction"], _D["split_seed"])
@@ -103,6 +105,7 @@ class RunSpec:
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
             raise ConfigError(f"min_slice_size must be a whole number >= 1, got {size!r}")
         label_kinds(self.labels)  # ConfigError naming the label sets
+        check_interval(self.ppi_interval)  # t or z
         warn = self.judged_warn_below
         if isinstance(warn, bool) or not isinstance(warn, int | float) or not 0 <= warn <= 1:
             raise ConfigError(

@@ -14,16 +14,43 @@ Inference", 2024; PPI: Angelopoulos et al., Science 2023) and its reference impl
   (``cov`` over the ``n`` pairs with divisor ``n``; ``var`` over all ``n + N`` LLM values with
   divisor ``n + N - 1``), clipped to [0, 1]: 0 is the humans alone, 1 is plain PPI, so the
   estimate is never (asymptotically) worse than the human-only mean;
-- the **interval** ``theta +- z(1 - alpha/2) * sqrt(sd(lam * yhat_unlabeled)^2 / N
-  + sd(y - lam * yhat)^2 / n)`` (standard deviations with divisor ``N`` and ``n``: numpy's
-  default, as ppi_py), a CLT interval.
+- the **interval** ``theta +- q * sqrt(s_r^2 / n + s_u^2 / N)``: ``s_r^2`` the variance of the
+  rectifier ``y - lam * yhat`` over the ``n`` sampled queries, ``s_u^2`` that of
+  ``lam * yhat_unlabeled`` over the ``N`` others (:func:`mean_interval`, the one function every
+  interval here comes from).
 
-Beside it: the **human-only** classical interval (``mean(y) +- z * sd(y) / sqrt(n)``, as
-``ppi_py.classical_mean_ci``) and the **LLM-only** mean over all ``n + N`` queries with its
-naive interval, which ignores the judge's bias, and that bias as the sample measures it
-(``mean(yhat - y)``). The unlabelled set holds the queries people did not grade (disjoint from the
-sample, as in the paper and ppi_py); the assumptions are a random human sample and a judge that
-does not change between the two sets (docs/judging.md).
+Two intervals, each by its textbook definition (``interval=``, :data:`INTERVALS`):
+
+- ``"t"``, the default: **Student-t with Welch-Satterthwaite degrees of freedom**. The sample
+  and the others are disjoint random samples, so the estimate is the sum of two independent
+  sample means, each variance estimated from its own sample: the studentized estimate is Welch's
+  two-sample statistic (a sum instead of a difference, with the same variance), whose law
+  Satterthwaite (Biometrics Bulletin 2, 1946) and Welch (Biometrika 34, 1947) approximate by
+  Student's t with ``df = (s_r^2/n + s_u^2/N)^2 / ((s_r^2/n)^2/(n - 1) + (s_u^2/N)^2/(N - 1))``,
+  the variances unbiased (divisors ``n - 1`` and ``N - 1``); ``q = t(1 - alpha/2; df)``. The df
+  lies between ``min(n - 1, N - 1)`` and ``n + N - 2``; it is ``n - 1`` when the LLM term
+  vanishes (``lam = 0``: the interval is then exactly the human-only Student-t interval), and it
+  tends to ``n - 1`` as the rectifier term dominates. The conservative alternative, ``n - 1``
+  whatever the LLM term, is a lower bound of this df when ``N >= n`` (so it would only widen the
+  interval); Welch-Satterthwaite is used because the LLM term is estimated from ``N`` values,
+  not ``n``. A one-sample mean (the human-only and LLM-only intervals) follows the same rule
+  with one term: ``df = n - 1``, the classical Student-t interval.
+- ``"z"``: the **normal (CLT) interval** of PPI++ and ``ppi_py``: ``q = z(1 - alpha/2)``, the
+  variances with divisors ``n`` and ``N`` (numpy's default, as ppi_py): equal to
+  ``ppi_py.ppi_mean_ci`` and ``ppi_py.classical_mean_ci``. Kept to compare with them; with a
+  few dozen human-graded queries it undercovers (BENCHMARKS.md).
+
+Both treat the tuned ``lam`` as fixed, as PPI++'s asymptotics do, though it is estimated from
+the same sample; the t interval tends to the z interval as ``n`` grows. A part with a single
+value (one query outside the sample) has no variance estimate and counts 0, as ppi_py's
+divisor-N variance of one value does.
+
+Beside it: the **human-only** interval of ``mean(y)`` and the **LLM-only** mean over all
+``n + N`` queries with its naive interval (both one-sample intervals of the same kind), which
+ignores the judge's bias, and that bias as the sample measures it (``mean(yhat - y)``). The
+unlabelled set holds the queries people did not grade (disjoint from the sample, as in the paper
+and ppi_py); the assumptions are a random human sample and a judge that does not change between
+the two sets (docs/judging.md).
 """
 
 from __future__ import annotations
@@ -34,16 +61,29 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rageval.config_schema import RagevalConfig
 from rageval.errors import ConfigError, InputError
+
+# The intervals (module docstring): Student-t with Welch-Satterthwaite df, or ppi_py's normal one;
+# the default is the config's (ppi_interval)
+INTERVALS = ("t", "z")
+DEFAULT_INTERVAL: str = RagevalConfig.ppi_interval
+_NAMES = {
+    "t": "Student-t interval (Welch-Satterthwaite df)",
+    "z": "normal (z) CLT interval, as ppi_py",
+}
 
 
 @dataclass(frozen=True)
 class Interval:
-    """A point estimate and its two-sided interval."""
+    """A point estimate and its two-sided interval; ``se`` the standard error it stands on and
+    ``df`` the t distribution's degrees of freedom (``inf``: the normal)."""
 
     estimate: float
     low: float
     high: float
+    se: float = math.nan
+    df: float = math.inf
 
     def to_dict(self) -> dict[str, float]:
         """``{"estimate", "ci_low", "ci_high"}``, as ``rageval score --json`` prints it."""
@@ -61,12 +101,15 @@ class PPIEstimate:
     bias: float  # mean(yhat - y) on the human sample: how far the LLM's labels move the metric
     n_human: int  # queries with both labels
     n_llm: int  # queries with LLM labels: the sample and the others
+    interval: str = DEFAULT_INTERVAL  # "t" or "z" (INTERVALS)
 
     def to_dict(self) -> dict:
         """The JSON shape of one metric in ``rageval score --llm-qrels --json``."""
         return {
             **self.ppi.to_dict(),
             "lambda": self.lam,
+            "interval": self.interval,
+            "df": None if math.isinf(self.ppi.df) else self.ppi.df,
             "human_only": self.human_only.to_dict(),
             "llm_only": {**self.llm_only.to_dict(), "bias": self.bias},
             "n_human": self.n_human,
@@ -74,12 +117,78 @@ class PPIEstimate:
         }
 
 
-def _z(alpha: float) -> float:
-    from scipy.stats import norm
+def method(interval: str = DEFAULT_INTERVAL, alpha: float = 0.05) -> str:
+    """How the estimates were made, in one line (reports, ``rageval score --json``)."""
+    return f"PPI++ mean (power-tuned lambda), {1 - alpha:.0%} {_NAMES[check_interval(interval)]}"
 
+
+def check_interval(interval: str) -> str:
+    """``interval`` if it names one of :data:`INTERVALS`, else a ConfigError saying which."""
+    if interval not in INTERVALS:
+        raise ConfigError(
+            f"the interval must be one of {', '.join(INTERVALS)} (t: Student-t, the default; "
+            f"z: the normal interval of ppi_py), got {interval!r}"
+        )
+    return interval
+
+
+def _level(alpha: float) -> None:
     if not 0 < alpha < 1:
         raise ConfigError(f"alpha must be between 0 and 1 (exclusive), got {alpha!r}")
-    return float(norm.ppf(1 - alpha / 2))
+
+
+def quantile(p: float, df: float = math.inf) -> float:
+    """The ``p`` quantile of Student's t with ``df`` degrees of freedom (``inf``: the normal)."""
+    from scipy.stats import norm, t
+
+    return float(norm.ppf(p) if math.isinf(df) else t.ppf(p, df))
+
+
+def tail(x: float, df: float = math.inf) -> float:
+    """``P(T > x)`` for Student's t with ``df`` degrees of freedom (``inf``: the normal)."""
+    from scipy.stats import norm, t
+
+    return float(norm.sf(x) if math.isinf(df) else t.sf(x, df))
+
+
+def welch_df(terms: Sequence[tuple[float, int]]) -> float:
+    """The Welch-Satterthwaite degrees of freedom of ``sum(v / m)``, the variance of a sum of
+    independent sample means, each ``(v, m)`` a sample's variance estimate (divisor ``m - 1``)
+    and size: ``(sum v/m)^2 / sum (v/m)^2 / (m - 1)``. One term gives ``m - 1``. Terms with no
+    variance drop out; with none left, the first sample's ``m - 1``."""
+    shares = [(v / m, m) for v, m in terms if v > 0 and m > 1]
+    if not shares:
+        return float(max(terms[0][1] - 1, 1))
+    total = sum(s for s, _ in shares)
+    return total**2 / sum(s**2 / (m - 1) for s, m in shares)
+
+
+def half_width(
+    terms: Sequence[tuple[float, int]], alpha: float = 0.05, interval: str = DEFAULT_INTERVAL
+) -> tuple[float, float]:
+    """The half-width of the ``1 - alpha`` interval of a sum of independent sample means, each
+    ``(v, m)`` a sample's variance and size (module docstring), and its degrees of freedom:
+    ``q * sqrt(sum v/m)`` with ``q`` from Student's t with :func:`welch_df` (``"t"``) or from the
+    normal (``"z"``, df ``inf``). The one place an interval's width is computed: the estimates
+    and the plan's expected widths (:func:`ppi_width`) both come here."""
+    _level(alpha)
+    df = welch_df(terms) if check_interval(interval) == "t" else math.inf
+    var = sum(v / m for v, m in terms)
+    return quantile(1 - alpha / 2, df) * math.sqrt(max(var, 0.0)), df
+
+
+def mean_interval(
+    parts: Sequence[np.ndarray], alpha: float = 0.05, interval: str = DEFAULT_INTERVAL
+) -> Interval:
+    """The ``1 - alpha`` interval of ``sum(mean(part))`` over independent samples ``parts``
+    (one part: a mean; the rectifier and the weighted unlabelled values: the PPI++ estimate).
+    Variances unbiased for ``"t"``, divisor ``m`` for ``"z"`` (ppi_py); :func:`half_width`."""
+    ddof = 1 if check_interval(interval) == "t" else 0
+    terms = [(float(p.var(ddof=ddof)) if p.size > 1 else 0.0, int(p.size)) for p in parts]
+    estimate = float(sum(p.mean() for p in parts))
+    half, df = half_width(terms, alpha, interval)
+    se = math.sqrt(max(sum(v / m for v, m in terms), 0.0))
+    return Interval(estimate, estimate - half, estimate + half, se, df)
 
 
 def _values(values: Sequence[float] | np.ndarray, what: str, least: int) -> np.ndarray:
@@ -103,12 +212,12 @@ def tuned_lambda(y: np.ndarray, yhat: np.ndarray, yhat_unlabeled: np.ndarray) ->
     return float(np.clip(cov / ((1 + n / big_n) * var), 0.0, 1.0))
 
 
-def classical_mean(y: Sequence[float] | np.ndarray, alpha: float = 0.05) -> Interval:
-    """The CLT interval of the mean of ``y`` (``ppi_py.classical_mean_ci``)."""
-    y = _values(y, "y", 1)
-    mean = float(y.mean())
-    half = _z(alpha) * float(y.std()) / math.sqrt(y.size)
-    return Interval(mean, mean - half, mean + half)
+def classical_mean(
+    y: Sequence[float] | np.ndarray, alpha: float = 0.05, interval: str = DEFAULT_INTERVAL
+) -> Interval:
+    """The interval of the mean of ``y``: Student's t with ``n - 1`` df (``"t"``) or the CLT
+    interval of ``ppi_py.classical_mean_ci`` (``"z"``)."""
+    return mean_interval([_values(y, "y", 1)], alpha, interval)
 
 
 def ppi_mean(
@@ -117,11 +226,14 @@ def ppi_mean(
     yhat_unlabeled: Sequence[float] | np.ndarray,
     alpha: float = 0.05,
     lam: float | None = None,
+    interval: str = DEFAULT_INTERVAL,
 ) -> PPIEstimate:
     """The PPI++ estimate of the human-label mean with its ``1 - alpha`` interval, beside the
     human-only and LLM-only ones. ``y[i]`` and ``yhat[i]`` are the same query's values under
     human and LLM labels; ``yhat_unlabeled`` the LLM values of the queries nobody graded.
-    ``lam=None`` tunes the weight (PPI++); 1 is plain PPI, 0 the humans alone."""
+    ``lam=None`` tunes the weight (PPI++); 1 is plain PPI, 0 the humans alone. ``interval``:
+    ``"t"`` (Student-t, Welch-Satterthwaite df) or ``"z"`` (ppi_py's; module docstring)."""
+    check_interval(interval)
     y = _values(y, "the human-label values", 2)
     yhat = _values(yhat, "the LLM-label values of the human sample", 2)
     unl = _values(yhat_unlabeled, "the LLM-label values of the other queries", 1)
@@ -134,25 +246,25 @@ def ppi_mean(
     elif not 0 <= lam <= 1:
         raise ConfigError(f"lam must lie in [0, 1], got {lam!r}")
     n, big_n = y.size, unl.size
-    z = _z(alpha)
-    estimate = float((lam * unl).mean() + (y - lam * yhat).mean())
-    half = z * math.sqrt((lam * unl).std() ** 2 / big_n + (y - lam * yhat).std() ** 2 / n)
-    every = np.concatenate([yhat, unl])
-    llm_half = z * float(every.std()) / math.sqrt(every.size)
-    llm = float(every.mean())
+    # the LLM term first: the same sum, in the same order, as ppi_py
+    parts = [lam * unl, y - lam * yhat]  # lam = 0: the first is 0 and drops out of the df
     return PPIEstimate(
-        ppi=Interval(estimate, estimate - half, estimate + half),
+        ppi=mean_interval(parts, alpha, interval),
         lam=float(lam),
-        human_only=classical_mean(y, alpha),
-        llm_only=Interval(llm, llm - llm_half, llm + llm_half),
+        human_only=mean_interval([y], alpha, interval),
+        llm_only=mean_interval([np.concatenate([yhat, unl])], alpha, interval),
         bias=float((yhat - y).mean()),
         n_human=n,
         n_llm=n + big_n,
+        interval=interval,
     )
 
 
 def ppi_by_query(
-    human: Mapping[str, float], llm: Mapping[str, float], alpha: float = 0.05
+    human: Mapping[str, float],
+    llm: Mapping[str, float],
+    alpha: float = 0.05,
+    interval: str = DEFAULT_INTERVAL,
 ) -> PPIEstimate:
     """:func:`ppi_mean` from per-query values keyed by query id: the human sample is the
     queries ``human`` holds, every one of which ``llm`` must hold too; the others of ``llm``
@@ -175,6 +287,7 @@ def ppi_by_query(
         [llm[q] for q in sample],
         [llm[q] for q in others],
         alpha,
+        interval=interval,
     )
 
 
@@ -206,31 +319,48 @@ class Moments:
         return cls(float(y.var()), cov, float(every.var()), float(yhat.var()))
 
 
-def ppi_width(moments: Moments, n: int, total: int, alpha: float = 0.05) -> float:
+def ppi_width(
+    moments: Moments, n: int, total: int, alpha: float = 0.05, interval: str = DEFAULT_INTERVAL
+) -> float:
     """The expected width of the PPI++ interval with ``n`` human-graded of ``total`` queries
-    (the tuned weight at those sizes, clipped to [0, 1]; the others ``total - n``)."""
+    (the tuned weight at those sizes, clipped to [0, 1]; the others ``total - n``), the
+    variances taken as measured (:func:`half_width`, with its df at those sizes for ``"t"``)."""
     others = total - n
     if n < 2 or others < 1:
         return float("nan")
     m = moments
     lam = 0.0 if m.var_yhat <= 0 else min(1.0, max(0.0, m.cov / ((1 + n / others) * m.var_yhat)))
-    var = (m.var_y - 2 * lam * m.cov + lam**2 * m.var_yhat) / n + lam**2 * m.var_yhat / others
-    return 2 * _z(alpha) * math.sqrt(max(var, 0.0))
+    rectifier = m.var_y - 2 * lam * m.cov + lam**2 * m.var_yhat
+    terms = [(rectifier, n), (lam**2 * m.var_yhat, others)]
+    return 2 * half_width(terms, alpha, interval)[0]
 
 
-def human_width(moments: Moments, n: int, alpha: float = 0.05) -> float:
+def human_width(
+    moments: Moments, n: int, alpha: float = 0.05, interval: str = DEFAULT_INTERVAL
+) -> float:
     """The width of the human-only interval on ``n`` queries."""
-    return 2 * _z(alpha) * math.sqrt(moments.var_y / n) if n >= 2 else float("nan")
+    return 2 * half_width([(moments.var_y, n)], alpha, interval)[0] if n >= 2 else float("nan")
 
 
 def human_queries_needed(
-    moments: Moments, width: float, total: int, alpha: float = 0.05
+    moments: Moments,
+    width: float,
+    total: int,
+    alpha: float = 0.05,
+    interval: str = DEFAULT_INTERVAL,
 ) -> tuple[int | None, int | None]:
     """The fewest human-graded queries (of ``total``) whose PPI++ interval is at most ``width``
     wide, and the fewest for the human-only interval; None where no sample below ``total``
     reaches it."""
     if not width > 0:
         raise ConfigError(f"the interval width must be positive, got {width!r}")
-    ppi = next((n for n in range(2, total) if ppi_width(moments, n, total, alpha) <= width), None)
-    alone = next((n for n in range(2, total) if human_width(moments, n, alpha) <= width), None)
+    check_interval(interval)
+
+    ppi = next(
+        (n for n in range(2, total) if ppi_width(moments, n, total, alpha, interval) <= width),
+        None,
+    )
+    alone = next(
+        (n for n in range(2, total) if human_width(moments, n, alpha, interval) <= width), None
+    )
     return ppi, alone

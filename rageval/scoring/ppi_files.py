@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from rageval.errors import InputError
 from rageval.scoring.file_scores import FileScores
-from rageval.scoring.ppi import PPIEstimate, ppi_by_query
+from rageval.scoring.ppi import DEFAULT_INTERVAL, PPIEstimate, ppi_by_query
 
 
 @dataclass(frozen=True)
@@ -30,11 +30,13 @@ def score_ppi_files(
     complete: bool = False,
     fmt: str = "auto",
     alpha: float = 0.05,
+    interval: str = DEFAULT_INTERVAL,
 ) -> PPIFileScores:
     """Score the run against both qrels files as ``rageval score`` does (same averaging: the
     queries each file shares with the run, or with ``complete`` every judged query), then
     estimate each metric's human-label mean: the human qrels' queries are the sample, the LLM
-    qrels' other queries the unlabelled set.
+    qrels' other queries the unlabelled set; ``interval`` is ``"t"`` (Student-t) or ``"z"``
+    (ppi_py's normal interval; rageval.scoring.ppi).
 
     Raises :class:`InputError` (naming the file) for what ``rageval score`` refuses, for a
     human-graded query the LLM qrels do not judge, for fewer than 2 human-graded queries, and
@@ -69,7 +71,7 @@ def score_ppi_files(
     for key, values in human.values.items():
         by_human = dict(zip(human.query_ids, _floats(values), strict=True))
         by_llm = dict(zip(llm.query_ids, _floats(llm.values[key]), strict=True))
-        estimates[key] = ppi_by_query(by_human, by_llm, alpha)
+        estimates[key] = ppi_by_query(by_human, by_llm, alpha, interval)
     return PPIFileScores(estimates, human, llm)
 
 

@@ -79,6 +79,12 @@ def test_a_ppi_baseline_passes_its_check_and_another_sample_is_refused(
     assert cmp.status == "pass", cmp.console()
     assert all(abs(r.delta) < 1e-9 for r in cmp.rows)
     assert cmp.labels["baseline"]["judge"] == "llm:fake"
+    assert report["ppi"]["interval"] == "t"  # the default: Student-t intervals
+    assert json.loads((folder / "report.json").read_text())["ppi"]["interval"] == "t"
+    # ppi_interval is this machine's choice, not the baseline's: the check takes it as given
+    cmp, folder = run_check(done.path, ["ppi_interval=z"], out=tmp_path / "check_z", quiet=True)
+    assert cmp.status == "pass", cmp.console()
+    assert json.loads((folder / "report.json").read_text())["ppi"]["interval"] == "z"
     sample_file = tmp_path / "judgements.sample.json"
     data = json.loads(sample_file.read_text())
     sample_file.write_text(json.dumps({**data, "queries": ["q02", "q04", "q06"]}))

@@ -1,5 +1,6 @@
-"""`rageval score QRELS RUN --llm-qrels FILE`: PPI++ estimates equal ppi_py's on the per-query
-values pytrec_eval gives; errors name the file and line and exit 2."""
+"""`rageval score QRELS RUN --llm-qrels FILE`: PPI++ estimates on the per-query values
+pytrec_eval gives, with Student-t intervals by default and, with `--interval z`, ppi_py's; errors
+name the file and line and exit 2."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 from trec_oracle import oracle_scores, random_case
 
 from rageval.cli.main import main
+from rageval.scoring.ppi import ppi_mean
 
 ppi_py = pytest.importorskip("ppi_py")  # a dev dependency (pyproject)
 
@@ -58,7 +60,17 @@ def run_cli(capsys, *argv):
 def test_json_estimates_equal_ppi_py_on_pytrec_eval_values(tmp_path, capsys, seed):
     (qrels, run), llm_path, human, llm, lines = case(tmp_path, seed)
     code, out, _ = run_cli(
-        capsys, qrels, run, "--llm-qrels", llm_path, "-c", "--k", "5,10", "--json"
+        capsys,
+        qrels,
+        run,
+        "--llm-qrels",
+        llm_path,
+        "-c",
+        "--k",
+        "5,10",
+        "--json",
+        "--interval",
+        "z",
     )
     assert code == 0
     report = json.loads(out)
@@ -86,6 +98,40 @@ def test_json_estimates_equal_ppi_py_on_pytrec_eval_values(tmp_path, capsys, see
         assert got["llm_only"]["estimate"] == pytest.approx(every.mean(), abs=1e-9)
         assert got["llm_only"]["bias"] == pytest.approx((yhat - y).mean(), abs=1e-9)
         assert (got["n_human"], got["n_llm"]) == (len(human), len(llm))
+        assert (got["interval"], got["df"]) == ("z", None)
+    assert "normal (z)" in report["method"]
+
+
+def test_the_default_intervals_are_student_t(tmp_path, capsys):
+    (qrels, run), llm_path, human, llm, lines = case(tmp_path, 6)
+    code, out, _ = run_cli(capsys, qrels, run, "--llm-qrels", llm_path, "-c", "--k", "10", "--json")
+    assert code == 0
+    report = json.loads(out)
+    assert "Student-t" in report["method"]
+    truth_h, truth_l = oracle_scores(human, lines, ks=(10,)), oracle_scores(llm, lines, ks=(10,))
+    others = [q for q in llm if q not in human]
+    for key in ("ndcg@10", "recall@10"):
+        y = np.array([truth_h[q][key] for q in human])
+        yhat = np.array([truth_l[q][key] for q in human])
+        unl = np.array([truth_l[q][key] for q in others])
+        want, z = ppi_mean(y, yhat, unl), ppi_mean(y, yhat, unl, interval="z")
+        got = report["metrics"][key]
+        assert (got["ci_low"], got["ci_high"]) == pytest.approx(
+            (want.ppi.low, want.ppi.high), abs=1e-9
+        )
+        assert got["interval"] == "t" and got["df"] == pytest.approx(want.ppi.df, rel=1e-9)
+        assert len(human) - 1 <= got["df"] <= len(llm) - 2
+        assert got["ci_high"] - got["ci_low"] > z.ppi.high - z.ppi.low  # wider than ppi_py's
+    code, out, _ = run_cli(capsys, qrels, run, "--llm-qrels", llm_path, "-c", "--k", "10")
+    assert code == 0 and "Student-t intervals" in out.splitlines()[-1]
+
+
+def test_an_unknown_interval_or_one_without_llm_qrels_is_refused(tmp_path, capsys):
+    (qrels, run), llm_path, *_ = case(tmp_path, 7)
+    code, out, err = run_cli(capsys, qrels, run, "--llm-qrels", llm_path, "--interval", "normal")
+    assert (code, out) == (2, "") and "one of t, z" in err
+    code, out, err = run_cli(capsys, qrels, run, "--interval", "z")
+    assert (code, out) == (2, "") and "add --llm-qrels" in err
 
 
 def test_default_averaging_leaves_out_queries_without_results_on_both_sides(tmp_path, capsys):

@@ -117,3 +117,39 @@ def test_another_sample_is_reported_not_raised():
     cur["ppi"]["sample"]["digest"] = "t" * 64
     cmp = compare(base, cur, METRICS)
     assert cmp.status == LABELS_CHANGED and "the human sample changed" in cmp.console()
+
+
+@pytest.mark.parametrize("interval", ["t", "z"])
+def test_the_change_uses_the_runs_interval_and_its_test_matches_it(interval):
+    from scipy import stats
+
+    base, cur = pair(6, 0.02)
+    cur["ppi"]["interval"] = interval
+    row = compare(base, cur, METRICS, tolerance=0.03).rows[0]
+    d_hat = np.array(
+        [
+            c["ndcg@5"] - b["ndcg@5"]
+            for b, c in zip(base["per_query"], cur["per_query"], strict=True)
+        ]
+    )
+    d = np.array(
+        [
+            c["human:ndcg@5"] - b["human:ndcg@5"]
+            for b, c in zip(base["per_query"][:SAMPLE], cur["per_query"][:SAMPLE], strict=True)
+        ]
+    )
+    want = ppi_mean(d, d_hat[:SAMPLE], d_hat[SAMPLE:], interval=interval)
+    assert (row.low, row.high) == pytest.approx((want.ppi.low, want.ppi.high), abs=1e-12)
+    dist = stats.t(want.ppi.df) if interval == "t" else stats.norm()
+    se = want.ppi.se
+    assert row.high - row.delta == pytest.approx(dist.ppf(0.975) * se, rel=1e-12)
+    # one metric: no Holm adjustment; the p-value is the same distribution's
+    assert row.p_value == pytest.approx(2 * dist.sf(abs(row.delta) / se), rel=1e-9)
+    assert row.detects == pytest.approx((dist.ppf(0.975) + dist.ppf(0.8)) * se, rel=1e-9)
+    if interval == "t":
+        assert 19 <= want.ppi.df <= 98  # between n - 1 and n + N - 2
+    # a report that does not name its interval (from before the choice) gets the default, t
+    del cur["ppi"]["interval"]
+    plain = compare(base, cur, METRICS, tolerance=0.03).rows[0]
+    t = ppi_mean(d, d_hat[:SAMPLE], d_hat[SAMPLE:])
+    assert (plain.low, plain.high) == pytest.approx((t.ppi.low, t.ppi.high), abs=1e-12)

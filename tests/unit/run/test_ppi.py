@@ -130,6 +130,18 @@ def test_ppi_metrics_equal_the_estimator_on_both_label_sources(project, model_di
         report.table()
     )
     assert report.judgements["human"] > 0 and report.judgements["llm"] > 0
+    assert report.ppi["interval"] == "t" and "Student-t" in report.ppi["method"]
+    # ppi_interval=z: ppi_py's normal interval around the same estimate
+    z = run(project, model_dir, labels="ppi", ppi_interval="z")
+    name = f"ndcg@{K}"
+    y = [r[name] for r in people.per_query if r["id"] in SAMPLE]
+    yhat = [r[name] for r in llm.per_query if r["id"] in SAMPLE]
+    others = [r[name] for r in llm.per_query if r["id"] not in SAMPLE]
+    want = ppi_mean(y, yhat, others, interval="z")
+    assert z.ci[name] == pytest.approx([want.ppi.low, want.ppi.high], abs=1e-12)
+    assert z.metrics[name] == report.metrics[name] and z.ppi["interval"] == "z"
+    with pytest.raises(ConfigError, match="one of t, z"):
+        run(project, model_dir, labels="ppi", ppi_interval="normal")
 
 
 def test_the_digest_changes_with_the_sample(project, model_dir):
