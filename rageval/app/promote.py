@@ -112,10 +112,16 @@ def _golden_digest(golden: str) -> str:
 
 def project_data(baseline_path: str | Path, golden: str | None = None) -> ProjectData:
     """The golden set (and corpus) the project gates on; see the module docstring."""
+    return _project(baseline_path, golden)[0]
+
+
+def _project(baseline_path: str | Path, golden: str | None):
+    """(:func:`project_data`, the config it composed to find the dataset, or None when it
+    composed none): the config also says the configured MLflow experiment."""
     from omegaconf import OmegaConf
 
     if golden:
-        return ProjectData(_golden_digest(golden), None, f"--golden {golden}")
+        return ProjectData(_golden_digest(golden), None, f"--golden {golden}"), None
     from rageval.app.replay import compose_from_baseline
 
     if Path(baseline_path).is_file():
@@ -123,25 +129,26 @@ def project_data(baseline_path: str | Path, golden: str | None = None) -> Projec
         labels = current.label_set
         digests = current.digests
         if not current.config:  # a baseline that does not record its dataset: its digests
-            return ProjectData(
-                digests.get("golden") or None,
-                digests.get("corpus") or None,
-                f"the current baseline {baseline_path}",
-                labels,
+            where = f"the current baseline {baseline_path}"
+            found = ProjectData(
+                digests.get("golden") or None, digests.get("corpus") or None, where, labels
             )
+            return found, None
+        # the baseline's run rebuilt as `rageval check` would run it (MLflow settings are this
+        # machine's, never replayed)
         cfg = compose_from_baseline(current, [])
         dataset = OmegaConf.to_container(cfg.dataset, resolve=True)
         g, c = _dataset_digests(dataset)
         if g:
-            return ProjectData(
-                g, c, f"the current baseline's dataset ({dataset['golden']})", labels
-            )
+            where = f"the current baseline's dataset ({dataset['golden']})"
+            return ProjectData(g, c, where, labels), cfg
         where = f"the current baseline {baseline_path}"
-        return ProjectData(digests.get("golden"), digests.get("corpus"), where, labels)
+        return ProjectData(digests.get("golden"), digests.get("corpus"), where, labels), cfg
     cfg = compose_from_baseline(None, [])
     dataset = OmegaConf.to_container(cfg.dataset, resolve=True)
     g, c = _dataset_digests(dataset)
-    return ProjectData(g, c, f"the configured dataset.golden ({dataset.get('golden')})")
+    where = f"the configured dataset.golden ({dataset.get('golden')})"
+    return ProjectData(g, c, where), cfg
 
 
 def promote(
@@ -158,13 +165,12 @@ def promote(
     """Write the baseline from a run id, a report.json path or the best run; returns what was
     promoted. Refuses (InputError) a run measured on another golden set unless ``force``.
     ``experiment`` (searched by ``best``): default the configured ``mlflow.experiment``."""
-    if experiment is None:
+    spec = MetricSpec.parse(best) if best else None  # a name without @k is an error listing choices
+    project, cfg = _project(baseline, golden)
+    if experiment is None:  # the configured one: from the config composed above, or conf/'s
         from rageval.app.replay import compose_from_baseline
 
-        experiment = str(compose_from_baseline(None, []).mlflow.experiment)
-
-    spec = MetricSpec.parse(best) if best else None  # a name without @k is an error listing choices
-    project = project_data(baseline, golden)
+        experiment = str((cfg or compose_from_baseline(None, [])).mlflow.experiment)
     client, run_id = None, None
     if run and Path(run).is_file():
         check_complete(run)  # not a failed or unfinished run's leftover report.json
