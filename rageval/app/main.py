@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rageval import rundir
-from rageval.app.build import Components, build
+from rageval.app.build import Components, build, resolve
 from rageval.app.config import CONF_DIR, GROUPS, default_cache_dir, register_resolvers
 from rageval.errors import ConfigError, RagevalError
 from rageval.redact import (
@@ -104,7 +104,6 @@ def run_job(
 def _evaluate(cfg, out: Path, slices_checked: bool = False):
     """Build the run's components from ``cfg`` and evaluate them: (the report, the resolved
     config). The run folder is marked incomplete until report.json is written."""
-    from rageval.app.build import resolve
     from rageval.app.config import absolute_paths
     from rageval.pipeline import LowJudgedWarning, evaluate
 
