@@ -25,7 +25,7 @@ def assert_no_regression(
 
     ``baseline``: default the project's (``baseline`` in rageval.yaml); a relative path is taken
     from the working directory, else from the project root, so the test runs from any folder."""
-    from rageval.app.gate_run import run_check
+    from rageval.app.check import run_check
     from rageval.cli.paths import default_baseline
     from rageval.project import find_project
 

@@ -46,20 +46,32 @@ def instantiate(node, what: str, **kwargs) -> Any:
         raise ConfigError(f"cannot build {what} from {node.get('_target_')!r}: {cause}") from None
 
 
-def build(cfg) -> Components:
-    """Build the dataset, encoders and retriever of ``cfg``; fails fast on config mistakes."""
+def resolve(cfg) -> dict[str, Any]:
+    """``cfg`` resolved to plain data (interpolations, resolvers); ConfigError naming the key for
+    a missing or unresolvable value."""
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
-    from rageval.retrieval.retry import RetryingRetriever
-
     try:
-        cfg = OmegaConf.create(OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True))
+        return OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)
     except OmegaConfBaseException as err:
         raise ConfigError(
             f"{err.__class__.__name__}: {str(err).splitlines()[0]} "
             f"(key {getattr(err, 'full_key', '?')})"
         ) from None
+
+
+def build(cfg, resolved: dict[str, Any] | None = None) -> Components:
+    """Build the dataset, encoders and retriever of ``cfg``; fails fast on config mistakes.
+    ``resolved``: ``cfg`` already resolved (:func:`resolve`), so it is not resolved again."""
+    import copy
+
+    from omegaconf import OmegaConf
+
+    from rageval.retrieval.retry import RetryingRetriever
+
+    plain = copy.deepcopy(resolved) if resolved is not None else resolve(cfg)
+    cfg = OmegaConf.create(plain)
     if cfg.retries < 0:
         raise ConfigError(f"retries must be >= 0, got {cfg.retries}")
     if not cfg.max_document_mb > 0:
@@ -78,7 +90,6 @@ def build(cfg) -> Components:
 
     tokenizer_dir = tokenizer_dir_of(encoder)
     dataset = instantiate(cfg.dataset, "dataset")
-    plain = OmegaConf.to_container(cfg, resolve=True)
     plain["judgements"] = _judgements_path(plain.get("judgements"))
     spec = RunSpec.from_config(
         plain, corpus=dataset.corpus, golden=dataset.golden, tokenizer_dir=str(tokenizer_dir)

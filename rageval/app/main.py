@@ -17,7 +17,7 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rageval.app.build import Components, build
+from rageval.app.build import Components, build, resolve
 from rageval.app.config import CONF_DIR, GROUPS, default_cache_dir, register_resolvers
 from rageval.errors import ConfigError, RagevalError
 from rageval.formats.redact import (
@@ -79,11 +79,13 @@ def run_job(
     quiet: bool = False,
     job: int | None = None,
     tags: dict[str, str] | None = None,
+    slices_checked: bool = False,
 ):
     """Evaluate one composed config; writes report.json (+ TREC files) and logs to MLflow
-    (``tags`` added to the run's)."""
+    (``tags`` added to the run's). ``slices_checked``: ``gate.slices`` was checked already (by
+    ``rageval check``, against the baseline's rows), so the run does not check it again."""
     out = Path(output_dir)
-    report, config = _evaluate(cfg, out)
+    report, config = _evaluate(cfg, out, slices_checked)
     _write_run(report, out, config, overrides, choices)
     # a sweep prints one line per finished job (the leaderboard follows); sweep.verbose=true
     # prints each job's tables as a single run does
@@ -99,23 +101,21 @@ def run_job(
     return report
 
 
-def _evaluate(cfg, out: Path):
+def _evaluate(cfg, out: Path, slices_checked: bool = False):
     """Build the run's components from ``cfg`` and evaluate them: (the report, the resolved
     config). The run folder is marked incomplete until report.json is written."""
-    from omegaconf import OmegaConf
-
     from rageval.app.config import absolute_paths
     from rageval.run.evaluation import LowJudgedWarning, evaluate
 
     rundir.begin(out)  # marked incomplete until report.json, written last, is there
     absolute_paths(cfg)  # a project's relative paths are the project root's
-    parts = build(cfg)
+    config = resolve(cfg)  # once per job: the components and the report read the same values
+    parts = build(cfg, resolved=config)
     try:
-        spec = check_gate_slices(cfg, parts.spec)
+        spec = parts.spec if slices_checked else check_gate_slices(cfg, parts.spec)
     except BaseException:
         parts.close()
         raise
-    config = OmegaConf.to_container(cfg, resolve=True)
     try:
         with warnings.catch_warnings():
             # printed with the metrics it is about (report.table()), and kept in report.json

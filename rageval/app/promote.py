@@ -18,7 +18,14 @@ from typing import Any
 
 from rageval.embedding import canary
 from rageval.errors import InputError, NotConfirmedError
-from rageval.gate.baseline import config_summary, load_report, write_baseline
+from rageval.gate.baseline import (
+    Baseline,
+    config_summary,
+    load_report,
+    read_baseline,
+    write_baseline,
+)
+from rageval.gate.labels import label_set, label_set_change
 from rageval.report import provenance
 from rageval.run.folder import check_complete
 from rageval.scoring.spec import MetricSpec
@@ -105,38 +112,43 @@ def _golden_digest(golden: str) -> str:
 
 def project_data(baseline_path: str | Path, golden: str | None = None) -> ProjectData:
     """The golden set (and corpus) the project gates on; see the module docstring."""
+    return _project(baseline_path, golden)[0]
+
+
+def _project(baseline_path: str | Path, golden: str | None):
+    """(:func:`project_data`, the config it composed to find the dataset, or None when it
+    composed none): the config also says the configured MLflow experiment."""
     from omegaconf import OmegaConf
 
     if golden:
-        return ProjectData(_golden_digest(golden), None, f"--golden {golden}")
-    if Path(baseline_path).is_file():
-        from rageval.app.gate_run import compose_from_baseline
+        return ProjectData(_golden_digest(golden), None, f"--golden {golden}"), None
+    from rageval.app.replay import compose_from_baseline
 
-        current = load_report(baseline_path)
-        labels = str(current.get("label_set") or "gold")
-        digests = current.get("digests") or {}
-        if not current.get("config"):  # a baseline that does not record its dataset: its digests
-            return ProjectData(
-                digests.get("golden") or None,
-                digests.get("corpus") or None,
-                f"the current baseline {baseline_path}",
-                labels,
+    if Path(baseline_path).is_file():
+        current = read_baseline(baseline_path)
+        labels = current.label_set
+        digests = current.digests
+        if not current.config:  # a baseline that does not record its dataset: its digests
+            where = f"the current baseline {baseline_path}"
+            found = ProjectData(
+                digests.get("golden") or None, digests.get("corpus") or None, where, labels
             )
-        cfg = compose_from_baseline(current, [], where=baseline_path)
+            return found, None
+        # the baseline's run rebuilt as `rageval check` would run it (MLflow settings are this
+        # machine's, never replayed)
+        cfg = compose_from_baseline(current, [])
         dataset = OmegaConf.to_container(cfg.dataset, resolve=True)
         g, c = _dataset_digests(dataset)
         if g:
-            return ProjectData(
-                g, c, f"the current baseline's dataset ({dataset['golden']})", labels
-            )
+            where = f"the current baseline's dataset ({dataset['golden']})"
+            return ProjectData(g, c, where, labels), cfg
         where = f"the current baseline {baseline_path}"
-        return ProjectData(digests.get("golden"), digests.get("corpus"), where, labels)
-    from rageval.app.gate_run import compose_from_baseline
-
-    cfg = compose_from_baseline({}, [])
+        return ProjectData(digests.get("golden"), digests.get("corpus"), where, labels), cfg
+    cfg = compose_from_baseline(None, [])
     dataset = OmegaConf.to_container(cfg.dataset, resolve=True)
     g, c = _dataset_digests(dataset)
-    return ProjectData(g, c, f"the configured dataset.golden ({dataset.get('golden')})")
+    where = f"the configured dataset.golden ({dataset.get('golden')})"
+    return ProjectData(g, c, where), cfg
 
 
 def promote(
@@ -153,13 +165,12 @@ def promote(
     """Write the baseline from a run id, a report.json path or the best run; returns what was
     promoted. Refuses (InputError) a run measured on another golden set unless ``force``.
     ``experiment`` (searched by ``best``): default the configured ``mlflow.experiment``."""
-    if experiment is None:
-        from rageval.app.config import compose
-
-        experiment = str(compose([]).mlflow.experiment)
-
     spec = MetricSpec.parse(best) if best else None  # a name without @k is an error listing choices
-    project = project_data(baseline, golden)
+    project, cfg = _project(baseline, golden)
+    if experiment is None:  # the configured one: from the config composed above, or conf/'s
+        from rageval.app.replay import compose_from_baseline
+
+        experiment = str((cfg or compose_from_baseline(None, [])).mlflow.experiment)
     client, run_id = None, None
     if run and Path(run).is_file():
         check_complete(run)  # not a failed or unfinished run's leftover report.json
@@ -182,7 +193,7 @@ def promote(
     previous = _previous(baseline)
     path = write_baseline(report, baseline, source)
     beneath = (
-        tuple(provenance.diff(previous.get("provenance"), report.get("provenance")))
+        tuple(provenance.diff(previous.provenance, report.get("provenance")))
         if previous is not None
         else ()
     )
@@ -193,10 +204,10 @@ def promote(
     return Promoted(path, run_id, report, str(spec) if spec else None, beneath)
 
 
-def _previous(baseline: str) -> dict[str, Any] | None:
+def _previous(baseline: str) -> Baseline | None:
     """The baseline a promote replaces (None: none, or one that no longer reads)."""
     try:
-        return load_report(baseline) if Path(baseline).is_file() else None
+        return read_baseline(baseline) if Path(baseline).is_file() else None
     except InputError:
         return None
 
@@ -275,13 +286,9 @@ def _refuse_another_measure(report: Mapping[str, Any], project: ProjectData, for
             "golden query: promote a study with --best METRIC --sweep PARENT_RUN_ID, re-run the "
             "configuration with split=all, or pass --force"
         )
-    labels = str(report.get("label_set") or "gold")
-    if labels != project.labels and not force:
-        raise InputError(
-            f"the run was judged with the {labels!r} label set, the baseline with "
-            f"{project.labels!r}; the gate never compares across label sets "
-            "(pass --force to switch the baseline)"
-        )
+    labels = label_set_change(project.labels, label_set(report), "promote")
+    if labels and not force:
+        raise InputError(labels)
 
 
 def confirm_for_promote(

@@ -1,7 +1,7 @@
 """``rageval check``: re-run the baseline's configuration and gate on the comparison.
 
 The re-run is rebuilt from the baseline itself (its resolved config and group choices, see
-:mod:`rageval.app.gate_run`), with the command line's overrides on top. Writes gate.md (for a
+:mod:`rageval.app.replay`), with the command line's overrides on top. Writes gate.md (for a
 pull-request comment) and gate.json beside the re-run's report. Exit 0 when nothing regressed
 beyond tolerance, 1 when something did (or the embedding canary moved, with
 ``gate.on_embedding_drift=fail``), 2 on bad input (including a golden set that changed
@@ -45,7 +45,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     """Run the check and print the comparison; returns the gate's exit code."""
-    from rageval.app.gate_run import run_check
+    from rageval.app.check import run_check
     from rageval.cli.paths import default_baseline
 
     baseline = args.baseline or str(default_baseline())
@@ -65,10 +65,3 @@ def handle(args: argparse.Namespace) -> int:
     if args.format == "github":
         print("\n".join(github_annotations(cmp, baseline)))
     return cmp.exit_code
-
-
-def compose(overrides: list[str]):
-    """conf/ composed with ``overrides`` (no baseline), as the app would run it."""
-    from rageval.app.gate_run import compose_from_baseline
-
-    return compose_from_baseline({}, overrides, mlflow=True)

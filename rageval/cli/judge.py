@@ -15,16 +15,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import re
 import sys
-import warnings
 from pathlib import Path
 from typing import Any
 
 from rageval.cli.golden_generate import OPTIONS, add_endpoint_arguments
-from rageval.errors import ConfigError, InputError, RagevalError
-
-JUDGE = re.compile(r"^(human|llm):\S.*$")
+from rageval.errors import ConfigError, RagevalError
 
 
 class CalibrationFailed(RagevalError):
@@ -122,64 +118,25 @@ def add_sample_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-@dataclasses.dataclass(frozen=True)
-class Where:
-    """The golden set, corpus and judgements file a judge command works on."""
-
-    golden: Path
-    corpus: Path | None
-    judgements: Path
-    corpus_digest: str | None = None
-    golden_digest: str | None = None
-    split: str | None = None  # a BEIR folder as the golden set: its qrels split
-
-
-def locate(args: argparse.Namespace, pool: list[dict[str, Any]] | None) -> Where:
-    """Paths from the options, else the pool file's ``source``, else the golden-set defaults."""
+def locate(args: argparse.Namespace, pool: list[dict[str, Any]] | None):
+    """Where the command works: the options, else the pool file's ``source``, else the golden-set
+    defaults (rageval.authoring.judging.locate)."""
+    from rageval.authoring.judging import locate as locate_files
+    from rageval.authoring.judging import pool_source
     from rageval.cli.paths import golden_and_corpus
-    from rageval.inputs.judgements import default_path
 
-    source = (pool[0].get("source") or {}) if pool else {}
-    golden = args.golden or source.get("golden")
-    corpus = args.corpus or source.get("corpus")
-    golden_path, corpus_path = golden_and_corpus(golden, corpus)
-    judgements = args.judgements or source.get("judgements")
-    split = source.get("split") or "test"
-    if is_beir_folder(golden_path):  # its qrels file stands for the golden set, as in runs
-        beside = golden_path / "qrels" / f"{split}.tsv"
-        corpus_path = corpus_path or golden_path
-    else:
-        beside = golden_path
-    if judgements and not args.judgements:
-        pool_judgements(Path(judgements), default_path(beside))
-    return Where(
-        golden_path,
-        corpus_path,
-        Path(judgements) if judgements else default_path(beside),
-        None if args.corpus else source.get("corpus_digest"),
-        None if args.golden else source.get("golden_digest"),
-        split,
+    source = pool_source(pool)
+    golden, corpus = golden_and_corpus(
+        args.golden or source.get("golden"), args.corpus or source.get("corpus")
     )
-
-
-def pool_judgements(named: Path, default: Path) -> None:
-    """A judgements file a pool file names (it may arrive edited in a pull request) is written
-    only when it is the golden set's own or an existing JSONL file; anything else needs
-    ``--judgements`` on the command line."""
-    if named.resolve() == default.resolve():
-        return
-    if named.suffix == ".jsonl" and named.is_file():
-        return
-    raise InputError(
-        f"the pool names the judgements file {named}, which is neither the golden set's "
-        f"({default}) nor an existing .jsonl file; pass --judgements FILE to write there",
-        path=str(named),
+    return locate_files(
+        golden,
+        corpus,
+        source,
+        args.judgements,
+        golden_given=bool(args.golden),
+        corpus_given=bool(args.corpus),
     )
-
-
-def is_beir_folder(path: Path) -> bool:
-    """A BEIR dataset folder (corpus.jsonl, queries.jsonl, qrels/) named as the golden set."""
-    return path.is_dir() and (path / "corpus.jsonl").is_file()
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -216,6 +173,7 @@ def write_review(args: argparse.Namespace, pool: list[dict[str, Any]]) -> int:
 
 def sampled_pool(args: argparse.Namespace, pool: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """``--sample N``: draw and record the human sample, and keep the pool to its queries."""
+    from rageval.authoring.judging import load_inputs
     from rageval.authoring.sample import draw_for_pool
     from rageval.inputs.judgements import now
 
@@ -236,128 +194,18 @@ def sampled_pool(args: argparse.Namespace, pool: list[dict[str, Any]]) -> list[d
     return [q for q in pool if q["query_id"] in chosen]
 
 
-def read_grades(path: Path, judge: str | None) -> list[tuple[int, dict[str, Any]]]:
-    """(line, record) of a saved grades file, each with its judge (``judge`` fills missing ones
-    and must agree with the others); errors name the file and line."""
-    from rageval.formats.textio import jsonl_objects
-
-    if judge is not None and not JUDGE.match(judge):
-        raise ConfigError(f"--judge must be human:NAME or llm:MODEL, got {judge!r}")
-    if judge is not None and not judge.startswith("human:"):
-        raise ConfigError(
-            f"--import takes grades people gave (--judge human:NAME), not {judge!r}: LLM grades "
-            "enter only through `rageval judge POOL --llm`, after their calibration is accepted"
-        )
-    records = []
-    for lineno, rec in jsonl_objects(path):
-        given = rec.get("judge")
-        if given is None:
-            if judge is None:
-                raise InputError(
-                    "no judge on this record: say who graded with --judge human:NAME",
-                    path=str(path),
-                    line=lineno,
-                )
-            rec = {**rec, "judge": judge}
-        elif judge is not None and given != judge:
-            raise InputError(
-                f"the record says judge {given!r}, but --judge is {judge!r}; leave out --judge "
-                "or fix the file",
-                path=str(path),
-                line=lineno,
-            )
-        if not str(rec.get("judge", "")).startswith("human:"):
-            raise InputError(
-                f"judge {rec.get('judge')!r}: --import takes grades people gave (human:NAME); "
-                "LLM grades enter only through `rageval judge POOL --llm`, after their "
-                "calibration against gold is accepted",
-                path=str(path),
-                line=lineno,
-            )
-        records.append((lineno, rec))
-    if not records:
-        raise InputError("no grades in the file: grade some passages, then Save", path=str(path))
-    return records
-
-
-def load_inputs(where: Where):
-    """The corpus (by id) and golden set the judgements are checked against."""
-    from rageval.inputs.corpus import corpus_digest, load_corpus
-    from rageval.inputs.golden import load_golden
-
-    if where.corpus is None:
-        raise InputError(
-            f"no corpus beside {where.golden}: pass --corpus (the corpus the judgements quote)"
-        )
-    docs = load_corpus(where.corpus)
-    if where.corpus_digest and corpus_digest(docs) != where.corpus_digest:
-        raise InputError(
-            "this corpus is not the one the pool was made from; pass the runs' corpus with "
-            "--corpus, or pool again",
-            path=str(where.corpus),
-        )
-    if is_beir_folder(where.golden):
-        from rageval.inputs.beir import beir_dataset
-
-        with warnings.catch_warnings():  # the runs already said what the dataset skips
-            warnings.simplefilter("ignore")
-            golden = beir_dataset(where.golden, where.split or "test")[1]
-    else:
-        golden = load_golden(where.golden)
-    if where.golden_digest and golden.digest != where.golden_digest:
-        raise InputError(
-            "this golden set is not the one the pool was made from (it changed since, or another "
-            "one); pass the runs' golden set with --golden, or pool again",
-            path=str(where.golden),
-        )
-    return {d.id: d for d in docs}, golden
-
-
 def import_grades(args: argparse.Namespace) -> int:
-    """Validate a saved grades file and append it to the judgements: what is already there is
-    skipped, a newer grade of the same passage by the same judge replaces the older one."""
-    from rageval.inputs.judgements import (
-        append_judgements,
-        load_judgements,
-        parse_judgement,
-        resolve_judgement,
-    )
+    """Append the grades a review page saved to the judgements, and say what was added and
+    skipped (rageval.authoring.judging.import_grades)."""
+    from rageval.authoring.judging import import_grades as append_grades
 
     pool = None
     if args.pool:
         from rageval.authoring.pool import read_pool
 
         pool = read_pool(args.pool)
-    where = locate(args, pool)
-    source = Path(args.import_file)
-    rows = read_grades(source, args.judge)
-    docs, golden = load_inputs(where)
-    ids = {q.id for q in golden.queries}
-    cache: dict = {}
-    incoming = [
-        resolve_judgement(
-            parse_judgement(rec, path=str(source), lineno=n),
-            docs,
-            ids,
-            path=str(source),
-            cache=cache,
-        )
-        for n, rec in rows
-    ]
-    have = {j.key: j.to_dict() for j in load_judgements(where.judgements, docs, golden)}
-    fresh = [j for j in incoming if have.get(j.key) != j.to_dict()]
-    result = append_judgements(where.judgements, fresh, docs, golden, source=str(source))
-    judges = ", ".join(sorted({j.judge for j in incoming}))
-    print(
-        f"added {result.added} judgements by {judges} to {where.judgements} "
-        f"({result.total} in the file); skipped {len(incoming) - len(fresh)} already there"
-        + (f", {result.older} older than the file's grade" if result.older else "")
-        + (
-            f"; {result.replaced} replaced an older grade of the same passage by the same judge"
-            if result.replaced
-            else ""
-        )
-    )
+    done = append_grades(locate(args, pool), Path(args.import_file), args.judge)
+    print(done.summary())
     return 0
 
 
@@ -373,6 +221,7 @@ def _endpoint(args: argparse.Namespace):
 
 
 def judge_with_llm(args: argparse.Namespace, pool: list[dict[str, Any]]) -> int:
+    from rageval.authoring.judging import load_inputs
     from rageval.authoring.llm_judging import LlmJudgeSettings, calibrate, grade_pool
 
     settings = LlmJudgeSettings(

@@ -30,7 +30,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     """Write the page and print its path."""
-    from rageval.gate.baseline_schema import validate_report
+    from rageval.gate.baseline import validate_report
     from rageval.report.run_files import load, write_report
 
     for run in (args.run_dir, args.other):  # typed first: a hand-edited report names its key

@@ -12,6 +12,22 @@ The pair changes at one moment (write_baseline): a kill during promote leaves th
 new one, never a mix, and no temporary file behind after the next promote. Baselines
 of schema 1 (a report.json with everything inline) and CSVs without the slice columns (the gate
 then slices by the current run's rows) still read.
+
+What a baseline may hold is a typed document of data, read by a schema that refuses the rest. A
+baseline arrives in pull requests like any file, so it is data, never code (docs/reliability.md
+"Files carry data, never code"). :class:`BaselineDocument` lists every key a baseline has, with
+its type; an unknown key, a value of the wrong type, an interpolation (``${...}``, refused, never
+resolved), a key that names code (``_target_``, ``factory``, ``function``, ``kwargs``...: code is
+named only by the project's conf/ and rageval.yaml), a group choice that is not a plain option
+name, a ``relative_paths`` entry that is not a path key or a ``per_query_file`` other than the
+sibling name is refused with :class:`~rageval.errors.InputError` (exit 2) naming the file and the
+key. What the check then does with these values (compose the project's config, lay them over it,
+refuse paths outside the project) is rageval.app.replay's. ``provenance`` (what shapes the
+numbers: corpus digests per document, the environment) and ``canary`` (a sibling file of
+embedding vectors, its sha256 and fingerprint) are plain JSON data.
+
+:func:`read_baseline` returns a :class:`Baseline`, the typed object the gate passes around (the
+check, the replay of its config, promote); :func:`write_baseline` writes one from a run's report.
 """
 
 from __future__ import annotations
@@ -22,16 +38,30 @@ import io
 import json
 import math
 import os
+import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+)
+
+from rageval.config_schema import CODE_KEYS
 from rageval.embedding import canary
 from rageval.errors import InputError
 from rageval.formats.atomic import atomic_write_text
 from rageval.report.table import Column, Table
 
-# 3: the typed document of rageval.gate.baseline_schema (no code keys, no masked values); 2 still
+# 3: the typed document (BaselineDocument below: no code keys, no masked values); 2 still
 # reads where it holds only data
 SCHEMA = 3
 # summary keys copied from the report
@@ -85,8 +115,6 @@ def _read_json(path: Path, what: str) -> dict[str, Any]:
 def load_report(path: str | Path) -> dict[str, Any]:
     """A report.json or a baseline (either schema), checked for the keys the gate needs; a
     baseline's per-query values are read from its CSV."""
-    from rageval.gate.baseline_schema import validate_baseline, validate_report
-
     p = Path(path)
     data = _read_json(p, "report")
     if "per_query_file" in data or data.get("schema") in (2, 3):
@@ -103,14 +131,75 @@ def load_report(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def load_baseline(path: str | Path) -> dict[str, Any]:
-    """The baseline at ``path`` as a report dict (``per_query`` filled in from the CSV)."""
+@dataclass(frozen=True)
+class Baseline:
+    """A baseline read and validated by :func:`read_baseline`, as the gate passes it around:
+    the file it was read from and, in ``report``, its summary with the per-query rows filled in
+    from the CSV, paths made absolute again and the canary's vectors loaded (the shape of a
+    run's report, which :func:`rageval.gate.compare.compare` pairs it with). ``path`` is None
+    for a baseline made in memory (tests, a config replayed without one)."""
+
+    report: Mapping[str, Any]
+    path: Path | None = None
+
+    @property
+    def choices(self) -> dict[str, str | None]:
+        """The run's group choices as stored (``dataset``, ``embedding``...: option names; None
+        for no ``rerank``)."""
+        return dict(self.report.get("choices") or {})
+
+    @property
+    def config(self) -> Mapping[str, Any]:
+        """The run's resolved config, data only (the keys a check replays)."""
+        return self.report.get("config") or {}
+
+    @property
+    def overrides(self) -> list[str]:
+        """The run's override lines, as stored."""
+        return list(self.report.get("overrides") or [])
+
+    @property
+    def label_set(self) -> str:
+        """The label set the metrics counted (gold for a baseline from before judgements)."""
+        from rageval.gate.labels import label_set
+
+        return label_set(self.report)
+
+    @property
+    def digests(self) -> Mapping[str, Any]:
+        """Digests of the golden set, corpus, model... the run was measured on."""
+        return self.report.get("digests") or {}
+
+    @property
+    def per_query(self) -> list[dict[str, Any]]:
+        """One row per query: ids, slice fields, ranking and each metric's value."""
+        return list(self.report.get("per_query") or [])
+
+    @property
+    def project_root(self) -> str | None:
+        """The root of the project the baseline was promoted in, when it recorded one."""
+        return (self.report.get("project") or {}).get("root")
+
+    @property
+    def provenance(self) -> Mapping[str, Any] | None:
+        """What the numbers stand on (rageval.report.provenance); None before it was recorded."""
+        return self.report.get("provenance")
+
+    @property
+    def promoted_from(self) -> Mapping[str, Any]:
+        """Where the baseline came from: run id, file, time, the metric ``--best`` chose it by."""
+        return self.report.get("promoted_from") or {}
+
+
+def read_baseline(path: str | Path) -> Baseline:
+    """The baseline at ``path`` (either schema, or a report.json promoted as one), validated;
+    InputError (exit 2) naming the file (and line or key) for what does not read."""
     p = Path(path)
     if not p.is_file():
         raise InputError(
             "baseline not found; create one with `rageval promote RUN_ID`", path=str(p)
         )
-    return load_report(p)
+    return Baseline(load_report(p), p)
 
 
 def _read_sidecar(path: Path, summary: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -286,8 +375,6 @@ def write_baseline(report: Mapping[str, Any], path: str | Path, source: Mapping[
         summary["canary"] = canary.to_file(report["canary"], p)
     summary["per_query_file"] = sidecar_path(p).name
     summary["per_query_sha256"] = hashlib.sha256(table.encode()).hexdigest()
-    from rageval.gate.baseline_schema import validate_baseline
-
     validate_baseline(summary, p)  # what a check would refuse is never written
     # The pair changes at one moment: the new CSV is written beside the old one, the summary
     # (which names the CSV's digest) replaces the old summary, then the CSV moves in. A kill
@@ -312,7 +399,6 @@ def stored_config(config: Mapping[str, Any]) -> dict[str, Any]:
     """A run's resolved config as a baseline stores it: without the keys that name code (the
     project's config names it) and without masked secrets (replayed from their environment
     variable by the project's config, never from a file)."""
-    from rageval.gate.baseline_schema import CODE_KEYS
 
     def walk(v: Any) -> Any:
         if isinstance(v, Mapping):
@@ -344,7 +430,6 @@ def stored_overrides(lines: list[str]) -> list[str]:
     interpolation or a masked secret (the summary line shows the rest)."""
     from rageval.config_schema import override_key
     from rageval.formats.redact import MASK
-    from rageval.gate.baseline_schema import CODE_KEYS, INTERPOLATION
 
     return [
         o
@@ -404,3 +489,269 @@ def config_summary(report: Mapping[str, Any]) -> str:
             parts.append(redact_override(f"{key}={o.split('=', 1)[1]}"))
             shown.add(key)
     return " ".join(parts) or "(config not recorded)"
+
+
+# Hydra's instantiation keys only: a schema-2 baseline recorded them (they were never replayed)
+HYDRA_CODE_KEYS = frozenset({"_target_", "_args_", "_partial_", "_recursive_", "_convert_"})
+# what `relative_paths` may name: the data paths of a run's config and the baseline's own records
+PATH_KEYS = frozenset(
+    {
+        "config.dataset.corpus",
+        "config.dataset.golden",
+        "config.dataset.path",
+        "config.judgements",
+        "judgements.file",
+        "promoted_from.file",
+        "ppi.sample.file",
+        "project.root",
+        "project.config_dir",
+    }
+)
+GROUPS = ("dataset", "embedding", "backend", "search", "rerank")
+# an option of a config group: a file name in conf/<group>/, no folder, no `..`
+OPTION = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+INTERPOLATION = re.compile(r"\$\{")
+
+
+class Refused(ValueError):
+    """A value a baseline may not hold; the message says why."""
+
+
+def _no_interpolation(text: str) -> str:
+    if INTERPOLATION.search(text):
+        raise Refused(
+            f"{text[:60]!r} is an interpolation; a baseline holds plain values "
+            "(interpolations are refused, never resolved)"
+        )
+    return text
+
+
+def plain_data(value: Any, code_ok: frozenset[str] = frozenset(), at: str = "") -> Any:
+    """``value`` when it is plain JSON data: mappings with string keys, lists, strings without
+    interpolation, numbers, booleans, null, and no key naming code (CODE_KEYS except
+    ``code_ok``) at any depth; else :class:`Refused` naming the key."""
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise Refused(f"{at}{k!r}: keys are strings")
+            if k in CODE_KEYS and k not in code_ok:
+                raise Refused(
+                    f"{at}{k} names code; code is named only by the project's conf/ and "
+                    "rageval.yaml, never by a baseline"
+                )
+            plain_data(v, code_ok, f"{at}{k}.")
+        return value
+    if isinstance(value, list):
+        for i, v in enumerate(value):
+            plain_data(v, code_ok, f"{at}{i}.")
+        return value
+    if isinstance(value, str):
+        try:
+            return _no_interpolation(value)
+        except Refused as err:
+            raise Refused(f"{at.rstrip('.') or 'value'}: {err}") from None
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    raise Refused(f"{at.rstrip('.')}: {type(value).__name__} is not JSON data")
+
+
+Text = Annotated[StrictStr, AfterValidator(_no_interpolation)]
+Number = StrictInt | StrictFloat
+Data = Annotated[Any, AfterValidator(plain_data)]
+DataMap = Annotated[dict[str, Any], AfterValidator(plain_data)]
+
+
+def _config(value: dict[str, Any]) -> dict[str, Any]:
+    return plain_data(value)
+
+
+def _legacy_config(value: dict[str, Any]) -> dict[str, Any]:
+    """A schema-2 config: Hydra's ``_target_`` keys were recorded (never replayed); every other
+    code key is refused."""
+    return plain_data(value, code_ok=HYDRA_CODE_KEYS)
+
+
+def _report_config(value: dict[str, Any]) -> dict[str, Any]:
+    return plain_data(value, code_ok=CODE_KEYS)
+
+
+def _choices(value: dict[str, Any]) -> dict[str, Any]:
+    for group, option in value.items():
+        if group not in GROUPS:
+            raise Refused(f"{group!r} is not a config group ({', '.join(GROUPS)})")
+        if option is None:
+            continue
+        if not isinstance(option, str) or not OPTION.match(option) or ".." in option:
+            raise Refused(
+                f"{group}: {option!r} is not an option name (a file name in conf/{group}/, "
+                "no folder, no `..`)"
+            )
+    return value
+
+
+def _relative(value: list[str]) -> list[str]:
+    for key in value:  # a user's own values (config.extra.*) may hold project paths too
+        if key not in PATH_KEYS and not key.startswith("config.extra."):
+            shown = ", ".join(sorted(PATH_KEYS))
+            raise Refused(f"{key!r} is not a path key ({shown}, config.extra.*)")
+    return value
+
+
+def _overrides(value: list[str]) -> list[str]:
+    from rageval.config_schema import override_key
+
+    for line in value:
+        _no_interpolation(line)
+        leaf = override_key(line).rsplit(".", 1)[-1]
+        if leaf in CODE_KEYS:
+            raise Refused(f"{line[:60]!r} names code; a baseline never does")
+    return value
+
+
+class _Doc(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class PromotedFrom(_Doc):
+    """Where the baseline came from."""
+
+    run_id: Text | None = None
+    file: Text | None = None
+    promoted_at: Text | None = None
+    metric: Text | None = None
+
+
+class ProjectRef(_Doc):
+    """The project the baseline was promoted in (relative to the baseline file)."""
+
+    root: Text
+    config_dir: Text | None = None
+
+
+Choices = Annotated[dict[str, Text | None], AfterValidator(_choices)]
+Overrides = Annotated[list[Text], AfterValidator(_overrides)]
+
+
+class BaselineDocument(_Doc):
+    """``golden/baseline.json``: every key it may hold, each with its type."""
+
+    # "schema" is a BaseModel attribute: the field is schema_, read under its alias
+    schema_: Literal[2, 3] = Field(3, alias="schema")
+    promoted_from: PromotedFrom = PromotedFrom()
+    level: Text | None = None
+    k: StrictInt
+    ks: list[StrictInt] = []
+    mlflow_run_id: Text | None = None
+    choices: Choices = {}
+    overrides: Overrides = []
+    config: Annotated[dict[str, Any], AfterValidator(_config)] = {}
+    digests: dict[str, Text | None] = {}
+    label_set: Text = "gold"
+    judgements: DataMap = {}
+    project: ProjectRef | None = None
+    relative_paths: Annotated[list[Text], AfterValidator(_relative)] = []
+    n_queries: StrictInt | None = None
+    metrics: dict[str, Number | None]
+    ci: dict[str, list[Number | None]] = {}
+    per_query_file: Text
+    per_query_sha256: Annotated[StrictStr, AfterValidator(lambda s: _hex(s))]
+    # filled by the provenance and canary records: plain JSON data
+    provenance: DataMap | None = None
+    canary: DataMap | None = None
+    # labels=ppi: the human sample, the judge and the estimates (rageval.report.ppi_report)
+    ppi: DataMap | None = None
+
+    model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=True)
+
+
+def _hex(text: str) -> str:
+    if not re.fullmatch(r"[0-9a-f]{64}", text):
+        raise Refused("not a sha256 (64 hex digits)")
+    return text
+
+
+class LegacyDocument(BaselineDocument):
+    """Schema 2: the same keys; Hydra's ``_target_`` keys in ``config`` are dropped on read."""
+
+    config: Annotated[dict[str, Any], AfterValidator(_legacy_config)] = {}
+
+
+class ReportDocument(BaseModel):
+    """A run's report.json (schema 1, also a baseline of schema 1): the keys a reader uses,
+    typed; other keys are the report's own and pass (they are never replayed)."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    # required by the gate's readers (load_report says which are missing)
+    k: StrictInt | None = None
+    metrics: dict[str, Number | None] = {}
+    # query texts are the golden set's (any text); never replayed
+    per_query: list[dict[str, Any]]
+    digests: dict[str, Text | None] = {}
+    choices: Choices = {}
+    overrides: list[StrictStr] = []
+    # a run's resolved config, code keys included: recorded, never replayed (rageval.app.replay)
+    config: Annotated[dict[str, Any], AfterValidator(_report_config)] = {}
+    relative_paths: Annotated[list[Text], AfterValidator(_relative)] = []
+
+
+def _where(err: ValidationError) -> str:
+    """The first problem of ``err`` as ``key: what`` (one line)."""
+    first = err.errors()[0]
+    key = ".".join(str(p) for p in first["loc"] if not str(p).startswith("function-"))
+    key = key.replace("schema_", "schema")
+    msg = str(first["msg"]).removeprefix("Value error, ")
+    if first["type"] == "extra_forbidden":
+        msg = "not a baseline key (unknown keys are refused)"
+    elif first["type"] == "missing":
+        msg = "missing"
+    elif "input" in first and first["type"] not in ("value_error",):
+        msg = f"{msg} (got {first['input']!r:.60})"
+    return f"{key}: {msg}" if key else msg
+
+
+def validate_baseline(data: Mapping[str, Any], path: str | Path) -> dict[str, Any]:
+    """``data`` (a parsed baseline summary, schema 2 or 3) checked against
+    :class:`BaselineDocument`; a schema-2 config loses its ``_target_`` keys (never replayed).
+    InputError (exit 2) naming the file and key, with the fix."""
+    model = LegacyDocument if data.get("schema") == 2 else BaselineDocument
+    try:
+        model.model_validate(dict(data))
+    except ValidationError as err:
+        raise InputError(
+            f"not a valid baseline: {_where(err)}; a baseline holds data only: re-promote it "
+            "with `rageval promote RUN_ID`",
+            path=str(path),
+        ) from None
+    out = dict(data)
+    if "config" in out:
+        out["config"] = drop_keys(out["config"], HYDRA_CODE_KEYS)
+    p = Path(path)
+    if out["per_query_file"] != f"{p.stem}.per_query.csv":
+        raise InputError(
+            f"not a valid baseline: per_query_file: {out['per_query_file'][:80]!r} is not "
+            f"{p.stem}.per_query.csv (the sibling file's name); re-promote the baseline",
+            path=str(path),
+        )
+    return out
+
+
+def validate_report(data: Mapping[str, Any], path: str | Path) -> dict[str, Any]:
+    """``data`` (a report.json, or a schema-1 baseline) checked against :class:`ReportDocument`."""
+    try:
+        ReportDocument.model_validate(dict(data))
+    except ValidationError as err:
+        raise InputError(
+            f"not a valid rageval report: {_where(err)}; use a report.json a run wrote",
+            path=str(path),
+        ) from None
+    return dict(data)
+
+
+def drop_keys(value: Any, keys: frozenset[str]) -> Any:
+    """``value`` without ``keys`` at any depth."""
+    if isinstance(value, Mapping):
+        return {k: drop_keys(v, keys) for k, v in value.items() if k not in keys}
+    if isinstance(value, list):
+        return [drop_keys(v, keys) for v in value]
+    return value

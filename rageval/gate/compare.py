@@ -42,6 +42,7 @@ from rageval.errors import ConfigError, InputError
 from rageval.formats.redact import MASK
 from rageval.gate import slices as slice_gate
 from rageval.gate.baseline import config_summary
+from rageval.gate.labels import label_info, labels_problem, labels_text
 from rageval.gate.paired import (
     INCONCLUSIVE,
     Change,
@@ -415,73 +416,6 @@ def config_diff(
     if len(diffs) > limit:
         diffs = [*diffs[:limit], f"and {len(diffs) - limit} more"]
     return diffs
-
-
-def label_info(report: Mapping[str, Any]) -> dict[str, Any]:
-    """A report's label set and the judgements it counted; a report or baseline from before
-    judgements existed reads as ``gold`` with none."""
-    from rageval.inputs.judgements import DEFAULT_LABELS, judgements_digest
-
-    j = report.get("judgements") or {}
-    info = {
-        "label_set": str(report.get("label_set") or DEFAULT_LABELS),
-        "judgements": int(j.get("counted") or 0),
-        "digest": str(
-            (report.get("digests") or {}).get("judgements")
-            or j.get("digest")
-            or judgements_digest([])
-        ),
-    }
-    sample = (report.get("ppi") or {}).get("sample") or {}
-    if sample:  # labels=ppi: the LLM judge and the human sample are labels too
-        info["judge"] = str(sample.get("judge"))
-        info["sample"] = str(sample.get("digest"))
-    return info
-
-
-def labels_text(labels: Mapping[str, Mapping[str, Any]]) -> str:
-    """``gold, 12 judgements (digest 1a2b3c4d5e6f)`` for both sides, or once, saying so, when they
-    agree."""
-
-    def one(x: Mapping[str, Any]) -> str:
-        return f"{x['label_set']}, {x['judgements']} judgements (digest {x['digest'][:12]})"
-
-    b, c = labels.get("baseline") or {}, labels.get("current") or {}
-    if b == c:
-        return one(b) + ", the same for the baseline and this run"
-    return f"{one(b)} (baseline) vs {one(c)} (now)"
-
-
-def labels_problem(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> str | None:
-    """Why two reports' numbers were measured against different labels, with the fix; None when
-    they were not."""
-    b, c = label_info(baseline), label_info(current)
-    if b["label_set"] != c["label_set"]:
-        return (
-            f"label set {b['label_set']!r} (baseline) != {c['label_set']!r} (now): the gate "
-            f"never compares across label sets; measure with labels={b['label_set']} (rageval "
-            f"check labels={b['label_set']}), or promote a run measured with "
-            f"labels={c['label_set']} as the baseline (rageval promote RUN --force)"
-        )
-    if b.get("judge") != c.get("judge"):
-        return (
-            f"the LLM judge changed ({b.get('judge')} (baseline) -> {c.get('judge')} (now)): "
-            "labels=ppi measures with one fixed judge; promote a baseline measured with this one"
-        )
-    if b.get("sample") != c.get("sample"):
-        return (
-            "the human sample changed since the baseline (its queries, seed or strata; digest "
-            f"{str(b.get('sample'))[:12]} -> {str(c.get('sample'))[:12]}): the people's labels "
-            "cover other queries; promote a baseline measured with this sample"
-        )
-    if b["digest"] != c["digest"]:
-        return (
-            f"the {c['label_set']!r} judgements counted changed since the baseline "
-            f"({b['judgements']} -> {c['judgements']}, digest {b['digest'][:12]} -> "
-            f"{c['digest'][:12]}): the metrics count other labels; review the judgements and "
-            "promote a baseline measured with them"
-        )
-    return None
 
 
 def _info(report: Mapping[str, Any]) -> dict[str, Any]:

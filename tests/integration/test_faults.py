@@ -23,7 +23,7 @@ from fakes.plugin_retrievers import FlakyRetriever
 from mlflow_store import store_uri
 
 from rageval.app.main import run_app, run_job
-from rageval.cli.check import compose
+from rageval.app.replay import compose_for_run as compose
 from rageval.cli.main import main
 from rageval.embedding import EmbeddingCache, SentenceTransformerEncoder
 from rageval.embedding.cache import text_key

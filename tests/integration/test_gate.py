@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from mlflow_store import store_uri
 
-from rageval.app.gate_run import run_check
+from rageval.app.check import run_check
 from rageval.app.main import run_app
 from rageval.app.promote import promote
 from rageval.errors import ConfigError, InputError
-from rageval.gate.baseline import load_baseline, portable, stored_config
+from rageval.gate.baseline import portable, read_baseline, stored_config
 from rageval.testing import assert_no_regression
 from rageval.tracking.lookups import BASELINE_TAG
 
@@ -74,7 +74,7 @@ def test_promote_by_run_id_writes_the_report_and_moves_the_mlflow_tag(store, tmp
         golden=str(store["golden"]),
     )
     path, run_id = done.path, done.run_id
-    base = load_baseline(path)
+    base = read_baseline(path).report
     assert run_id == r64["mlflow_run_id"] and base["promoted_from"]["run_id"] == run_id
     assert {k: base[k] for k in ("metrics", "digests", "choices")} == {
         k: r64[k] for k in ("metrics", "digests", "choices")
@@ -277,7 +277,7 @@ def test_a_baseline_promoted_from_a_check_report_rebuilds_its_own_config(store, 
     )
     _, out = run_check(first.path, ["chunk=32"], out=tmp_path / "check32", quiet=True)
     promote(str(out / "report.json"), str(tmp_path / "b.json"))
-    assert load_baseline(tmp_path / "b.json")["config"]["chunk"] == 32
+    assert read_baseline(tmp_path / "b.json").report["config"]["chunk"] == 32
     cmp, out2 = run_check(tmp_path / "b.json", out=tmp_path / "again", quiet=True)
     assert cmp.status == "pass" and all(abs(r.delta) < 1e-9 for r in cmp.rows)
     assert json.loads((out2 / "report.json").read_text())["config"]["chunk"] == 32
@@ -292,7 +292,7 @@ def test_check_override_mistakes_exit_2_with_one_line(baseline, tmp_path):
 def test_a_slice_regression_fails_the_check_while_every_mean_passes(baseline, tmp_path):
     from rageval.gate.baseline import write_baseline
 
-    data = load_baseline(baseline)
+    data = read_baseline(baseline).report
     assert {r["source"] for r in data["per_query"]} >= {"ticket"}  # the CSV carries the slices
     # the ticket queries did better at baseline; the baseline's means stay as they were
     for r in data["per_query"]:

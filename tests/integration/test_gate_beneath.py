@@ -11,7 +11,7 @@ import shutil
 
 import pytest
 
-from rageval.app.gate_run import run_check
+from rageval.app.check import run_check
 from rageval.app.main import run_app
 from rageval.app.promote import promote
 from rageval.gate.compare import EMBEDDING_CHANGED, GOLDEN_CHANGED, PASS

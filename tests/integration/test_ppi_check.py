@@ -10,7 +10,7 @@ import zlib
 import pytest
 from mlflow_store import store_uri
 
-from rageval.app.gate_run import run_check
+from rageval.app.check import run_check
 from rageval.app.main import run_app
 from rageval.app.promote import promote
 from rageval.gate.compare import LABELS_CHANGED

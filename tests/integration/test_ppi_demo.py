@@ -18,7 +18,7 @@ from run_folders import make_run
 
 from rageval.app.config import DEMO_DIR
 from rageval.cli.main import main
-from rageval.gate.baseline import load_baseline, write_baseline
+from rageval.gate.baseline import read_baseline, write_baseline
 from rageval.gate.compare import LABELS_CHANGED, PASS, compare
 from rageval.inputs.golden import load_golden
 from rageval.inputs.ppi_sample import load_sample
@@ -133,7 +133,7 @@ def test_ppi_on_the_demo(llm_env, tmp_path, model_dir, capsys, monkeypatch):
 
     # the gate: the run against its own baseline passes; another judge is a label change
     baseline = write_baseline(report, tmp_path / "baseline.json", {"run_id": "demo"})
-    loaded = load_baseline(baseline)
+    loaded = read_baseline(baseline).report
     assert compare(loaded, report, ["recall@5", "ndcg@5"]).status == PASS
     other = json.loads(json.dumps(report))
     other["ppi"]["sample"]["judge"] = "llm:other"

@@ -30,7 +30,7 @@ def gate_runs(monkeypatch, tmp_path):
     pytest sessions load rageval's plugin by its entry point's name and no other (the other
     installed plugins take seconds to start and are not what is tested)."""
     monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
-    import rageval.app.gate_run as gate_run
+    import rageval.app.check as check
 
     class Calls(list):
         status = comparison("pass")
@@ -41,7 +41,7 @@ def gate_runs(monkeypatch, tmp_path):
         calls.append((str(baseline), list(overrides)))
         return calls.status, tmp_path
 
-    monkeypatch.setattr(gate_run, "run_check", fake)
+    monkeypatch.setattr(check, "run_check", fake)
     return calls
 
 

@@ -137,7 +137,7 @@ def _final_run(
     from omegaconf import OmegaConf, open_dict
 
     from rageval.app.config import GROUPS
-    from rageval.app.gate_run import replay_values
+    from rageval.app.replay import replay_values
     from rageval.app.main import run_job
 
     lines = [o for o in overrides if override_key(o) not in ("split",)]

@@ -9,8 +9,9 @@ import contextlib
 import pytest
 from omegaconf import OmegaConf
 
-from rageval.app.gate_run import INSTANTIATION_KEYS, compose_from_baseline, data_only
+from rageval.app.replay import INSTANTIATION_KEYS, compose_from_baseline, data_only
 from rageval.errors import InputError
+from rageval.gate.baseline import Baseline
 from rageval.project import using
 
 CHOICES = {"dataset": "demo", "embedding": "minilm", "backend": "faiss", "search": "vector"}
@@ -38,7 +39,7 @@ def test_a_baseline_cannot_make_the_check_run_code(tmp_path, monkeypatch, where)
     monkeypatch.chdir(tmp_path)
     pwned = tmp_path / "PWNED"
     baseline = {"choices": CHOICES, "config": {"chunk": 128, **where(attack(pwned))}}
-    cfg = compose_from_baseline(baseline, [])
+    cfg = compose_from_baseline(Baseline(baseline), [])
     assert cfg.chunk == 128  # the baseline's own values are replayed
     assert cfg.backend._target_ == "rageval.retrieval.local.factory.local_retriever"
     assert cfg.dataset._target_ == "rageval.inputs.dataset.files"
@@ -59,7 +60,7 @@ def test_code_arguments_are_never_replayed_data_is():
     from omegaconf import open_dict
 
     from rageval.app.config import compose
-    from rageval.app.gate_run import replay_values
+    from rageval.app.replay import replay_values
 
     cfg = compose(["backend=langchain"])
     with open_dict(cfg):
@@ -77,7 +78,7 @@ def test_keys_that_measure_nothing_keep_this_machine_s_values():
     from omegaconf import open_dict
 
     from rageval.app.config import compose
-    from rageval.app.gate_run import replay_values
+    from rageval.app.replay import replay_values
 
     cfg = compose([])
     baseline = {
@@ -95,7 +96,7 @@ def test_keys_that_measure_nothing_keep_this_machine_s_values():
 
 
 def test_the_current_line_shows_what_the_re_run_used_not_the_baseline_s_slices():
-    from rageval.app.gate_run import _over
+    from rageval.app.check import _over
 
     base = ["chunk=512", "slices=[tags]", "min_slice_size=3", "search.bm25.k1=0.9"]
     assert _over(base, ["chunk=256"]) == ["search.bm25.k1=0.9", "chunk=256"]
@@ -107,13 +108,13 @@ def test_mandatory_values_the_configs_leave_open_are_replayed():
         "config": {"dataset": {"corpus": "data/c", "golden": "data/g.jsonl", "x": 1}},
     }
     with using(None):  # outside a project (the checkout is one): relative paths stay as written
-        cfg = compose_from_baseline(baseline, [])
+        cfg = compose_from_baseline(Baseline(baseline), [])
         assert cfg.dataset.corpus == "data/c" and cfg.dataset.golden == "data/g.jsonl"
         assert "x" not in cfg.dataset
         # a path outside the project is refused, not read
         baseline["config"]["dataset"]["corpus"] = "/data/c"
         with pytest.raises(InputError, match="config.dataset.corpus: '/data/c' is outside"):
-            compose_from_baseline(baseline, [])
+            compose_from_baseline(Baseline(baseline), [])
 
 
 def test_a_check_needs_the_code_from_the_project_or_the_command_line():
@@ -121,6 +122,6 @@ def test_a_check_needs_the_code_from_the_project_or_the_command_line():
 
     baseline = {"choices": {**CHOICES, "backend": "function"}, "config": {"chunk": 64}}
     with pytest.raises(ConfigError, match="backend.function is code, which a baseline never"):
-        compose_from_baseline(baseline, [])
-    cfg = compose_from_baseline(baseline, ["backend=function", "backend.function=a.b:c"])
+        compose_from_baseline(Baseline(baseline), [])
+    cfg = compose_from_baseline(Baseline(baseline), ["backend=function", "backend.function=a.b:c"])
     assert cfg.backend.function == "a.b:c" and cfg.chunk == 64

@@ -116,9 +116,9 @@ def test_every_configuration_replays_exactly(project, overrides):
     from omegaconf import open_dict
 
     from rageval.app.config import absolute_paths, compose
-    from rageval.app.gate_run import compose_from_baseline
+    from rageval.app.replay import compose_from_baseline
+    from rageval.gate.baseline import read_baseline, write_baseline
     from rageval.formats.redact import redact
-    from rageval.gate.baseline import load_baseline, write_baseline
 
     cfg = compose(overrides)
     with open_dict(cfg):
@@ -140,7 +140,7 @@ def test_every_configuration_replays_exactly(project, overrides):
     path = write_baseline(report, project / "golden" / "baseline.json", {"run_id": None})
     code = [o for o in overrides if o.split("=")[0].rsplit(".", 1)[-1] in CODE_KEYS]
     given = [overrides[0], *code] if code else []  # the check names the same code
-    check = compose_from_baseline(load_baseline(path), given, where=path)
+    check = compose_from_baseline(read_baseline(path), given)
     replayed = OmegaConf.to_container(check, resolve=True)
     want, got = measured(promoted), measured(replayed)
     assert {k: got.get(k) for k in want} == want

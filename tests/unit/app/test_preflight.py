@@ -84,17 +84,19 @@ def test_the_app_exits_2_with_one_line(tmp_path, argv, message):
     ],
 )
 def test_the_gate_rerun_explains_override_mistakes_in_one_line(override, message):
-    from rageval.app.gate_run import compose_from_baseline
+    from rageval.app.replay import compose_from_baseline
+    from rageval.gate.baseline import Baseline
 
     with pytest.raises(ConfigError, match=message) as err:
         compose_from_baseline(
-            {"choices": {"search": "vector"}, "config": {"chunk": 64}}, [override]
+            Baseline({"choices": {"search": "vector"}, "config": {"chunk": 64}}), [override]
         )
     assert "\n" not in str(err.value)
 
 
 def test_the_gate_rerun_replays_the_baseline_config_under_the_overrides():
-    from rageval.app.gate_run import compose_from_baseline
+    from rageval.app.replay import compose_from_baseline
+    from rageval.gate.baseline import Baseline
 
     baseline = {
         "choices": {"search": "hybrid"},
@@ -105,7 +107,9 @@ def test_the_gate_rerun_replays_the_baseline_config_under_the_overrides():
             "mlflow": {"enabled": True},
         },
     }
-    cfg = compose_from_baseline(baseline, ["chunk_overlap=8", "gate.tolerances.ndcg@5=0.1"])
+    cfg = compose_from_baseline(
+        Baseline(baseline), ["chunk_overlap=8", "gate.tolerances.ndcg@5=0.1"]
+    )
     assert (cfg.chunk, cfg.chunk_overlap, cfg.search.mode, cfg.search.rrf_k) == (
         64,
         8,
@@ -115,7 +119,7 @@ def test_the_gate_rerun_replays_the_baseline_config_under_the_overrides():
     assert cfg.cache_dir != "/elsewhere" and cfg.mlflow.enabled is False
     assert dict(cfg.gate.tolerances) == {"ndcg_at_5": 0.1}
     assert (
-        compose_from_baseline(baseline, ["search=bm25"]).search.rrf_k == 60
+        compose_from_baseline(Baseline(baseline), ["search=bm25"]).search.rrf_k == 60
     )  # a new group: its own values
 
 

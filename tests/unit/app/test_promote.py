@@ -8,7 +8,7 @@ import pytest
 
 from rageval.app.promote import promote
 from rageval.errors import ConfigError, InputError
-from rageval.gate.baseline import load_baseline
+from rageval.gate.baseline import read_baseline
 from rageval.inputs.golden import load_golden
 
 
@@ -30,7 +30,7 @@ def report(tmp_path, mini):
 
 def test_a_report_on_the_project_golden_set_is_promoted_and_summarised(report, tmp_path, mini):
     done = promote(str(report), str(tmp_path / "b.json"), golden=str(mini / "golden.jsonl"))
-    assert load_baseline(done.path)["metrics"] == {"ndcg@5": 0.5}
+    assert read_baseline(done.path).report["metrics"] == {"ndcg@5": 0.5}
     assert done.summary().startswith("promoted the report file to ")
     assert "chunk=64 search=vector; 1 queries; ndcg@5 = 0.5000" in done.summary()
 
@@ -68,7 +68,7 @@ def test_golden_may_be_a_beir_folder_and_its_split(report, tmp_path):
     data = json.loads(report.read_text())
     report.write_text(json.dumps({**data, "digests": {"golden": digest}}))
     done = promote(str(report), str(tmp_path / "b.json"), golden=str(beir))
-    assert load_baseline(done.path)["digests"]["golden"] == digest
+    assert read_baseline(done.path).report["digests"]["golden"] == digest
     assert promote(str(report), str(tmp_path / "c.json"), golden=f"{beir}:test").path.exists()
     with pytest.raises(InputError, match="no qrels for split 'dev'"):
         promote(str(report), str(tmp_path / "d.json"), golden=f"{beir}:dev")

@@ -37,7 +37,7 @@ def test_a_removed_key_in_a_project_config_file_names_its_replacement(tmp_path, 
 
 
 def test_a_check_refuses_a_removed_key_too():
-    from rageval.app.gate_run import compose_from_baseline
+    from rageval.app.replay import compose_from_baseline
 
     with pytest.raises(ConfigError, match=r"mlflow.compare_metric was removed; write sweep\."):
-        compose_from_baseline({}, ["mlflow.compare_metric=ndcg@5"])
+        compose_from_baseline(None, ["mlflow.compare_metric=ndcg@5"])

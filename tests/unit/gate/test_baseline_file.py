@@ -10,7 +10,7 @@ import os
 import pytest
 
 from rageval.errors import InputError
-from rageval.gate.baseline import load_baseline, sidecar_path, write_baseline
+from rageval.gate.baseline import read_baseline, sidecar_path, write_baseline
 
 
 def report(n=50):
@@ -50,7 +50,7 @@ def report(n=50):
 def test_round_trip_keeps_every_gate_value_exactly(tmp_path):
     rep = report()
     path = write_baseline(rep, tmp_path / "baseline.json", {"run_id": "r1"})
-    back = load_baseline(path)
+    back = read_baseline(path).report
     assert sidecar_path(path).name == "baseline.per_query.csv"
     for key in ("metrics", "digests", "k", "config", "choices", "ci"):
         assert back[key] == rep[key]
@@ -90,7 +90,7 @@ def test_a_promote_that_changes_two_queries_diffs_in_a_few_lines(tmp_path):
 def test_an_old_single_file_baseline_still_reads(tmp_path):
     rep = report(5)
     (tmp_path / "old.json").write_text(json.dumps(rep))
-    assert load_baseline(tmp_path / "old.json")["per_query"] == rep["per_query"]
+    assert read_baseline(tmp_path / "old.json").report["per_query"] == rep["per_query"]
 
 
 def test_an_edited_or_missing_csv_is_refused(tmp_path):
@@ -98,12 +98,12 @@ def test_an_edited_or_missing_csv_is_refused(tmp_path):
     csv_path = sidecar_path(path)
     csv_path.write_text(csv_path.read_text().replace("q001", "q999"))
     with pytest.raises(InputError, match="does not match baseline.json"):
-        load_baseline(path)
+        read_baseline(path)
     csv_path.unlink()
     with pytest.raises(InputError, match="per-query file is missing"):
-        load_baseline(path)
+        read_baseline(path)
     with pytest.raises(InputError, match="baseline not found; create one with `rageval promote"):
-        load_baseline(tmp_path / "nope.json")
+        read_baseline(tmp_path / "nope.json")
 
 
 def test_the_committed_baseline_holds_no_machine_paths(tmp_path, monkeypatch):
@@ -137,7 +137,7 @@ def test_the_committed_baseline_holds_no_machine_paths(tmp_path, monkeypatch):
     moved.parent.mkdir()
     project.rename(moved)
     monkeypatch.chdir(tmp_path)
-    back = load_baseline(moved / "golden" / "baseline.json")
+    back = read_baseline(moved / "golden" / "baseline.json").report
     assert back["config"]["dataset"]["corpus"] == str(moved / "golden" / "corpus")
     assert back["config"]["extra"] == [str(moved / "data" / "a.txt"), "en"]
     assert back["judgements"]["file"] == str(moved / "golden" / "judgements.jsonl")
@@ -180,7 +180,7 @@ def test_a_promote_killed_at_any_step_leaves_the_old_pair_or_the_new(
     with pytest.raises(Killed):
         write_baseline(new, path, {"file": "new"})
     monkeypatch.undo()
-    back = load_baseline(path)  # never "does not match ... re-promote"
+    back = read_baseline(path).report  # never "does not match ... re-promote"
     assert back["metrics"] in (old["metrics"], new["metrics"])
     want = 0.125 if back["metrics"] == new["metrics"] else old["per_query"][0]["ndcg@5"]
     assert back["per_query"][0]["ndcg@5"] == want
@@ -190,4 +190,4 @@ def test_a_promote_killed_at_any_step_leaves_the_old_pair_or_the_new(
         "baseline.json",
         "baseline.per_query.csv",
     ]
-    assert load_baseline(path)["metrics"] == new["metrics"]
+    assert read_baseline(path).report["metrics"] == new["metrics"]

@@ -11,7 +11,7 @@ import pytest
 
 from rageval.embedding import canary
 from rageval.errors import ConfigError
-from rageval.gate.baseline import load_baseline, write_baseline
+from rageval.gate.baseline import read_baseline, write_baseline
 from rageval.gate.ci import github_annotations
 from rageval.gate.compare import EMBEDDING_CHANGED, PASS, compare
 from rageval.report import provenance
@@ -110,7 +110,7 @@ def test_the_baseline_keeps_both_blocks_and_the_canary_beside_it(tmp_path):
     assert summary["provenance"]["corpus"]["count"] == 4
     assert "vectors" not in summary["canary"]
     assert summary["canary"]["file"] == "baseline.canary.npy"
-    again = load_baseline(path)
+    again = read_baseline(path).report
     assert compare(again, report(), METRICS).canary["status"] == "unchanged"
     assert compare(again, report(tilt=0.1), METRICS).canary["status"] == "changed"
     # a run that embeds nothing replaces it: the old canary file goes

@@ -46,7 +46,7 @@ def test_the_job_summary_gets_the_gate_markdown_when_github_sets_it(tmp_path, mo
 
 @pytest.mark.parametrize("fmt", ["text", "github"])
 def test_check_prints_annotations_only_when_asked(fmt, monkeypatch, capsys, tmp_path):
-    import rageval.app.gate_run as gate_run
+    import rageval.app.check as gate_run
     from rageval.cli.main import main
 
     monkeypatch.setattr(gate_run, "run_check", lambda *a, **k: (_comparison(), tmp_path))

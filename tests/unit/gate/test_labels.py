@@ -4,11 +4,13 @@ or other judgements counted) are never compared; old baselines read as ``gold`` 
 
 import copy
 import json
+from pathlib import Path
 
 import pytest
 
 from rageval.errors import InputError
-from rageval.gate.compare import LABELS_CHANGED, PASS, compare, label_info
+from rageval.gate.compare import LABELS_CHANGED, PASS, compare
+from rageval.gate.labels import label_info, label_set_change
 from rageval.inputs.judgements import judgements_digest
 
 METRICS = ["recall@5", "mrr@5"]
@@ -67,7 +69,7 @@ def test_other_judgements_under_the_same_label_set_are_not_compared_either():
 
 
 def test_check_refuses_another_label_set_before_running(tmp_path, monkeypatch):
-    from rageval.app import gate_run
+    from rageval.app import check
     from rageval.cli.main import main
 
     baseline = tmp_path / "baseline.json"
@@ -78,7 +80,7 @@ def test_check_refuses_another_label_set_before_running(tmp_path, monkeypatch):
 
     monkeypatch.setattr("rageval.app.main.run_job", never)
     with pytest.raises(InputError) as err:
-        gate_run.run_check(baseline, ["labels=all"])
+        check.run_check(baseline, ["labels=all"])
     msg = str(err.value)
     assert msg.startswith(f"{baseline}: the baseline was measured with labels=gold")
     assert "labels=all" in msg and "rageval promote RUN --force" in msg
@@ -86,8 +88,24 @@ def test_check_refuses_another_label_set_before_running(tmp_path, monkeypatch):
 
 
 def test_check_refuses_a_baseline_measured_with_all_when_run_with_gold(tmp_path):
-    from rageval.app.gate_run import refuse_other_labels
+    from rageval.app.check import refuse_other_labels
+    from rageval.gate.baseline import Baseline
 
-    refuse_other_labels(report("all"), "all", "b.json")  # same set: nothing to say
+    baseline = Baseline(report("all"), Path("b.json"))
+    refuse_other_labels(baseline, "all")  # same set: nothing to say
     with pytest.raises(InputError, match="labels=all, this check would measure with labels=gold"):
-        refuse_other_labels(report("all"), "gold", "b.json")
+        refuse_other_labels(baseline, "gold")
+
+
+def test_one_label_set_rule_said_at_promote_check_and_compare():
+    # the same pair of label sets is refused at every moment, each naming its own fix
+    for moment in ("promote", "check", "compare"):
+        assert label_set_change("gold", "gold", moment) is None
+        said = label_set_change("gold", "all", moment)
+        assert said and "never compares across label sets" in said
+    assert "--force" in label_set_change("gold", "all", "promote")
+    assert "drop the labels override" in label_set_change("gold", "all", "check")
+    assert "(rageval check labels=gold)" in label_set_change("gold", "all", "compare")
+    # compare's verdict says the rule's words
+    cmp = compare(report("gold"), report("all"), METRICS)
+    assert label_set_change("gold", "all", "compare") in cmp.console()

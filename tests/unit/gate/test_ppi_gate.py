@@ -9,7 +9,7 @@ import copy
 import numpy as np
 import pytest
 
-from rageval.gate.baseline import load_baseline, write_baseline
+from rageval.gate.baseline import read_baseline, write_baseline
 from rageval.gate.compare import LABELS_CHANGED, PASS, REGRESSED, compare
 from rageval.scoring.ppi import ppi_mean
 
@@ -98,7 +98,7 @@ def test_the_baseline_keeps_the_peoples_values_and_the_sample(tmp_path, monkeypa
     monkeypatch.chdir(tmp_path)
     base, cur = pair(4, 0.1)
     path = write_baseline(base, tmp_path / "baseline.json", {"run_id": "r1"})
-    loaded = load_baseline(path)
+    loaded = read_baseline(path).report
     assert loaded["ppi"]["sample"]["judge"] == "llm:fake"
     assert loaded["per_query"][0]["human:ndcg@5"] == pytest.approx(
         base["per_query"][0]["human:ndcg@5"]

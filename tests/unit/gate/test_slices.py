@@ -10,7 +10,7 @@ import pytest
 from rageval.app.main import CONF_DIR, GROUPS
 from rageval.app.preflight import prepare_overrides
 from rageval.errors import ConfigError
-from rageval.gate.baseline import load_baseline, sidecar_path, write_baseline
+from rageval.gate.baseline import read_baseline, sidecar_path, write_baseline
 from rageval.gate.compare import INCONCLUSIVE, PASS, REGRESSED, compare
 from rageval.gate.slices import normalize_slice_override, parse_tolerances
 
@@ -165,7 +165,7 @@ def test_the_baseline_carries_slice_fields_and_old_csvs_still_gate(tmp_path):
     rep = copy.deepcopy(BASE)
     rep["per_query"][0]["meta"] = {"difficulty": "hard", "hops": [1, 2]}
     path = write_baseline(rep, tmp_path / "baseline.json", {"run_id": "r1"})
-    back = load_baseline(path)
+    back = read_baseline(path).report
     assert back["per_query"][0]["meta"] == {"difficulty": "hard", "hops": [1, 2]}
     assert back["per_query"][-1]["source"] == "adversarial"
     assert back["per_query"][-1]["tags"] == ["multi-hop"] and back["per_query"][1]["tags"] == []
@@ -176,7 +176,7 @@ def test_the_baseline_carries_slice_fields_and_old_csvs_still_gate(tmp_path):
         del r["source"], r["tags"]
     old_path = write_baseline(old, tmp_path / "old.json", {"run_id": "r0"})
     assert "source" not in sidecar_path(old_path).read_text().splitlines()[0]
-    cmp = compare(load_baseline(old_path), CUR, METRICS, slices={"source=adversarial": 0.05})
+    cmp = compare(read_baseline(old_path).report, CUR, METRICS, slices={"source=adversarial": 0.05})
     assert cmp.status == REGRESSED
 
 

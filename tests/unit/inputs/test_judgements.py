@@ -295,20 +295,6 @@ def test_bounds_a_rationale_and_names_two_grades_at_the_same_time(tmp_path, data
     assert [j.grade for j in js] == [3]
 
 
-def test_a_pool_cannot_point_imports_at_a_new_place(tmp_path):
-    from rageval.cli.judge import pool_judgements
-
-    default = tmp_path / "golden" / "judgements.jsonl"
-    pool_judgements(default, default)  # the golden set's own, even before it exists
-    existing = tmp_path / "other.jsonl"
-    existing.write_text("")
-    pool_judgements(existing, default)
-    for bad in (tmp_path / "new" / "dir" / "j.jsonl", tmp_path / "notes.txt"):
-        with pytest.raises(InputError, match="pass --judgements FILE to write there"):
-            pool_judgements(bad, default)
-    assert not (tmp_path / "new").exists()
-
-
 def test_pool_refuses_chunk_offsets_outside_their_document(tmp_path):
     from rageval.authoring.pool import RunFolder, _unit
 

@@ -178,7 +178,7 @@ def test_a_saturated_deciding_metric_names_no_best(tmp_path):
 
 
 def test_the_metric_a_baseline_was_promoted_by_is_gated_too():
-    from rageval.app.gate_run import gated_metrics
+    from rageval.app.check import gated_metrics
 
     gate = OmegaConf.create({"promoted_metric": True})
     base = {

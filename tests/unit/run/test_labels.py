@@ -11,7 +11,7 @@ import warnings
 import pytest
 
 from rageval.errors import ConfigError
-from rageval.gate.baseline import load_baseline, write_baseline
+from rageval.gate.baseline import read_baseline, write_baseline
 from rageval.inputs.chunking import ChunkingSpec
 from rageval.inputs.corpus import load_corpus
 from rageval.run.evaluation import evaluate
@@ -170,7 +170,7 @@ def test_judged_and_condensed_metrics_are_reported_and_a_low_judged_run_warns(pr
 def test_the_baseline_keeps_the_label_set_and_reads_old_files_as_gold(project, model_dir, tmp_path):
     report, _ = run(project, model_dir, labels="all", judged_warn_below=0.0)
     path = write_baseline(report.to_dict(), tmp_path / "baseline.json", {"file": "report.json"})
-    loaded = load_baseline(path)
+    loaded = read_baseline(path).report
     assert loaded["label_set"] == "all" and loaded["judgements"] == report.judgements
 
 

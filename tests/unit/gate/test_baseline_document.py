@@ -1,6 +1,6 @@
-"""The baseline's typed schema (rageval.gate.baseline_schema) and secrets by declaration
-(rageval.config_schema.SECRET_NAMES, a project's ``secrets`` list): what a baseline may hold,
-what it may not, and what is stored verbatim so a replay is exact."""
+"""The baseline's typed document (rageval.gate.baseline: BaselineDocument, read_baseline) and
+secrets by declaration (rageval.config_schema.SECRET_NAMES, a project's ``secrets`` list): what
+a baseline may hold, what it may not, and what is stored verbatim so a replay is exact."""
 
 from __future__ import annotations
 
@@ -11,9 +11,8 @@ from pathlib import Path
 import pytest
 
 from rageval.errors import InputError
+from rageval.gate.baseline import Baseline, read_baseline, validate_baseline
 from rageval.formats.redact import MASK, Secret, redact, redact_override, scrub, secret_values
-from rageval.gate.baseline import load_baseline
-from rageval.gate.baseline_schema import validate_baseline
 
 DEMO = Path(__file__).resolve().parents[3] / "golden" / "baseline.json"
 
@@ -24,17 +23,20 @@ def demo() -> dict:
 
 def test_the_demo_baseline_is_a_typed_document_and_an_old_schema_2_one_still_reads(tmp_path):
     assert demo()["schema"] == 3 and "_target_" not in json.dumps(demo())
-    assert load_baseline(DEMO)["metrics"] == demo()["metrics"]
+    read = read_baseline(DEMO)
+    assert isinstance(read, Baseline) and read.path == DEMO
+    assert read.report["metrics"] == demo()["metrics"] and read.label_set == "gold"
+    assert read.choices == demo()["choices"] and len(read.per_query) == demo()["n_queries"]
     old = {**demo(), "schema": 2}
     old["config"]["dataset"]["_target_"] = "rageval.inputs.dataset.files"  # recorded, data only
     path = tmp_path / "baseline.json"
     path.write_text(json.dumps(old))
     shutil.copy(DEMO.with_name("baseline.per_query.csv"), tmp_path)
-    assert "_target_" not in load_baseline(path)["config"]["dataset"]  # never replayed
+    assert "_target_" not in read_baseline(path).config["dataset"]  # never replayed
     old["config"]["backend"]["factory"] = "subprocess:getoutput"  # code: refused in any schema
     path.write_text(json.dumps(old))
     with pytest.raises(InputError, match="backend.factory names code"):
-        load_baseline(path)
+        read_baseline(path)
 
 
 def test_provenance_and_canary_are_plain_data():
@@ -92,7 +94,7 @@ def test_a_mask_is_never_stored_nor_replayed_at_any_depth():
     from omegaconf import open_dict
 
     from rageval.app.config import compose
-    from rageval.app.gate_run import replay_values
+    from rageval.app.replay import replay_values
     from rageval.gate.baseline import stored_config
 
     config = {

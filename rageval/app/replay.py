@@ -1,4 +1,5 @@
-"""The config ``rageval check`` re-runs: the baseline's own, rebuilt from what the baseline stores.
+"""A run's config rebuilt from a baseline: what ``rageval check`` re-runs, and what ``rageval
+promote`` reads the project's dataset from.
 
 A baseline holds the resolved config of the run it came from and its group choices. The check
 composes conf/ with those choices (the user's group overrides replacing them), lays the
@@ -7,7 +8,7 @@ the baseline's configuration whatever produced the report (a sweep job, a ``rage
 run), and a change on the command line is the only difference. A baseline is data: only keys
 the configs define are replayed, never a key that names code (``_target_``, ``factory``,
 ``function``, ``kwargs``), an interpolation or a path outside the project (:func:`replay_values`);
-the baseline was read by rageval.gate.baseline_schema before.
+the baseline was read and validated by rageval.gate.baseline.read_baseline before.
 
 Values that say where a run happened, not what it measured, come from this machine instead:
 ``cache_dir``, ``mlflow``, ``hydra``, the gate's own settings, and every value conf/ writes as
@@ -17,17 +18,13 @@ baseline promoted on a laptop re-runs in CI. Masked secrets (``***``) are never 
 
 from __future__ import annotations
 
-import json
-import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from rageval.config_schema import CODE_KEYS, measures, override_key
+from rageval.config_schema import CODE_KEYS, measures
 from rageval.errors import ConfigError
-
-# top-level keys that are not replayed from the baseline
+from rageval.gate.baseline import Baseline
 
 
 def _groups() -> tuple[str, ...]:
@@ -36,12 +33,13 @@ def _groups() -> tuple[str, ...]:
     return tuple(GROUPS)
 
 
-def effective_choices(baseline: Mapping[str, Any], overrides: Sequence[str]) -> dict[str, str]:
+def effective_choices(baseline: Baseline | None, overrides: Sequence[str]) -> dict[str, str]:
     """The baseline's group choices with the user's group overrides on top."""
     from rageval.app.override import parse_all
     from rageval.app.preflight import normalize_tolerances
 
-    choices = {str(g): str(c) for g, c in (baseline.get("choices") or {}).items()}
+    stored = baseline.choices if baseline is not None else {}
+    choices = {str(g): str(c) for g, c in stored.items()}
     for o in parse_all(normalize_tolerances(overrides)):
         if o.key in _groups():
             choices[o.key] = o.hydra.get_value_element_as_str()
@@ -53,7 +51,7 @@ def refuse_unknown_options(choices: Mapping[str, str]) -> None:
     or the packaged one: a baseline names an option, never a file (``../../golden/evil``)."""
     from rageval.app.config import config_dirs
     from rageval.errors import InputError
-    from rageval.gate.baseline_schema import OPTION
+    from rageval.gate.baseline import OPTION
 
     for group, option in choices.items():
         if option in (None, "null", "none") and group == "rerank":
@@ -70,13 +68,11 @@ def refuse_unknown_options(choices: Mapping[str, str]) -> None:
 
 
 def compose_from_baseline(
-    baseline: Mapping[str, Any],
-    overrides: Sequence[str] = (),
-    mlflow: bool = False,
-    where: str | Path | None = None,
+    baseline: Baseline | None, overrides: Sequence[str] = (), mlflow: bool = False
 ):
-    """The composed config (a DictConfig) that re-runs ``baseline`` with ``overrides`` on top;
-    ``where``: the baseline file (its folder is inside the data paths it may name)."""
+    """The composed config (a DictConfig) that re-runs ``baseline`` with ``overrides`` on top
+    (None: conf/ alone, as the app would run it); the baseline's folder is inside the data paths
+    it may name. MLflow logging is off unless ``mlflow`` or an override turns it on."""
     from hydra import compose, initialize_config_dir
     from hydra.errors import HydraException
     from omegaconf import OmegaConf, open_dict
@@ -91,9 +87,10 @@ def compose_from_baseline(
     groups = _groups()
     overrides = preflight(list(overrides), CONF_DIR, groups, one_config=True)
     parsed = parse_all(overrides)
+    stored = baseline.choices if baseline is not None else {}
     choices = effective_choices(baseline, overrides)
-    refuse_unknown_options(baseline.get("choices") or {})
-    changed = {g for g, c in choices.items() if (baseline.get("choices") or {}).get(g) != c}
+    refuse_unknown_options(stored)
+    changed = {g for g, c in choices.items() if stored.get(g) != c}
     rest = [o for o in parsed if o.key not in groups]
     register_resolvers()
     try:
@@ -105,10 +102,12 @@ def compose_from_baseline(
             f"({', '.join(f'{g}={c}' for g, c in choices.items())}) do "
             f"not compose with conf/: {str(err).splitlines()[0]}; re-promote a baseline"
         ) from None
+    where = baseline.path if baseline is not None else None
     roots = [Path(where).resolve().parent] if where else []
+    values = baseline.config if baseline is not None else {}
     with open_dict(cfg):
         given = {o.key for o in rest}  # set on the command line: the user's, not the baseline's
-        replay_values(cfg, baseline.get("config") or {}, skip=changed, roots=roots, given=given)
+        replay_values(cfg, values, skip=changed, roots=roots, given=given)
         try:
             apply_to_config(rest, cfg)
         except (HydraException, OmegaConfBaseException) as err:
@@ -147,9 +146,9 @@ INSTANTIATION_KEYS = CODE_KEYS
 
 
 def data_only(value: Any) -> Any:
-    """``value`` without any key that names code (baseline_schema.CODE_KEYS: Hydra's
+    """``value`` without any key that names code (rageval.config_schema.CODE_KEYS: Hydra's
     instantiation keys, the adapters' factory, function and kwargs), at any depth."""
-    from rageval.gate.baseline_schema import drop_keys
+    from rageval.gate.baseline import drop_keys
 
     return drop_keys(value, CODE_KEYS)
 
@@ -181,7 +180,7 @@ def _refuse_outside(path: str, value: Any, roots: Sequence[Path]) -> None:
 
 def _refuse_code_or_interpolation(path: str, value: Any) -> None:
     from rageval.errors import InputError
-    from rageval.gate.baseline_schema import Refused, plain_data
+    from rageval.gate.baseline import Refused, plain_data
 
     try:
         plain_data(value, code_ok=CODE_KEYS)  # code keys are dropped (data_only), never replayed
@@ -241,164 +240,6 @@ def replay_values(
     return left
 
 
-def refuse_other_labels(baseline: Mapping[str, Any], labels: str, where: str | Path) -> None:
-    """InputError (exit 2) before any work when the check would measure with another label set
-    than the baseline's: the gate never compares across label sets."""
-    from rageval.errors import InputError
-    from rageval.gate.compare import label_info
-
-    then = label_info(baseline)["label_set"]
-    if labels != then:
-        raise InputError(
-            f"the baseline was measured with labels={then}, this check would measure with "
-            f"labels={labels}; the gate never compares across label sets: drop the labels "
-            f"override (or pass labels={then}), or promote a run measured with labels={labels} "
-            "as the baseline (rageval promote RUN --force)",
-            path=str(where),
-        )
-
-
-def run_check(
-    baseline_path: str | Path,
-    overrides: Sequence[str] | None = None,
-    out: str | Path | None = None,
-    mlflow: bool = False,
-    quiet: bool = False,
-):
-    """Re-run ``baseline_path``'s config with ``overrides`` and compare; returns the
-    :class:`~rageval.gate.compare.Comparison` and the folder holding the re-run's report,
-    gate.md (for a pull-request comment) and gate.json."""
-    from rageval.gate.baseline import load_baseline
-    from rageval.project import using
-
-    baseline = load_baseline(baseline_path)
-    with using(baseline_project(baseline, baseline_path)):
-        return _run_check(baseline, baseline_path, list(overrides or []), out, mlflow, quiet)
-
-
-def baseline_project(baseline: Mapping[str, Any], path: str | Path):
-    """The project a baseline belongs to, wherever the check runs from: the one it recorded
-    (its root, relative to the baseline file), else the first folder from the baseline's own
-    upwards that holds rageval.yaml; None for a baseline outside any project (the demo's)."""
-    from rageval.project import MARKER, find_project, load_project
-
-    root = (baseline.get("project") or {}).get("root")
-    here = Path(path).resolve()
-    # the recorded project holds the baseline: a baseline never points the check at another
-    # project's config (and the code that config names)
-    if root and (Path(root) / MARKER).is_file() and here.is_relative_to(Path(root).resolve()):
-        return load_project(root)
-    return find_project(start=Path(path).resolve().parent)
-
-
-def _run_check(baseline, baseline_path, overrides, out, mlflow, quiet):
-    from rageval.app.main import run_job
-    from rageval.formats.atomic import atomic_write_text
-    from rageval.gate.compare import compare, interpolated_keys
-    from rageval.gate.slices import check_spec
-    from rageval.report.html import write_diff_page
-
-    cfg = compose_from_baseline(baseline, overrides, mlflow, where=baseline_path)
-    # a mistyped slice or metric fails now, not after the re-run
-    check_spec(
-        _plain(cfg.gate.get("slices")),
-        [str(m) for m in cfg.gate.metrics],
-        baseline["per_query"],
-        int(cfg.min_slice_size),
-    )
-    from rageval.gate.baseline import config_summary
-
-    refuse_other_labels(baseline, str(cfg.get("labels", "gold")), baseline_path)
-    out_dir = Path(out) if out else check_dir()
-    choices = effective_choices(baseline, overrides)
-    report = run_job(cfg, out_dir, overrides=overrides, choices=choices, quiet=quiet)
-    gate = cfg.gate
-    current = report.to_dict()
-    cmp = compare(
-        baseline,
-        current,
-        metrics=gated_metrics(baseline, current, [str(m) for m in gate.metrics], gate),
-        tolerance=float(gate.tolerance),
-        tolerances={str(k): float(v) for k, v in gate.tolerances.items()},
-        alpha=float(gate.alpha),
-        resamples=int(gate.resamples),
-        slices=_plain(gate.get("slices")),  # checked above
-        min_slice_size=int(cfg.min_slice_size),
-        mirrors=interpolated_keys(cfg),
-        on_inconclusive=str(gate.on_inconclusive),
-        on_embedding_drift=str(gate.on_embedding_drift),
-    )
-    # the re-run is the baseline's config with the user's overrides on top: its summary names the
-    # baseline's tuned keys too (search.fusion=weighted), not only what was typed
-    replayed = {**current, "overrides": _over(baseline.get("overrides") or [], overrides)}
-    cmp.current_info["config"] = config_summary(replayed)
-    if report.mlflow_run_id:  # check --mlflow: the verdict on the re-run's MLflow run
-        from rageval.tracking.client import tracking_uri
-        from rageval.tracking.log import log_gate
-
-        log_gate(tracking_uri(cfg.mlflow.tracking_uri), report.mlflow_run_id, cmp)
-    atomic_write_text(out_dir / "gate.json", json.dumps(cmp.to_dict(), indent=2))
-    atomic_write_text(out_dir / "gate.md", cmp.markdown())
-    # the per-query page of the baseline against the re-run: rank moves, chunks gained and lost
-    write_diff_page(
-        out_dir / "gate.html",
-        baseline,
-        out_dir,
-        slice_rows=[asdict(r) for r in cmp.slices],
-        verdict=[f"{r.line()}: {r.verdict}" for r in cmp.rows]
-        + [*cmp.beneath_lines(), cmp.console().splitlines()[-1]],
-    )
-    return cmp, out_dir
-
-
-def check_dir() -> Path:
-    """``outputs/check/<time>`` under the project's root (never under the working directory: a
-    check run from the corpus folder must not write into the corpus)."""
-    from rageval.project import output_root
-
-    return output_root() / "outputs" / "check" / time.strftime("%Y-%m-%d_%H-%M-%S")
-
-
-def gated_metrics(
-    baseline: Mapping[str, Any], current: Mapping[str, Any], metrics: list[str], gate
-) -> list[str]:
-    """``gate.metrics``, and the metric the baseline was promoted by (``promote --best M``) when
-    both reports measured it, unless ``gate.promoted_metric`` is false: a run chosen for its
-    evidence_recall@1024t is gated on it."""
-    from rageval.scoring.spec import MetricSpec
-
-    promoted = (baseline.get("promoted_from") or {}).get("metric")
-    if not promoted or not gate.promoted_metric:
-        return metrics
-    shown = {str(MetricSpec.parse(m)) for m in metrics}
-    name = str(MetricSpec.parse(promoted))
-    measured = name in (baseline.get("metrics") or {}) and name in (current.get("metrics") or {})
-    return [*metrics, name] if name not in shown and measured else metrics
-
-
-def _over(base: Sequence[str], top: Sequence[str]) -> list[str]:
-    """Override lines ``top`` laid over ``base``: one line per key, the later one winning; the
-    baseline's lines of keys a check does not replay (slices, min_slice_size, ...) are left out:
-    the re-run used this machine's values, not those."""
-    lines: dict[str, str] = {}
-    kept = [o for o in base if measures(o)]
-    for o in [*kept, *top]:
-        key = override_key(o)
-        lines.pop(key, None)
-        lines[key] = o
-    return list(lines.values())
-
-
-def _plain(node) -> dict[str, Any]:
-    """``gate.slices`` as plain data (an OmegaConf node, a mapping, or None)."""
-    from omegaconf import DictConfig, OmegaConf
-
-    if node is None:
-        return {}
-    if isinstance(node, DictConfig):
-        return OmegaConf.to_container(node, resolve=True)
-    if not isinstance(node, Mapping):
-        raise ConfigError(
-            "gate.slices must map slices to tolerances, e.g. {source=adversarial: {recall@5: 0.05}}"
-        )
-    return dict(node)
+def compose_for_run(overrides: Sequence[str]):
+    """conf/ composed with ``overrides`` (no baseline), as the app would run it, MLflow on."""
+    return compose_from_baseline(None, overrides, mlflow=True)
