@@ -137,8 +137,8 @@ def _final_run(
     from omegaconf import OmegaConf, open_dict
 
     from rageval.app.config import GROUPS
-    from rageval.app.replay import replay_values
     from rageval.app.main import run_job
+    from rageval.app.replay import replay_values
 
     lines = [o for o in overrides if override_key(o) not in ("split",)]
     lines.append("split=all")

@@ -117,8 +117,8 @@ def test_every_configuration_replays_exactly(project, overrides):
 
     from rageval.app.config import absolute_paths, compose
     from rageval.app.replay import compose_from_baseline
-    from rageval.gate.baseline import read_baseline, write_baseline
     from rageval.formats.redact import redact
+    from rageval.gate.baseline import read_baseline, write_baseline
 
     cfg = compose(overrides)
     with open_dict(cfg):

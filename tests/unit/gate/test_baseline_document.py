@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from rageval.errors import InputError
-from rageval.gate.baseline import Baseline, read_baseline, validate_baseline
 from rageval.formats.redact import MASK, Secret, redact, redact_override, scrub, secret_values
+from rageval.gate.baseline import Baseline, read_baseline, validate_baseline
 
 DEMO = Path(__file__).resolve().parents[3] / "golden" / "baseline.json"
 
