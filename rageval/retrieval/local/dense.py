@@ -105,7 +105,7 @@ class FaissRetriever:
         self.build_seconds = 0.0
         self.loaded_from_cache = False
         self.index_path: Path | None = None
-        self._rows: Rows | None = None  # the embeddings by row, for IVF-PQ's exact re-scoring
+        self._rows: Rows | None = None  # the embeddings by row: exact scans of an ANN index
 
     def index(self, chunks: Sequence[Chunk], encoder: Encoder | None) -> None:
         """Embed the chunks batch by batch (through the encoder's cache) into the index."""
@@ -166,7 +166,7 @@ class FaissRetriever:
             index.hnsw.efSearch = self.params["hnsw_ef_search"]
         elif kind in ("ivf", "ivfpq") and index is not None:
             index.nprobe = self.params["ivf_nprobe"]
-        self._rows = rows if kind == "ivfpq" and self.params["ivfpq_refine"] else None
+        self._rows = rows if kind != "flat" else None
         self._index = index
         self.build_seconds = time.perf_counter() - start
 
@@ -217,7 +217,7 @@ class FaissRetriever:
         if k <= 0 or len(query_vectors) == 0 or self._index is None:
             return [RankedList((), ()) for _ in range(len(query_vectors))]
         query_vectors = f32(query_vectors)
-        if self._rows is None:
+        if self._rows is None or self.built_type != "ivfpq" or not self.params["ivfpq_refine"]:
             scores, idx = self._index.search(query_vectors, k)
         else:
             wide = min(len(self.ids), k * self.params["ivfpq_refine"])
@@ -235,6 +235,40 @@ class FaissRetriever:
                 )
             )
         return out
+
+    def exact_search(self, queries: Sequence[str], depth: int) -> list[RankedList] | None:
+        """The exact top ``depth`` per query for an approximate index (what ``ann_recall@k`` is
+        measured against): a flat scan of the embeddings it was built from, ``batch_size`` rows at
+        a time, so the corpus's vectors are never all in memory (at 10M chunks they would be
+        15 GB beside a compressed index). None before ``index()`` or for a flat index."""
+        import faiss
+
+        if self._rows is None or self.encoder is None:
+            return None
+        queries = list(queries)
+        qv = f32(check_vectors(self.encoder.encode_queries(queries), queries, "queries"))
+        n, k = len(self.ids), min(depth, len(self.ids))
+        if k <= 0 or len(qv) == 0:
+            return [RankedList((), ()) for _ in queries]
+        heap = faiss.ResultHeap(len(qv), k, keep_max=True)
+        for lo in range(0, n, self.batch_size):
+            vec = f32(self._rows(slice(lo, min(lo + self.batch_size, n))))
+            flat = faiss.IndexFlatIP(vec.shape[1])
+            flat.add(vec)
+            scores, idx = flat.search(qv, min(k, len(vec)))
+            heap.add_result(scores, np.where(idx >= 0, idx + lo, -1))
+            del flat, vec
+        heap.finalize()
+        ids = self.ids
+        return [
+            break_ties(
+                RankedList(
+                    ids=tuple(ids[i] for i in row_i if i >= 0),
+                    scores=tuple(s for s, i in zip(row_s, row_i, strict=True) if i >= 0),
+                )
+            )
+            for row_i, row_s in zip(heap.I.tolist(), heap.D.tolist(), strict=True)
+        ]
 
     def _refine(self, queries: np.ndarray, _approx, cand: np.ndarray, k: int):
         """The top ``k`` of each query's candidates by exact inner product with their embeddings

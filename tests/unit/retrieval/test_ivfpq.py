@@ -141,3 +141,21 @@ def test_too_few_chunks_to_train_the_codes_is_a_clear_error():
         build(X[:200], ivfpq_m=8, ivfpq_bits=8)
     small = build(X[:200], ivfpq_m=8, ivfpq_bits=4, ivf_nlist=2)  # 16 codes: 200 chunks do
     assert len(small.search_vectors(Q, 3)[0].ids) == 3
+
+
+def test_the_exact_reference_is_a_batched_scan_of_the_embeddings():
+    # ann_recall@k compares with this: a flat pass, batch_size rows at a time, not the whole corpus
+    class Queries:
+        fingerprint, dim = "fp", 32
+
+        def encode_queries(self, texts):
+            return Q[[int(t) for t in texts]]
+
+    r = build(ivfpq_m=8, batch_size=700)
+    r.encoder = Queries()
+    got = r.exact_search([str(i) for i in range(len(Q))], 10)
+    want = np.argsort(-(Q @ X.T), axis=1, kind="stable")[:, :10]
+    assert [set(g.ids) for g in got] == [{IDS[j] for j in row} for row in want]
+    flat = FaissRetriever(progress=False)
+    flat.add_vectors(IDS, X)
+    assert flat.exact_search(["0"], 10) is None  # exact already: nothing to compare with
