@@ -8,13 +8,19 @@ loaded), ``FaissRetriever.index`` streaming batches into FAISS, ``search`` over 
 batches of ``query_batch``, and ``score_rankings`` against qrels (each query's relevant chunk is
 the corpus row it was made from, so recall@10 shows what an approximate index loses).
 
+Index types: flat, hnsw, ivf, ivfpq, and ``ivfpq/rF`` for IVF-PQ whose candidates (F x 10 per
+query) are re-scored exactly from the memory-mapped cache (``ivfpq_refine=F``). Each row also gives
+the index's own bytes (FAISS's arrays: vectors or codes, graph, lists' ids, coarse quantizer) and
+bytes per vector, and the load average when the cell ended; a last table computes each type's
+index and process memory at 10M chunks from those bytes per vector (computed, not measured).
+
 Each (size, index type) runs in its own process. Its peak RSS is the kernel's high-water mark
 (``VmHWM``; ``os.wait4``'s ``ru_maxrss`` is printed beside it and also counts what the process had
 when it forked), and a sampling thread records the baseline before the index is built. HNSW is
 skipped above ``--hnsw-max`` chunks: on 2 cores its build alone would take most of an hour at 1M.
 
     .venv/bin/python scripts/bench_scale.py [--sizes 10000,100000,1000000] [--queries 10000]
-        [--kinds flat,hnsw,ivf] [--dim 384] [--work /tmp/rageval-bench]
+        [--kinds flat,hnsw,ivf,ivfpq,ivfpq/r4] [--dim 384] [--work /tmp/rageval-bench]
 
 ``--embed`` measures the other half at scale: embedding a real-text corpus (scripts/scale_corpus.py:
 texts drawn from the demo's word pairs, 48 words ~ 64 word pieces each, no download) through
@@ -126,11 +132,14 @@ def measure(n: int, n_queries: int, kind: str, work: Path, query_batch: int) -> 
     qrels = {q: {f"c{s}": 1} for q, s in zip(qids, src, strict=True)}
     queries = [query_text(j) for j in range(n_queries)]
     out = {"baseline_rss": meter.mark()}
-    retriever = FaissRetriever(index_type=kind, progress=False, cache_dir=None)
+    kind, _, refine = kind.partition("/r")
+    extra = {"ivfpq_refine": int(refine)} if refine else {}
+    retriever = FaissRetriever(index_type=kind, progress=False, cache_dir=None, **extra)
 
     t = time.perf_counter()
     retriever.index(chunks, encoder)
     out.update(build_s=time.perf_counter() - t, build_rss=meter.mark())
+    out["index_bytes"] = retriever.index_bytes()["memory"]
     t = time.perf_counter()
     results = []
     for lo in range(0, n_queries, query_batch):
@@ -141,6 +150,7 @@ def measure(n: int, n_queries: int, kind: str, work: Path, query_batch: int) -> 
     out.update(score_s=time.perf_counter() - t, score_rss=meter.mark())
     out["recall@10"] = float(scores.values["recall@10"].mean())
     out["texts_encoded"] = encoder.texts_encoded
+    out["load"] = os.getloadavg()[0]
     meter.stop = True
     with open("/proc/self/status") as fh:  # the kernel's peak RSS of this process
         out["hwm"] = int(fh.read().split("VmHWM:")[1].split()[0]) * 1024
@@ -331,7 +341,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", default="10000,100000,1000000")
     p.add_argument("--queries", type=int, default=10_000)
-    p.add_argument("--kinds", default="flat,hnsw,ivf")
+    p.add_argument("--kinds", default="flat,hnsw,ivf,ivfpq,ivfpq/r4")
     p.add_argument("--dim", type=int, default=384)
     p.add_argument("--query-batch", type=int, default=10_000)
     p.add_argument("--hnsw-max", type=int, default=100_000)
@@ -376,10 +386,11 @@ def main() -> None:
         f"{os.cpu_count()} cores, {platform.machine()}; {a.queries:,} queries, dim {a.dim}\n"
     )
     print(
-        "| chunks | index | build s | search s | score s | recall@10 | peak RSS MiB "
-        "| ru_maxrss MiB | raw MiB | peak / raw | (peak - base) / raw |"
+        "| chunks | index | build s | search s | score s | recall@10 | index MiB | bytes/vector "
+        "| peak RSS MiB | ru_maxrss MiB | raw MiB | peak / raw | (peak - base) / raw | load |"
     )
-    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    largest: dict[str, tuple[int, dict]] = {}  # kind -> (chunks, figures) of its largest cell
     for n in (int(s) for s in a.sizes.split(",")):
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir(parents=True)
@@ -398,7 +409,7 @@ def main() -> None:
         )
         raw = n * a.dim * 4
         for kind in a.kinds.split(","):
-            if kind == "hnsw" and n > a.hnsw_max:
+            if kind.startswith("hnsw") and n > a.hnsw_max:
                 continue
             r, maxrss = run_child(
                 [
@@ -415,14 +426,42 @@ def main() -> None:
             )
             assert r["texts_encoded"] == 0, "the model ran: the cache missed"
             peak = r["hwm"]
+            largest[kind] = (n, r)
             print(
                 f"| {n:,} | {kind} | {r['build_s']:.2f} | {r['search_s']:.2f} | "
-                f"{r['score_s']:.2f} | {r['recall@10']:.3f} | {mib(peak)} | {mib(maxrss)} | "
+                f"{r['score_s']:.2f} | {r['recall@10']:.3f} | {mib(r['index_bytes'])} | "
+                f"{r['index_bytes'] / n:,.1f} | {mib(peak)} | {mib(maxrss)} | "
                 f"{mib(raw)} | "
-                f"{peak / raw:.2f} | {(peak - r['baseline_rss']) / raw:.2f} |",
+                f"{peak / raw:.2f} | {(peak - r['baseline_rss']) / raw:.2f} | {r['load']:.1f} |",
                 flush=True,
             )
     shutil.rmtree(work, ignore_errors=True)
+    at_ten_million(largest, a.dim)
+
+
+def at_ten_million(largest: dict[str, tuple[int, dict]], dim: int, total: int = 10_000_000):
+    """Index and process memory at 10M chunks, computed from the largest measured cell of each
+    type: the index at its bytes per vector; the process's peak scaled linearly from that cell (an
+    upper bound: Python, the libraries and one batch do not grow with the corpus). HNSW, when not
+    measured, from its layout: the vectors plus 2 x M links of 4 bytes on the base layer (the
+    upper layers add a few percent)."""
+    if not largest:
+        return
+    print(
+        f"\nComputed, not measured: {total:,} chunks x {dim} dimensions, each type at the bytes "
+        "per vector of its largest cell above; the process's peak scaled linearly from it.\n"
+    )
+    print("| index | from cell | index bytes/vector | index GiB at 10M | peak RSS GiB at 10M |")
+    print("|---|---:|---:|---:|---:|")
+    for kind, (n, r) in largest.items():
+        per = r["index_bytes"] / n
+        print(
+            f"| {kind} | {n:,} | {per:,.1f} | {per * total / 2**30:,.1f} | "
+            f"{r['hwm'] / n * total / 2**30:,.1f} |"
+        )
+    if "hnsw" not in largest:
+        per = dim * 4 + 32 * 2 * 4
+        print(f"| hnsw (M 32, from its layout) | - | {per:,} | {per * total / 2**30:,.1f} | - |")
 
 
 if __name__ == "__main__":

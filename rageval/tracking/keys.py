@@ -278,7 +278,12 @@ def _repeats(search: Mapping[str, Any], sub: str, value: Any) -> bool:
 
 
 # FAISS settings that only some index types read: logged when the index type uses them.
-INDEX_KEYS = {"hnsw_": ("hnsw", "auto"), "ivf_": ("ivf", "auto"), "auto_": ("auto",)}
+INDEX_KEYS = {
+    "hnsw_": ("hnsw", "auto"),
+    "ivf_": ("ivf", "ivfpq", "auto"),
+    "ivfpq_": ("ivfpq", "auto"),
+    "auto_": ("auto",),
+}
 
 
 def _unused_index_key(backend: Mapping[str, Any], sub: str) -> bool:

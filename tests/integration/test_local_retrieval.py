@@ -58,7 +58,12 @@ def test_approximate_indexes_agree_with_exact_on_a_small_corpus(chunks, encoder,
     exact = FaissRetriever()
     exact.index(chunks, encoder)
     want = exact.search(QUERIES, 3)
-    for kind, extra in (("hnsw", {}), ("ivf", {"ivf_nlist": 2, "ivf_nprobe": 2})):
+    for kind, extra in (
+        ("hnsw", {}),
+        ("ivf", {"ivf_nlist": 2, "ivf_nprobe": 2}),
+        # 16 codes of 4 bits a vector, every candidate re-scored from the embedding cache
+        ("ivfpq", {"ivf_nlist": 2, "ivf_nprobe": 2, "ivfpq_bits": 4, "ivfpq_refine": 100}),
+    ):
         r = FaissRetriever(index_type=kind, cache_dir=str(tmp_path), **extra)
         r.index(chunks, encoder)
         assert [x.ids for x in r.search(QUERIES, 3)] == [x.ids for x in want]

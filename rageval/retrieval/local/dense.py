@@ -1,10 +1,14 @@
 """Dense retrieval with FAISS over normalised embeddings (inner product = cosine).
 
-``index_type``: ``flat`` (exact, the default), ``hnsw``, ``ivf``, or ``auto``: flat below
-``auto_threshold`` chunks, ``auto_type`` (hnsw or ivf) from there on. Vectors stream into the index
-``batch_size`` rows at a time (from the encoder, or from an array that may be memory-mapped), so the
-embeddings are never held in memory beside the index. IVF trains on an evenly spaced sample of
-``ivf_train_size`` rows. Built HNSW/IVF indexes are cached on disk, keyed by the chunk ids
+``index_type``: ``flat`` (exact, the default), ``hnsw``, ``ivf``, ``ivfpq``, or ``auto``: flat below
+``auto_threshold`` chunks, ``auto_type`` (hnsw, ivf or ivfpq) from there on. Vectors stream into the
+index ``batch_size`` rows at a time (from the encoder, or from an array that may be memory-mapped),
+so the embeddings are never held in memory beside the index. IVF and IVF-PQ train on an evenly
+spaced sample of ``ivf_train_size`` rows. IVF-PQ keeps ``ivfpq_m`` codes of ``ivfpq_bits`` bits
+per vector instead of the vector (48 bytes for 384 dimensions, against 1,536); with
+``ivfpq_refine`` F > 0 it fetches F x depth candidates per query and re-scores them exactly from
+the embeddings they were built from (the embedding cache, memory-mapped), so the scores it returns
+are exact inner products. Built HNSW/IVF/IVF-PQ indexes are cached on disk, keyed by the chunk ids
 (content-derived, so they stand for corpus and chunking), the model fingerprint and the index
 parameters; a run that finds its index there embeds no document. A cached index is read only after
 its files match the sha256 written with them (a damaged one is rebuilt, with a warning naming it).
@@ -29,7 +33,10 @@ from rageval.retrieval.local.faiss_build import Rows, f32, stream_build
 from rageval.scoring.ranking import break_ties
 from rageval.types import Chunk, RankedList
 
-INDEX_TYPES = ("flat", "hnsw", "ivf", "auto")
+INDEX_TYPES = ("flat", "hnsw", "ivf", "ivfpq", "auto")
+AUTO_TYPES = ("hnsw", "ivf", "ivfpq")
+PQ_KEYS = ("ivfpq_m", "ivfpq_bits", "ivfpq_refine")  # in the cache key of IVF-PQ indexes only
+REFINE_FLOATS = 1 << 24  # candidate vector values gathered at once when re-scoring (64 MiB)
 INDEX_FILE = "index.faiss"  # inside the cached index's folder, beside its digest
 
 
@@ -45,6 +52,9 @@ class FaissRetriever:
         ivf_nlist: int | None = None,
         ivf_nprobe: int = 16,
         ivf_train_size: int | None = None,
+        ivfpq_m: int | None = None,
+        ivfpq_bits: int = 8,
+        ivfpq_refine: int = 0,
         auto_threshold: int = 200_000,
         auto_type: str = "hnsw",
         batch_size: int = 32_768,
@@ -55,10 +65,22 @@ class FaissRetriever:
             raise ConfigError(
                 f"backend.index_type must be one of {', '.join(INDEX_TYPES)}, got {index_type!r}"
             )
-        if auto_type not in ("hnsw", "ivf"):
-            raise ConfigError(f"backend.faiss.auto_type must be hnsw or ivf, got {auto_type!r}")
+        if auto_type not in AUTO_TYPES:
+            raise ConfigError(
+                f"backend.faiss.auto_type must be one of {', '.join(AUTO_TYPES)}, got {auto_type!r}"
+            )
         if batch_size <= 0:
             raise ConfigError(f"backend.faiss.batch_size must be > 0, got {batch_size}")
+        for key, value, low, high in (
+            ("ivfpq_m", ivfpq_m, 1, None),
+            ("ivfpq_bits", ivfpq_bits, 1, 16),
+            ("ivfpq_refine", ivfpq_refine, 0, None),
+        ):
+            if value is None and key == "ivfpq_m":
+                continue
+            if not isinstance(value, int) or value < low or (high is not None and value > high):
+                span = f"an integer >= {low}" + (f" and <= {high}" if high is not None else "")
+                raise ConfigError(f"backend.faiss.{key} must be {span}, got {value!r}")
         self.index_type = index_type
         self.params = {
             "hnsw_m": hnsw_m,
@@ -67,6 +89,9 @@ class FaissRetriever:
             "ivf_nlist": ivf_nlist,
             "ivf_nprobe": ivf_nprobe,
             "ivf_train_size": ivf_train_size,
+            "ivfpq_m": ivfpq_m,
+            "ivfpq_bits": ivfpq_bits,
+            "ivfpq_refine": ivfpq_refine,
         }
         self.auto_threshold = auto_threshold
         self.auto_type = auto_type
@@ -80,6 +105,7 @@ class FaissRetriever:
         self.build_seconds = 0.0
         self.loaded_from_cache = False
         self.index_path: Path | None = None
+        self._rows: Rows | None = None  # the embeddings by row: exact scans of an ANN index
 
     def index(self, chunks: Sequence[Chunk], encoder: Encoder | None) -> None:
         """Embed the chunks batch by batch (through the encoder's cache) into the index."""
@@ -111,7 +137,7 @@ class FaissRetriever:
     mode = "vector"
 
     def approximate(self) -> bool:
-        """Whether the built index is approximate (HNSW, IVF): ann_recall@k is then measured
+        """Whether the built index is approximate (HNSW, IVF, IVF-PQ): ann_recall@k is then measured
         against a flat pass over the same vectors."""
         return (self.built_type or self.index_type) != "flat"
 
@@ -138,8 +164,9 @@ class FaissRetriever:
                 _save_index(faiss, index, folder)
         if kind == "hnsw" and index is not None:
             index.hnsw.efSearch = self.params["hnsw_ef_search"]
-        elif kind == "ivf" and index is not None:
+        elif kind in ("ivf", "ivfpq") and index is not None:
             index.nprobe = self.params["ivf_nprobe"]
+        self._rows = rows if kind != "flat" else None
         self._index = index
         self.build_seconds = time.perf_counter() - start
 
@@ -155,13 +182,16 @@ class FaissRetriever:
             return None
         h = hashlib.sha256("\n".join(self.ids).encode())
         h.update(fingerprint.encode())
-        h.update(json.dumps([kind, self.params], sort_keys=True).encode())
+        # IVF-PQ's settings are left out of other types' keys, which they were keyed without
+        params = {k: v for k, v in self.params.items() if kind == "ivfpq" or k not in PQ_KEYS}
+        h.update(json.dumps([kind, params], sort_keys=True).encode())
         # a folder: the index and the digest it is verified against (formats/sealed.py)
         return self.cache_dir / "indexes" / f"faiss-{kind}-{h.hexdigest()[:24]}"
 
     def index_bytes(self) -> dict[str, int | None]:
         """Bytes the index holds in memory (vectors, graph or lists) and needs on disk: its cached
-        file (HNSW, IVF), or for a flat index the vectors it is rebuilt from (embedding cache)."""
+        file (HNSW, IVF, IVF-PQ), or for a flat index the vectors it is rebuilt from (embedding
+        cache)."""
         if self._index is None:
             return {"disk": 0, "memory": 0}
         memory = faiss_memory_bytes(self._index)
@@ -186,7 +216,12 @@ class FaissRetriever:
         k = min(depth, len(self.ids))
         if k <= 0 or len(query_vectors) == 0 or self._index is None:
             return [RankedList((), ()) for _ in range(len(query_vectors))]
-        scores, idx = self._index.search(f32(query_vectors), k)
+        query_vectors = f32(query_vectors)
+        if self._rows is None or self.built_type != "ivfpq" or not self.params["ivfpq_refine"]:
+            scores, idx = self._index.search(query_vectors, k)
+        else:
+            wide = min(len(self.ids), k * self.params["ivfpq_refine"])
+            scores, idx = self._refine(query_vectors, *self._index.search(query_vectors, wide), k)
         out = []
         ids = self.ids
         for row_i, row_s in zip(idx.tolist(), scores.tolist(), strict=True):
@@ -200,6 +235,65 @@ class FaissRetriever:
                 )
             )
         return out
+
+    def exact_search(self, queries: Sequence[str], depth: int) -> list[RankedList] | None:
+        """The exact top ``depth`` per query for an approximate index (what ``ann_recall@k`` is
+        measured against): a flat scan of the embeddings it was built from, ``batch_size`` rows at
+        a time, so the corpus's vectors are never all in memory (at 10M chunks they would be
+        15 GB beside a compressed index). None before ``index()`` or for a flat index."""
+        import faiss
+
+        if self._rows is None or self.encoder is None:
+            return None
+        queries = list(queries)
+        qv = f32(check_vectors(self.encoder.encode_queries(queries), queries, "queries"))
+        n, k = len(self.ids), min(depth, len(self.ids))
+        if k <= 0 or len(qv) == 0:
+            return [RankedList((), ()) for _ in queries]
+        heap = faiss.ResultHeap(len(qv), k, keep_max=True)
+        for lo in range(0, n, self.batch_size):
+            vec = f32(self._rows(slice(lo, min(lo + self.batch_size, n))))
+            flat = faiss.IndexFlatIP(vec.shape[1])
+            flat.add(vec)
+            scores, idx = flat.search(qv, min(k, len(vec)))
+            heap.add_result(scores, np.where(idx >= 0, idx + lo, -1))
+            del flat, vec
+        heap.finalize()
+        ids = self.ids
+        return [
+            break_ties(
+                RankedList(
+                    ids=tuple(ids[i] for i in row_i if i >= 0),
+                    scores=tuple(s for s, i in zip(row_s, row_i, strict=True) if i >= 0),
+                )
+            )
+            for row_i, row_s in zip(heap.I.tolist(), heap.D.tolist(), strict=True)
+        ]
+
+    def _refine(self, queries: np.ndarray, _approx, cand: np.ndarray, k: int):
+        """The top ``k`` of each query's candidates by exact inner product with their embeddings
+        (read from the rows the index was built from, a block of queries at a time)."""
+        step = max(1, REFINE_FLOATS // max(1, cand.shape[1] * queries.shape[1]))
+        scores = np.full((len(queries), k), -np.inf, dtype=np.float32)
+        idx = np.full((len(queries), k), -1, dtype=np.int64)
+        for lo in range(0, len(queries), step):
+            block = cand[lo : lo + step]
+            found = block >= 0
+            uniq = np.unique(block[found])
+            if len(uniq) == 0:
+                continue
+            vectors = f32(self._rows(uniq))
+            pos = np.searchsorted(uniq, np.where(found, block, uniq[0]))
+            q = queries[lo : lo + len(block)]
+            exact = np.einsum("qd,qcd->qc", q, vectors[pos])
+            exact[~found] = -np.inf
+            top = np.argsort(-exact, axis=1, kind="stable")[:, :k]
+            rows = np.arange(len(block))[:, None]
+            scores[lo : lo + len(block), : top.shape[1]] = exact[rows, top]
+            idx[lo : lo + len(block), : top.shape[1]] = np.where(
+                np.isfinite(exact[rows, top]), block[rows, top], -1
+            )
+        return scores, idx
 
 
 def faiss_memory_bytes(index) -> int:

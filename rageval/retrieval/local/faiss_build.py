@@ -2,8 +2,9 @@
 
 FAISS grows an index's storage like a ``std::vector``: each ``add`` that overflows doubles the
 capacity and copies, so adding a million vectors in batches can briefly hold three times the
-embeddings. Here the storage is reserved for all ``n`` vectors before the first batch (for IVF,
-each inverted list for the vectors assigned to it), so the index never holds more than its data.
+embeddings. Here the storage is reserved for all ``n`` vectors before the first batch (for IVF and
+IVF-PQ, each inverted list for the vectors assigned to it), so the index never holds more than its
+data.
 """
 
 from __future__ import annotations
@@ -14,7 +15,10 @@ from typing import Any
 
 import numpy as np
 
+from rageval.errors import ConfigError
+
 Rows = Callable[[slice | np.ndarray], np.ndarray]
+SEED = 1234  # FAISS's own default k-means seed, set here so every build trains the same lists
 
 
 def f32(a: np.ndarray) -> np.ndarray:
@@ -29,14 +33,34 @@ def ivf_nlist(n: int, params: Mapping[str, Any]) -> int:
     return max(1, min(n, params.get("ivf_nlist") or default))
 
 
-def train_rows(n: int, params: Mapping[str, Any]) -> np.ndarray:
-    """Evenly spaced rows to train IVF on: ``ivf_train_size``, else 40 per list (FAISS wants 39)."""
-    size = min(n, params.get("ivf_train_size") or 40 * ivf_nlist(n, params))
+def train_rows(n: int, params: Mapping[str, Any], kind: str = "ivf") -> np.ndarray:
+    """Evenly spaced rows to train IVF on: ``ivf_train_size``, else 40 per list (FAISS wants 39);
+    for IVF-PQ at least 40 per code of a sub-quantizer (2 ** ``ivfpq_bits``) as well."""
+    want = 40 * ivf_nlist(n, params)
+    if kind == "ivfpq":
+        want = max(want, 40 * 2 ** params["ivfpq_bits"])
+    size = min(n, params.get("ivf_train_size") or want)
     return np.unique(np.linspace(0, n - 1, num=size).astype(np.int64))
 
 
+def pq_m(dim: int, params: Mapping[str, Any]) -> int:
+    """Sub-quantizers of an IVF-PQ index over ``dim`` dimensions: ``ivfpq_m``, which must divide
+    ``dim``, else the largest divisor of ``dim`` up to dim / 8 (one byte per 8 dimensions at 8
+    bits: 48 for 384 dimensions, 96 for 768)."""
+    m = params.get("ivfpq_m")
+    if m is None:
+        return max(k for k in range(1, max(1, dim // 8) + 1) if dim % k == 0)
+    if dim % m:
+        divisors = [k for k in range(1, dim + 1) if dim % k == 0 and k <= 4 * m]
+        raise ConfigError(
+            f"backend.faiss.ivfpq_m must divide the embedding dimension ({dim}), got {m}; "
+            f"divisors of {dim} near it: {', '.join(map(str, divisors[-6:]))}"
+        )
+    return m
+
+
 def new_index(kind: str, dim: int, n: int, params: Mapping[str, Any]):
-    """An empty inner-product index of ``kind`` (flat, hnsw, else untrained IVF)."""
+    """An empty inner-product index of ``kind`` (flat, hnsw, else untrained IVF or IVF-PQ)."""
     import faiss
 
     if kind == "flat":
@@ -46,7 +70,20 @@ def new_index(kind: str, dim: int, n: int, params: Mapping[str, Any]):
         index.hnsw.efConstruction = params["hnsw_ef_construction"]
         return index
     quantizer = faiss.IndexFlatIP(dim)
-    return faiss.IndexIVFFlat(quantizer, dim, ivf_nlist(n, params), faiss.METRIC_INNER_PRODUCT)
+    nlist = ivf_nlist(n, params)
+    if kind == "ivfpq":
+        m, bits = pq_m(dim, params), params["ivfpq_bits"]
+        if n < 2**bits:
+            raise ConfigError(
+                f"index_type ivfpq trains 2 ** ivfpq_bits = {2**bits} codes per sub-quantizer "
+                f"and needs at least that many chunks, got {n:,}; use flat at this size"
+            )
+        index = faiss.IndexIVFPQ(quantizer, dim, nlist, m, bits, faiss.METRIC_INNER_PRODUCT)
+        index.cp.seed = index.pq.cp.seed = SEED  # the k-means of the lists and of the codes
+        return index
+    index = faiss.IndexIVFFlat(quantizer, dim, nlist, faiss.METRIC_INNER_PRODUCT)
+    index.cp.seed = SEED
+    return index
 
 
 def _reserve(codes, nbytes: int) -> None:
@@ -68,9 +105,9 @@ def stream_build(
     starts = range(0, n, batch_size)
     first = f32(rows(slice(0, min(batch_size, n))))
     index = new_index(kind, first.shape[1], n, params)
-    if kind == "ivf":
+    if kind in ("ivf", "ivfpq"):
         del first
-        return _stream_ivf(index, n, rows, params, batch_size, bar)
+        return _stream_ivf(index, n, rows, train_rows(n, params, kind), batch_size, bar)
     storage = index if kind == "flat" else faiss.downcast_index(index.storage)
     _reserve(storage.codes, n * storage.code_size)
     for lo in starts:
@@ -83,12 +120,13 @@ def stream_build(
     return index
 
 
-def _stream_ivf(index, n: int, rows: Rows, params: Mapping[str, Any], batch_size: int, bar):
-    """Train on a sample, assign every vector to its list (one pass), size each list for its
-    vectors, then add with the assignment already known (a second pass; no re-assignment)."""
+def _stream_ivf(index, n: int, rows: Rows, sample_rows: np.ndarray, batch_size: int, bar):
+    """Train on a sample (IVF-PQ: the lists, then the codes of the residuals), assign every vector
+    to its list (one pass), size each list for its vectors, then add with the assignment already
+    known (a second pass; no re-assignment; IVF-PQ encodes each batch as it is added)."""
     import faiss
 
-    sample = f32(rows(train_rows(n, params)))
+    sample = f32(rows(sample_rows))
     index.train(sample)
     del sample
     assign = np.empty(n, dtype=np.int64)

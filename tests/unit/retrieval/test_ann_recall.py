@@ -61,6 +61,7 @@ def test_an_exact_index_reports_one_without_the_extra_pass():
     [
         ("hnsw", {"hnsw_m": 4, "hnsw_ef_construction": 8, "hnsw_ef_search": 1}),
         ("ivf", {"ivf_nlist": 40, "ivf_nprobe": 1}),
+        ("ivfpq", {"ivf_nlist": 40, "ivf_nprobe": 1, "ivfpq_bits": 6}),
     ],
 )
 def test_an_approximate_index_gives_up_recall_and_says_how_much(index_type, params):
@@ -68,7 +69,15 @@ def test_an_approximate_index_gives_up_recall_and_says_how_much(index_type, para
     assert passes == 1
     mean = float(out["ann_recall@10"].mean())
     assert 0.0 < mean < 0.95
-    generous = {"hnsw": {"hnsw_ef_search": 256}, "ivf": {"ivf_nlist": 40, "ivf_nprobe": 40}}
+    generous = {
+        "hnsw": {"hnsw_ef_search": 256},
+        "ivf": {"ivf_nlist": 40, "ivf_nprobe": 40},
+        # random vectors are hard to code: 16 codes and 20 x 10 candidates re-scored
+        "ivfpq": {
+            **{"ivf_nlist": 40, "ivf_nprobe": 40},
+            **{"ivfpq_m": 16, "ivfpq_bits": 6, "ivfpq_refine": 20},
+        },
+    }
     full, _ = run(index_type, **generous[index_type])
     assert float(full["ann_recall@10"].mean()) > max(0.97, mean)
 

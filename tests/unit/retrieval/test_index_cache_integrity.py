@@ -1,6 +1,6 @@
-"""Cached indexes (FAISS HNSW and IVF, BM25) are verified against the sha256 written with them: a
-truncated, overwritten (random bytes, or another index of the same size) or unreadable cache is
-rebuilt with a warning naming it, and the rebuilt index searches as a clean build does."""
+"""Cached indexes (FAISS HNSW, IVF and IVF-PQ, BM25) are verified against the sha256 written with
+them: a truncated, overwritten (random bytes, or another index of the same size) or unreadable
+cache is rebuilt with a warning naming it, and the rebuilt index searches as a clean build does."""
 
 from __future__ import annotations
 
@@ -21,7 +21,11 @@ def _vectors(seed: int) -> np.ndarray:
 
 
 IDS = [f"d{i}" for i in range(N)]
-PARAMS = {"hnsw": {}, "ivf": {"ivf_nlist": 4, "ivf_nprobe": 4}}
+PARAMS = {
+    "hnsw": {},
+    "ivf": {"ivf_nlist": 4, "ivf_nprobe": 4},
+    "ivfpq": {"ivf_nlist": 4, "ivf_nprobe": 4, "ivfpq_bits": 4, "ivfpq_refine": 2},
+}
 
 
 def _faiss(kind: str, cache: Path, vectors: np.ndarray):
@@ -78,7 +82,7 @@ DAMAGE = {"truncated": _truncate, "random bytes": _random_bytes, "another index"
 
 
 @pytest.mark.parametrize("damage", DAMAGE)
-@pytest.mark.parametrize("kind", ["hnsw", "ivf"])
+@pytest.mark.parametrize("kind", ["hnsw", "ivf", "ivfpq"])
 def test_a_damaged_faiss_index_cache_is_rebuilt_with_a_warning(tmp_path, kind, damage):
     cache = tmp_path / "cache"
     clean = _faiss_results(_faiss(kind, cache, _vectors(0)))

@@ -128,6 +128,10 @@ def test_params_are_what_a_user_varies_without_repeats_or_plumbing(search):
     assert (tuned["split"], tuned["holdout_fraction"], tuned["split_seed"]) == ("tune", "0.3", "0")
     hnsw = run_params(composed("backend.faiss.index_type=hnsw"), choices)
     assert hnsw["backend.faiss.hnsw_m"] == "32" and "backend.faiss.ivf_nprobe" not in hnsw
+    assert not [k for k in hnsw if "ivfpq" in k]
+    pq = run_params(composed("backend.faiss.index_type=ivfpq"), choices)
+    assert pq["backend.faiss.ivfpq_bits"] == "8" and pq["backend.faiss.ivf_nprobe"] == "16"
+    assert not [k for k in pq if "hnsw" in k]
 
 
 def test_run_names_come_from_swept_values_and_the_job_number():
