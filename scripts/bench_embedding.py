@@ -648,6 +648,14 @@ def _cold_vectors(name: str, cold_cache: Path, chunks: list[str]) -> np.ndarray:
     return vecs
 
 
+def _children_cpu() -> float:
+    """User + system CPU seconds of this process's finished children (a run's own threads)."""
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def cold_runs(names: list[str], cache_dir: str, repeats: int, chunks: list[str]) -> dict:
     """Cold demo runs of each variant in ``names``, alternating with the minimal pipeline: each
     round runs all of them once, in reversed order every other round. Per variant: its ratio to
@@ -655,7 +663,8 @@ def cold_runs(names: list[str], cache_dir: str, repeats: int, chunks: list[str])
     demo metrics against the minimal pipeline's, and the min cosine of its chunk vectors to the
     minimal pipeline's."""
     kinds = ["minimal", *names]
-    secs: dict[str, list[float]] = {k: [] for k in kinds}
+    secs: dict[str, list[float]] = {k: [] for k in kinds}  # wall
+    cpu: dict[str, list[float]] = {k: [] for k in kinds}  # CPU seconds, all the run's threads
     stages: dict[str, list[dict]] = {n: [] for n in names}
     metrics: dict[str, list[dict]] = {k: [] for k in kinds}
     cos_min: dict[str, list[float]] = {n: [] for n in names}
@@ -684,11 +693,12 @@ def cold_runs(names: list[str], cache_dir: str, repeats: int, chunks: list[str])
                     cmd = [PY, "-m", "rageval", f"embedding.backend={backend}"]
                     cmd += [f"embedding.quantize={quant}", f"embedding.precision={precision}"]
                     cmd += ["mlflow.enabled=false"]
-                t = time.perf_counter()
+                t, used = time.perf_counter(), _children_cpu()
                 out = subprocess.run(
                     cmd, cwd=run_dir, env=env, check=True, capture_output=True, text=True
                 )
                 secs[kind].append(time.perf_counter() - t)
+                cpu[kind].append(_children_cpu() - used)
                 runs[kind] = (run_dir, cold_cache, out.stdout)
             ref = np.load(ref_file)
             metrics["minimal"].append(json.loads(runs["minimal"][2].splitlines()[-1])["metrics"])
@@ -701,21 +711,26 @@ def cold_runs(names: list[str], cache_dir: str, repeats: int, chunks: list[str])
                 cos_min[name].append(float(np.einsum("ij,ij->i", ref, vecs).min()))
         print(
             f"cold round {r + 1}/{repeats} ({' '.join(order)}): "
-            + ", ".join(f"{k} {secs[k][-1]:.1f} s" for k in kinds)
+            + ", ".join(f"{k} {secs[k][-1]:.1f} s ({cpu[k][-1]:.1f} CPU s)" for k in kinds)
             + f", load {loads[-1]}",
             flush=True,
         )
-    out: dict = {"minimal_s": secs["minimal"], "loads": loads, "variants": {}}
+    out: dict = {"minimal_s": secs["minimal"], "minimal_cpu_s": cpu["minimal"], "loads": loads}
+    out["variants"] = {}
     out["minimal_metrics"] = metrics["minimal"][-1]
     ref_ndcg = metrics["minimal"][-1]["ndcg@5"]
     for name in names:
         ratios = [c / m for c, m in zip(secs[name], secs["minimal"], strict=True)]
+        cpu_ratios = [c / m for c, m in zip(cpu[name], cpu["minimal"], strict=True)]
         mid = stages[name][ratios.index(sorted(ratios)[len(ratios) // 2])]
         ndcg = metrics[name][-1]["ndcg@5"]
         out["variants"][name] = row = {
             "cold_s": secs[name],
             "ratios": ratios,
             "ratio_median": statistics.median(ratios),
+            "cpu_s": cpu[name],
+            "cpu_ratios": cpu_ratios,
+            "cpu_ratio_median": statistics.median(cpu_ratios),
             "stages": stages[name],
             "metrics": metrics[name][-1],
             "ndcg5_delta": ndcg - ref_ndcg,
@@ -727,7 +742,8 @@ def cold_runs(names: list[str], cache_dir: str, repeats: int, chunks: list[str])
             f"{statistics.median(secs[name]):.1f} s, minimal "
             f"{statistics.median(secs['minimal']):.1f} s (medians); ndcg@5 {ndcg:.4f} "
             f"({ndcg - ref_ndcg:+.4f} vs the minimal pipeline's {ref_ndcg:.4f}), min cosine "
-            f"of the chunk vectors to the minimal pipeline's {row['cos_min']:.6f}"
+            f"of the chunk vectors to the minimal pipeline's {row['cos_min']:.6f}; CPU seconds "
+            f"{', '.join(f'{x:.2f}' for x in cpu_ratios)} of the minimal pipeline's"
         )
         print(
             "  stages of the median cold run: " + ", ".join(f"{k} {v:.2f}" for k, v in mid.items())
@@ -735,8 +751,12 @@ def cold_runs(names: list[str], cache_dir: str, repeats: int, chunks: list[str])
     for i, a in enumerate(names):
         for b in names[i + 1 :]:
             paired = [x / y for x, y in zip(secs[a], secs[b], strict=True)]
-            out.setdefault("between", {})[f"{a}/{b}"] = paired
-            print(f"{a} / {b}, same round: {', '.join(f'{x:.2f}' for x in paired)}")
+            paired_cpu = [x / y for x, y in zip(cpu[a], cpu[b], strict=True)]
+            out.setdefault("between", {})[f"{a}/{b}"] = {"wall": paired, "cpu": paired_cpu}
+            print(
+                f"{a} / {b}, same round: wall {', '.join(f'{x:.2f}' for x in paired)}, CPU "
+                f"{', '.join(f'{x:.2f}' for x in paired_cpu)}"
+            )
     return out
 
 

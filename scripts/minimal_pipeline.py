@@ -23,8 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 def main() -> None:
     t0 = time.perf_counter()
     p = argparse.ArgumentParser()
-    p.add_argument("--corpus", default=str(ROOT / "rageval" / "demo" / "corpus"))
-    p.add_argument("--golden", default=str(ROOT / "rageval" / "demo" / "retriever.jsonl"))
+    p.add_argument("--corpus", default=str(ROOT / "golden" / "corpus"))
+    p.add_argument("--golden", default=str(ROOT / "golden" / "retriever.jsonl"))
     p.add_argument("--chunk", type=int, default=256)
     p.add_argument("--k", type=int, default=5)
     p.add_argument("--batch-size", type=int, default=64)
