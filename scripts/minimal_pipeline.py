@@ -2,7 +2,10 @@
 queries, search a flat FAISS index, score. It reuses rageval's chunker and label resolution (cheap,
 and they make both sides rank the same texts) and prints the headline metrics as JSON.
 
-    python scripts/minimal_pipeline.py [--chunk 256] [--k 5] [--batch-size 64]
+    python scripts/minimal_pipeline.py [--chunk 256] [--k 5] [--batch-size 64] [--save-vectors F]
+
+``--save-vectors`` writes the chunk vectors (``.npy``, in chunk order) after the timed work, for a
+caller that compares another backend's vectors with these (scripts/bench_embedding.py).
 """
 
 from __future__ import annotations
@@ -20,11 +23,12 @@ ROOT = Path(__file__).resolve().parent.parent
 def main() -> None:
     t0 = time.perf_counter()
     p = argparse.ArgumentParser()
-    p.add_argument("--corpus", default=str(ROOT / "rageval" / "demo" / "corpus"))
-    p.add_argument("--golden", default=str(ROOT / "rageval" / "demo" / "retriever.jsonl"))
+    p.add_argument("--corpus", default=str(ROOT / "golden" / "corpus"))
+    p.add_argument("--golden", default=str(ROOT / "golden" / "retriever.jsonl"))
     p.add_argument("--chunk", type=int, default=256)
     p.add_argument("--k", type=int, default=5)
     p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--save-vectors", help="write the chunk vectors here (.npy)")
     a = p.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import faiss
@@ -54,10 +58,15 @@ def main() -> None:
     _, idx = index.search(q_vecs, a.k)
     rankings = [[chunks[i].id for i in row if i >= 0] for row in idx]
     scores = score_rankings([q.id for q in golden.queries], rankings, qrels, [a.k]).mean()
+    seconds = time.perf_counter() - t0
+    if a.save_vectors:
+        import numpy as np
+
+        np.save(a.save_vectors, doc_vecs)
     json.dump(
         {
             "metrics": scores,
-            "seconds": time.perf_counter() - t0,
+            "seconds": seconds,
             "texts": len(chunks) + len(golden.queries),
         },
         sys.stdout,
