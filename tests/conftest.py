@@ -34,13 +34,23 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # pytest-xdist the controlling process makes the folder (and removes it at exit) before it starts
 # the workers, which inherit it through the environment: the workers share one cache, as parallel
 # sweep jobs do (the cache is safe for several processes), instead of each embedding everything.
-_SHARED = "RAGEVAL_TEST_SESSION_CACHE"
-if os.environ.get("PYTEST_XDIST_WORKER") and os.environ.get(_SHARED):
-    _CACHE = Path(os.environ[_SHARED])
-else:
-    _CACHE = Path(tempfile.mkdtemp(prefix="rageval-test-cache-"))
-    os.environ[_SHARED] = str(_CACHE)
-    atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
+# The same for rageval's release (sdist and wheel, tests/support/release_build.py): built once
+# per session into one folder, which the modules that install it copy from.
+
+
+def _session_folder(variable: str, prefix: str) -> Path:
+    """The folder the controlling process made for the session (inherited by the xdist workers
+    through ``variable``), or a new one, removed at exit."""
+    if os.environ.get("PYTEST_XDIST_WORKER") and os.environ.get(variable):
+        return Path(os.environ[variable])
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    os.environ[variable] = str(folder)
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
+
+
+_CACHE = _session_folder("RAGEVAL_TEST_SESSION_CACHE", "rageval-test-cache-")
+_session_folder("RAGEVAL_TEST_SESSION_RELEASE", "rageval-test-release-")
 os.environ["RAGEVAL_CACHE_DIR"] = str(_CACHE)
 
 DATA = Path(__file__).parent / "support" / "data"

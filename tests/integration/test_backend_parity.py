@@ -1,44 +1,22 @@
 """Integration: the same chunks and embeddings give the same metrics on every backend, chosen by
 config alone (`backend=qdrant`, `backend=azure`), for exact vector search."""
 
-import json
-
 import pytest
 from fakes.azure_search import FakeAzureSearch
-
-from rageval.app.main import run_app
+from mini_runs import run_mini
 
 pytestmark = pytest.mark.integration
 KEY = "parity-test-key-0123456789"
-
-
-def run(mini, cache, tmp_path, name, *extra):
-    out = tmp_path / name
-    code = run_app(
-        [
-            "dataset=custom",
-            f"dataset.corpus={mini / 'corpus'}",
-            f"dataset.golden={mini / 'golden.jsonl'}",
-            f"cache_dir={cache}",
-            "mlflow.enabled=false",
-            "latency_sample=0",
-            "chunk=32",
-            f"hydra.run.dir={out}",
-            *extra,
-        ]
-    )
-    assert code == 0
-    return json.loads((out / "report.json").read_text())
 
 
 def test_faiss_qdrant_and_azure_agree_on_exact_vector_search(
     mini, shared_cache, tmp_path, monkeypatch
 ):
     monkeypatch.setenv("AZURE_SEARCH_API_KEY", KEY)
-    faiss = run(mini, shared_cache, tmp_path, "faiss", "backend=faiss", "search=vector")
-    qdrant = run(mini, shared_cache, tmp_path, "qdrant", "backend=qdrant", "search=vector")
+    faiss = run_mini(mini, shared_cache, tmp_path, "faiss", "backend=faiss", "search=vector")
+    qdrant = run_mini(mini, shared_cache, tmp_path, "qdrant", "backend=qdrant", "search=vector")
     with FakeAzureSearch(api_key=KEY) as fake:
-        azure = run(
+        azure = run_mini(
             mini,
             shared_cache,
             tmp_path,

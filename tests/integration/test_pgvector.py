@@ -4,7 +4,6 @@ HNSW, IVFFlat, halfvec, full-text and hybrid run on the mini data through the Hy
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -13,9 +12,9 @@ import time
 from pathlib import Path
 
 import pytest
+from mini_runs import run_mini
 from near_ties import same_up_to_near_ties
 
-from rageval.app.main import run_app
 from rageval.retrieval.pgvector.server import alive, postmaster_pid
 
 pytestmark = pytest.mark.integration
@@ -32,25 +31,6 @@ def postgres_processes() -> int:
     )
 
 
-def run(mini, cache, tmp_path, name, *extra):
-    out = tmp_path / name
-    code = run_app(
-        [
-            "dataset=custom",
-            f"dataset.corpus={mini / 'corpus'}",
-            f"dataset.golden={mini / 'golden.jsonl'}",
-            f"cache_dir={cache}",
-            "mlflow.enabled=false",
-            "latency_sample=0",
-            "chunk=32",
-            f"hydra.run.dir={out}",
-            *extra,
-        ]
-    )
-    assert code == 0
-    return json.loads((out / "report.json").read_text())
-
-
 @pytest.fixture
 def no_dsn(monkeypatch):
     monkeypatch.delenv("RAGEVAL_PG_DSN", raising=False)
@@ -60,8 +40,8 @@ def test_exact_pgvector_equals_faiss_flat_and_every_index_runs(
     mini, shared_cache, tmp_path, no_dsn
 ):
     before = postgres_processes()
-    faiss = run(mini, shared_cache, tmp_path, "faiss", "backend=faiss", "search=vector")
-    exact = run(mini, shared_cache, tmp_path, "pg", "backend=pgvector", "search=vector")
+    faiss = run_mini(mini, shared_cache, tmp_path, "faiss", "backend=faiss", "search=vector")
+    exact = run_mini(mini, shared_cache, tmp_path, "pg", "backend=pgvector", "search=vector")
     # the same ranking, up to results whose scores tie within float error
     identical = same_up_to_near_ties(tmp_path / "faiss", tmp_path / "pg")
     assert len(identical) >= 6
@@ -83,11 +63,11 @@ def test_exact_pgvector_equals_faiss_flat_and_every_index_runs(
             ["backend.pgvector.storage=halfvec"],
         )
     ):
-        rep = run(mini, shared_cache, tmp_path, f"idx{i}", "backend=pgvector", *extra)
+        rep = run_mini(mini, shared_cache, tmp_path, f"idx{i}", "backend=pgvector", *extra)
         assert rep["metrics"]["ndcg@5"] > 0.5, extra
     # HNSW with ef_search=1 returns one candidate per query: most of the exact top 5 is lost,
     # and ann_recall says so beside the quality it costs
-    hnsw = run(
+    hnsw = run_mini(
         mini,
         shared_cache,
         tmp_path,
@@ -104,11 +84,11 @@ def test_exact_pgvector_equals_faiss_flat_and_every_index_runs(
 
 
 def test_full_text_and_hybrid_in_sql(mini, shared_cache, tmp_path, no_dsn):
-    bm25 = run(mini, shared_cache, tmp_path, "bm25", "backend=pgvector", "search=bm25")
-    hybrid = run(mini, shared_cache, tmp_path, "hybrid", "backend=pgvector", "search=hybrid")
+    bm25 = run_mini(mini, shared_cache, tmp_path, "bm25", "backend=pgvector", "search=bm25")
+    hybrid = run_mini(mini, shared_cache, tmp_path, "hybrid", "backend=pgvector", "search=hybrid")
     assert bm25["metrics"]["hit_rate@5"] > 0.5 and hybrid["metrics"]["hit_rate@5"] > 0.5
     assert bm25["costs"]["texts_embedded"] == 0
-    vec = run(mini, shared_cache, tmp_path, "vec", "backend=pgvector", "search=vector")
+    vec = run_mini(mini, shared_cache, tmp_path, "vec", "backend=pgvector", "search=vector")
     assert hybrid["per_query"] != vec["per_query"]
 
 
@@ -184,7 +164,7 @@ def test_a_stale_server_is_cleaned_by_the_next_run(tmp_path, no_dsn):
 def test_the_dsn_password_never_shows(mini, shared_cache, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("RAGEVAL_PG_DSN", "postgresql://team:hunter2-secret@127.0.0.1:1/kb")
     with pytest.raises(SystemExit) as exit_:
-        run(mini, shared_cache, tmp_path, "bad", "backend=pgvector")
+        run_mini(mini, shared_cache, tmp_path, "bad", "backend=pgvector")
     assert exit_.value.code != 0
     err = capsys.readouterr().err
     assert "cannot connect to PostgreSQL" in err and "hunter2-secret" not in err

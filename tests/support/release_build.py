@@ -1,10 +1,11 @@
-"""rageval's release, built from this checkout as .github/workflows/release.yml builds it, and a
-fresh environment that takes rageval from it (tests/integration/test_installed.py and
-test_clean_runner.py)."""
+"""rageval's release, built from this checkout as .github/workflows/release.yml builds it (once
+per test session), and a fresh environment that takes rageval from it
+(tests/integration/test_installed.py and test_clean_runner.py)."""
 
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import site
 import subprocess
@@ -15,9 +16,31 @@ from pathlib import Path
 from filelock import FileLock
 
 ROOT = Path(__file__).resolve().parents[2]
+SESSION_RELEASE = "RAGEVAL_TEST_SESSION_RELEASE"
 
 
 def build_release(dist: Path) -> Path:
+    """rageval's sdist and wheel in ``dist`` (made if need be); returns the wheel. Built once per
+    test session (_build) into the session's release folder (``$RAGEVAL_TEST_SESSION_RELEASE``,
+    made by tests/conftest.py and shared by the xdist workers) and copied from there; built
+    straight into ``dist`` when there is no such folder."""
+    shared = os.environ.get(SESSION_RELEASE)
+    if not shared:
+        return _build(dist)
+    built = Path(shared) / "dist"
+    with FileLock(Path(shared) / "build.lock"):
+        if not (Path(shared) / "checked").is_file():
+            shutil.rmtree(built, ignore_errors=True)  # a build that failed half-way
+            _build(built)
+            (Path(shared) / "checked").touch()
+    dist.mkdir(parents=True, exist_ok=True)
+    for made in (*built.glob("rageval-*.tar.gz"), *built.glob("rageval-*.whl")):
+        shutil.copy2(made, dist / made.name)
+    (wheel,) = dist.glob("rageval-*.whl")
+    return wheel
+
+
+def _build(dist: Path) -> Path:
     """``python -m build`` into ``dist`` (the sdist, then the wheel built from that sdist, so
     package data missing from the sdist is missing from the wheel; no build isolation: nothing
     downloaded), checked by ``twine check --strict``; returns the wheel."""
