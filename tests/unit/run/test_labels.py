@@ -9,6 +9,7 @@ import shutil
 import warnings
 
 import pytest
+from fakes.overlap import WordOverlap
 
 from rageval.errors import ConfigError
 from rageval.gate.baseline import read_baseline, write_baseline
@@ -16,27 +17,10 @@ from rageval.inputs.chunking import ChunkingSpec
 from rageval.inputs.corpus import load_corpus
 from rageval.run.evaluation import evaluate
 from rageval.run.spec import RunSpec
-from rageval.types import RankedList
 
 # what the gate checks by default (conf/config.yaml gate.metrics), at the run's k
 GATED = ("precision", "recall", "hit_rate", "mrr", "ndcg", "map")
 K = 3
-
-
-class WordOverlap:
-    """Scores a chunk by the query words it holds: deterministic, no model."""
-
-    def index(self, chunks, encoder):
-        self.chunks = list(chunks)
-
-    def search(self, queries, depth):
-        out = []
-        for q in queries:
-            words = set(q.lower().split())
-            pairs = [(c.id, float(len(words & set(c.text.lower().split())))) for c in self.chunks]
-            pairs.sort(key=lambda p: (-p[1], p[0]))
-            out.append(RankedList(*map(tuple, zip(*pairs[:depth], strict=True))))
-        return out
 
 
 @pytest.fixture

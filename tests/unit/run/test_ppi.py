@@ -10,6 +10,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+from fakes.overlap import WordOverlap
 
 from rageval.errors import ConfigError
 from rageval.inputs.chunking import ChunkingSpec
@@ -18,26 +19,9 @@ from rageval.inputs.judgements import calibration_path
 from rageval.run.evaluation import evaluate
 from rageval.run.spec import RunSpec
 from rageval.scoring.ppi import ppi_mean
-from rageval.types import RankedList
 
 K = 3
 SAMPLE = ["q01", "q03", "q05", "q07"]
-
-
-class WordOverlap:
-    """Scores a chunk by the query words it holds: deterministic, no model."""
-
-    def index(self, chunks, encoder):
-        self.chunks = list(chunks)
-
-    def search(self, queries, depth):
-        out = []
-        for q in queries:
-            words = set(q.lower().split())
-            pairs = [(c.id, float(len(words & set(c.text.lower().split())))) for c in self.chunks]
-            pairs.sort(key=lambda p: (-p[1], p[0]))
-            out.append(RankedList(*map(tuple, zip(*pairs[:depth], strict=True))))
-        return out
 
 
 @pytest.fixture
