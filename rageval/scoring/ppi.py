@@ -26,24 +26,31 @@ Two intervals, each by its textbook definition (``interval=``, :data:`INTERVALS`
   sample means, each variance estimated from its own sample: the studentized estimate is Welch's
   two-sample statistic (a sum instead of a difference, with the same variance), whose law
   Satterthwaite (Biometrics Bulletin 2, 1946) and Welch (Biometrika 34, 1947) approximate by
-  Student's t with ``df = (s_r^2/n + s_u^2/N)^2 / ((s_r^2/n)^2/(n - 1) + (s_u^2/N)^2/(N - 1))``,
-  the variances unbiased (divisors ``n - 1`` and ``N - 1``); ``q = t(1 - alpha/2; df)``. The df
-  lies between ``min(n - 1, N - 1)`` and ``n + N - 2``; it is ``n - 1`` when the LLM term
-  vanishes (``lam = 0``: the interval is then exactly the human-only Student-t interval), and it
-  tends to ``n - 1`` as the rectifier term dominates. The conservative alternative, ``n - 1``
-  whatever the LLM term, is a lower bound of this df when ``N >= n`` (so it would only widen the
-  interval); Welch-Satterthwaite is used because the LLM term is estimated from ``N`` values,
-  not ``n``. A one-sample mean (the human-only and LLM-only intervals) follows the same rule
-  with one term: ``df = n - 1``, the classical Student-t interval.
+  Student's t with ``df = (s_r^2/n + s_u^2/N)^2 / ((s_r^2/n)^2/nu_r + (s_u^2/N)^2/(N - 1))``,
+  the variances unbiased (divisors ``nu_r`` and ``N - 1``, where ``nu_r`` is ``n - 1``, or
+  ``n - 2`` with a tuned ``lam``: below); ``q = t(1 - alpha/2; df)``. The df lies between
+  ``min(nu_r, N - 1)`` and ``nu_r + N - 1``; it is ``n - 1`` when the LLM term vanishes (``lam =
+  0``: the interval is then exactly the human-only Student-t interval), and it tends to ``nu_r``
+  as the rectifier term dominates. The conservative alternative, ``nu_r`` whatever the LLM term,
+  is a lower bound of this df when ``N >= n`` (so it would only widen the interval);
+  Welch-Satterthwaite is used because the LLM term is estimated from ``N`` values, not ``n``. A
+  one-sample mean (the human-only and LLM-only intervals) follows the same rule with one term:
+  ``df = n - 1``, the classical Student-t interval.
 - ``"z"``: the **normal (CLT) interval** of PPI++ and ``ppi_py``: ``q = z(1 - alpha/2)``, the
   variances with divisors ``n`` and ``N`` (numpy's default, as ppi_py): equal to
   ``ppi_py.ppi_mean_ci`` and ``ppi_py.classical_mean_ci``. Kept to compare with them; with a
   few dozen human-graded queries it undercovers (BENCHMARKS.md).
 
-Both treat the tuned ``lam`` as fixed, as PPI++'s asymptotics do, though it is estimated from
-the same sample; the t interval tends to the z interval as ``n`` grows. A part with a single
-value (one query outside the sample) has no variance estimate and counts 0, as ppi_py's
-divisor-N variance of one value does.
+The tuned ``lam`` is estimated from the same sample. The z interval treats it as fixed, as
+PPI++'s asymptotics and ppi_py do. The t interval accounts for it as the textbook **regression
+estimator** does (Cochran, *Sampling Techniques*, 3rd ed., 1977, section 7.3; the PPI++ mean
+is that estimator with the LLM values as the auxiliary variable, known on every query): the
+rectifier ``y - lam * yhat`` minus its mean is the residual of a line whose slope was fitted
+to the ``n`` pairs, so its variance has divisor ``n - 2`` and ``n - 2`` degrees of freedom in
+the Welch-Satterthwaite sum, where a fixed ``lam`` (given by the caller, or tuned to the 0 or 1
+of the clip, where it is no longer a free slope) keeps ``n - 1``. Both tend to the z interval
+as ``n`` grows. A part with a single value (one query outside the sample) has no variance
+estimate and counts 0, as ppi_py's divisor-N variance of one value does.
 
 Beside it: the **human-only** interval of ``mean(y)`` and the **LLM-only** mean over all
 ``n + N`` queries with its naive interval (both one-sample intervals of the same kind), which
@@ -151,20 +158,29 @@ def tail(x: float, df: float = math.inf) -> float:
     return float(norm.sf(x) if math.isinf(df) else t.sf(x, df))
 
 
-def welch_df(terms: Sequence[tuple[float, int]]) -> float:
+Term = tuple[float, int] | tuple[float, int, int]
+
+
+def _nu(term: Term) -> int:
+    """A term's degrees of freedom: its third element, or the sample size less one."""
+    return term[2] if len(term) > 2 else term[1] - 1
+
+
+def welch_df(terms: Sequence[Term]) -> float:
     """The Welch-Satterthwaite degrees of freedom of ``sum(v / m)``, the variance of a sum of
     independent sample means, each ``(v, m)`` a sample's variance estimate (divisor ``m - 1``)
-    and size: ``(sum v/m)^2 / sum (v/m)^2 / (m - 1)``. One term gives ``m - 1``. Terms with no
-    variance drop out; with none left, the first sample's ``m - 1``."""
-    shares = [(v / m, m) for v, m in terms if v > 0 and m > 1]
+    and size, or ``(v, m, nu)`` with the estimate's own degrees of freedom ``nu`` (``m - 2``
+    for a regression residual's): ``(sum v/m)^2 / sum (v/m)^2 / nu``. One term gives its
+    ``nu``. Terms with no variance drop out; with none left, the first term's ``nu``."""
+    shares = [(t[0] / t[1], _nu(t)) for t in terms if t[0] > 0 and _nu(t) > 0]
     if not shares:
-        return float(max(terms[0][1] - 1, 1))
+        return float(max(_nu(terms[0]), 1))
     total = sum(s for s, _ in shares)
-    return total**2 / sum(s**2 / (m - 1) for s, m in shares)
+    return total**2 / sum(s**2 / nu for s, nu in shares)
 
 
 def half_width(
-    terms: Sequence[tuple[float, int]], alpha: float = 0.05, interval: str = DEFAULT_INTERVAL
+    terms: Sequence[Term], alpha: float = 0.05, interval: str = DEFAULT_INTERVAL
 ) -> tuple[float, float]:
     """The half-width of the ``1 - alpha`` interval of a sum of independent sample means, each
     ``(v, m)`` a sample's variance and size (module docstring), and its degrees of freedom:
@@ -173,21 +189,31 @@ def half_width(
     and the plan's expected widths (:func:`ppi_width`) both come here."""
     _level(alpha)
     df = welch_df(terms) if check_interval(interval) == "t" else math.inf
-    var = sum(v / m for v, m in terms)
+    var = sum(t[0] / t[1] for t in terms)
     return quantile(1 - alpha / 2, df) * math.sqrt(max(var, 0.0)), df
 
 
 def mean_interval(
-    parts: Sequence[np.ndarray], alpha: float = 0.05, interval: str = DEFAULT_INTERVAL
+    parts: Sequence[np.ndarray],
+    alpha: float = 0.05,
+    interval: str = DEFAULT_INTERVAL,
+    fitted: Sequence[int] = (),
 ) -> Interval:
     """The ``1 - alpha`` interval of ``sum(mean(part))`` over independent samples ``parts``
     (one part: a mean; the rectifier and the weighted unlabelled values: the PPI++ estimate).
-    Variances unbiased for ``"t"``, divisor ``m`` for ``"z"`` (ppi_py); :func:`half_width`."""
-    ddof = 1 if check_interval(interval) == "t" else 0
-    terms = [(float(p.var(ddof=ddof)) if p.size > 1 else 0.0, int(p.size)) for p in parts]
+    Variances unbiased for ``"t"``, divisor ``m`` for ``"z"`` (ppi_py); :func:`half_width`.
+    ``fitted[i]``: how many slopes were fitted to part ``i``'s sample (a regression residual:
+    1), each taking one more degree of freedom from its variance under ``"t"``."""
+    t = check_interval(interval) == "t"
+    terms: list[Term] = []
+    for i, p in enumerate(parts):
+        extra = fitted[i] if t and i < len(fitted) else 0
+        ddof = 1 + extra if t else 0
+        v = float(p.var(ddof=ddof)) if p.size > ddof and p.size > 1 else 0.0
+        terms.append((v, int(p.size), int(p.size) - 1 - extra))
     estimate = float(sum(p.mean() for p in parts))
     half, df = half_width(terms, alpha, interval)
-    se = math.sqrt(max(sum(v / m for v, m in terms), 0.0))
+    se = math.sqrt(max(sum(v / m for v, m, _ in terms), 0.0))
     return Interval(estimate, estimate - half, estimate + half, se, df)
 
 
@@ -241,15 +267,19 @@ def ppi_mean(
         raise InputError(
             f"human and LLM values must cover the same sampled queries: {y.size} vs {yhat.size}"
         )
+    # a slope fitted to the sample (module docstring): tuned, strictly inside the clip, and
+    # leaving the residual at least two degrees of freedom
+    slope = 0
     if lam is None:
         lam = tuned_lambda(y, yhat, unl)
+        slope = int(0 < lam < 1 and y.size > 3)
     elif not 0 <= lam <= 1:
         raise ConfigError(f"lam must lie in [0, 1], got {lam!r}")
     n, big_n = y.size, unl.size
     # the LLM term first: the same sum, in the same order, as ppi_py
     parts = [lam * unl, y - lam * yhat]  # lam = 0: the first is 0 and drops out of the df
     return PPIEstimate(
-        ppi=mean_interval(parts, alpha, interval),
+        ppi=mean_interval(parts, alpha, interval, fitted=(0, slope)),
         lam=float(lam),
         human_only=mean_interval([y], alpha, interval),
         llm_only=mean_interval([np.concatenate([yhat, unl])], alpha, interval),
@@ -331,7 +361,8 @@ def ppi_width(
     m = moments
     lam = 0.0 if m.var_yhat <= 0 else min(1.0, max(0.0, m.cov / ((1 + n / others) * m.var_yhat)))
     rectifier = m.var_y - 2 * lam * m.cov + lam**2 * m.var_yhat
-    terms = [(rectifier, n), (lam**2 * m.var_yhat, others)]
+    slope = int(0 < lam < 1 and n > 3)  # a fitted slope, as ppi_mean counts it
+    terms: list[Term] = [(rectifier, n, n - 1 - slope), (lam**2 * m.var_yhat, others)]
     return 2 * half_width(terms, alpha, interval)[0]
 
 

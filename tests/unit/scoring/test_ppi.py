@@ -126,6 +126,37 @@ def test_the_t_interval_by_hand():
     assert z.ppi.high - z.ppi.estimate < 0.8 * half
 
 
+def test_a_tuned_lambda_is_a_fitted_slope_in_the_t_interval():
+    """With lam tuned on the sample (strictly inside [0, 1]) the rectifier is a regression
+    residual: its variance has divisor n - 2 and n - 2 df in the Welch-Satterthwaite sum
+    (Cochran's regression estimator). The z interval (ppi_py) keeps treating lam as fixed."""
+    y = np.array([0.2, 0.9, 0.5, 0.7, 0.1, 0.4, 0.8])
+    yhat = np.array([0.1, 0.8, 0.6, 0.4, 0.0, 0.5, 0.6])
+    unl = np.array([0.3, 0.5, 0.9, 0.2, 0.6, 0.7, 0.1, 0.4, 0.8, 0.0])
+    lam = tuned_lambda(y, yhat, unl)
+    assert 0 < lam < 1
+    n, big_n = y.size, unl.size
+    r, u = y - lam * yhat, lam * unl
+    a, b = r.var(ddof=2) / n, u.var(ddof=1) / big_n
+    df = (a + b) ** 2 / (a**2 / (n - 2) + b**2 / (big_n - 1))
+    half = stats.t.ppf(0.975, df) * math.sqrt(a + b)
+    got = ppi_mean(y, yhat, unl)
+    assert got.lam == lam
+    assert got.ppi.df == pytest.approx(df, rel=1e-12)
+    assert got.ppi.high - got.ppi.estimate == pytest.approx(half, rel=1e-12)
+    assert got.ppi.se == pytest.approx(math.sqrt(a + b), rel=1e-12)
+    # the same lam given by the caller is fixed: divisor and df n - 1, a narrower interval
+    fixed = ppi_mean(y, yhat, unl, lam=lam)
+    assert fixed.ppi.estimate == got.ppi.estimate
+    assert fixed.ppi.high - fixed.ppi.low < got.ppi.high - got.ppi.low
+    # a tuned lam clipped to 0 is no free slope: exactly the human-only interval
+    clipped = ppi_mean(y, 1 - y, unl)
+    assert clipped.lam == 0.0 and clipped.ppi.df == n - 1
+    assert (clipped.ppi.low, clipped.ppi.high) == pytest.approx(
+        (clipped.human_only.low, clipped.human_only.high), abs=1e-12
+    )
+
+
 def test_welch_df_is_the_satterthwaite_formula_and_one_sample_gives_n_minus_1():
     assert welch_df([(0.04, 50)]) == 49
     a, b = 0.04 / 50, 0.09 / 450
