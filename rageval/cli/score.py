@@ -136,8 +136,9 @@ def _notes(result, label: str, complete: bool, run_only: bool = True) -> None:
 def handle_ppi(args: argparse.Namespace, ks: tuple[int, ...], complete: bool, fmt: str) -> int:
     """``--llm-qrels``: each metric's prediction-powered estimate (rageval.scoring.ppi_files)."""
     import json
+    import sys
 
-    from rageval.scoring.ppi import DEFAULT_INTERVAL, check_interval, method
+    from rageval.scoring.ppi import DEFAULT_INTERVAL, check_interval, few_graded_warning, method
     from rageval.scoring.ppi_files import score_ppi_files
 
     interval = check_interval(getattr(args, "interval", None) or DEFAULT_INTERVAL)
@@ -148,6 +149,9 @@ def handle_ppi(args: argparse.Namespace, ks: tuple[int, ...], complete: bool, fm
     _notes(result.llm, "LLM qrels", complete)
     estimates = result.estimates
     first = next(iter(estimates.values()))
+    few = few_graded_warning(first.n_human)
+    if few:
+        print(f"rageval: warning: {few}", file=sys.stderr)
     if args.json:
         out = {
             "queries": first.n_llm,

@@ -20,7 +20,13 @@ from rageval.inputs.judgements import Judgements, calibrated
 from rageval.inputs.ppi_sample import HumanSample, load_sample, sample_path
 from rageval.report.eval_report import EvalReport, Scored
 from rageval.scoring.metrics import score_rankings
-from rageval.scoring.ppi import DEFAULT_INTERVAL, check_interval, method, ppi_by_query
+from rageval.scoring.ppi import (
+    DEFAULT_INTERVAL,
+    check_interval,
+    few_graded_warning,
+    method,
+    ppi_by_query,
+)
 from rageval.scoring.relevance import Resolution
 
 HUMAN = "human:"  # the per-query column prefix of the people's values
@@ -101,6 +107,9 @@ def apply_ppi(
         block[name] = est.to_dict()
         for q, v in by_human.items():
             rows[q][human_column(name)] = v
+    few = few_graded_warning(len(sampled))
+    if few:
+        report.warnings.append(few)
     report.ppi = {
         "method": method(interval),
         "interval": interval,

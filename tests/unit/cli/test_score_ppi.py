@@ -186,3 +186,14 @@ def test_a_sample_of_everything_is_refused(tmp_path, capsys):
     (qrels, run), llm_path, human, llm, _ = case(tmp_path, 5)
     code, _, err = run_cli(capsys, llm_path, run, "--llm-qrels", llm_path, "-c")
     assert code == 2 and "nothing for the LLM labels to add" in err
+
+
+def test_fewer_than_40_graded_queries_are_warned_about_with_the_count(tmp_path, capsys):
+    (qrels, run), llm_path, human, _, _ = case(tmp_path, 5, n_human=15)
+    code, out, err = run_cli(capsys, qrels, run, "--llm-qrels", llm_path, "-c", "--json")
+    assert code == 0 and json.loads(out)["n_human"] == 15
+    assert "warning: only 15 human-graded queries: with fewer than 40" in err
+    (qrels, run), llm_path, human, _, _ = case(tmp_path, 5, n_human=40)
+    code, out, err = run_cli(capsys, qrels, run, "--llm-qrels", llm_path, "-c", "--json")
+    assert code == 0 and json.loads(out)["n_human"] == 40
+    assert "human-graded queries" not in err

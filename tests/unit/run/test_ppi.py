@@ -114,6 +114,9 @@ def test_ppi_metrics_equal_the_estimator_on_both_label_sources(project, model_di
         report.table()
     )
     assert report.judgements["human"] > 0 and report.judgements["llm"] > 0
+    assert any(w.startswith("only 4 human-graded queries") for w in report.warnings)
+    assert "warning: only 4 human-graded queries" in report.table()
+    assert not any("human-graded" in w for w in llm.warnings)
     assert report.ppi["interval"] == "t" and "Student-t" in report.ppi["method"]
     # ppi_interval=z: ppi_py's normal interval around the same estimate
     z = run(project, model_dir, labels="ppi", ppi_interval="z")
