@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +38,9 @@ class ProjectData:
     golden: str | None
     corpus: str | None
     where: str
-    labels: str = "gold"  # the label set (gold, human, llm judgements): never mixed
+    # the current baseline's label set (gold, human, llm judgements, ppi), which a promoted run
+    # must share; None when there is no baseline yet (the first promote sets it)
+    labels: str | None = None
 
 
 @dataclass(frozen=True)
@@ -121,7 +123,9 @@ def _project(baseline_path: str | Path, golden: str | None):
     from omegaconf import OmegaConf
 
     if golden:
-        return ProjectData(_golden_digest(golden), None, f"--golden {golden}"), None
+        previous = _previous(baseline_path)
+        labels = previous.label_set if previous is not None else None
+        return ProjectData(_golden_digest(golden), None, f"--golden {golden}", labels), None
     from rageval.app.replay import compose_from_baseline
 
     if Path(baseline_path).is_file():
@@ -167,10 +171,15 @@ def promote(
     ``experiment`` (searched by ``best``): default the configured ``mlflow.experiment``."""
     spec = MetricSpec.parse(best) if best else None  # a name without @k is an error listing choices
     project, cfg = _project(baseline, golden)
-    if experiment is None:  # the configured one: from the config composed above, or conf/'s
+    if cfg is None and (experiment is None or spec is not None):
         from rageval.app.replay import compose_from_baseline
 
-        experiment = str((cfg or compose_from_baseline(None, [])).mlflow.experiment)
+        cfg = compose_from_baseline(None, [])  # the configured experiment and label set
+    if experiment is None:  # the configured one: from the config composed above, or conf/'s
+        experiment = str(cfg.mlflow.experiment)
+    if spec is not None and project.labels is None:  # --best with no baseline yet: the runs
+        # measured with the configured label set
+        project = replace(project, labels=str(cfg.get("labels") or "gold"))
     client, run_id = None, None
     if run and Path(run).is_file():
         check_complete(run)  # not a failed or unfinished run's leftover report.json
@@ -261,7 +270,7 @@ def what_differs(measured: Mapping[str, list[str]], project: ProjectData) -> str
             why.append(f"another golden set (digest {golden[:12] or 'not recorded'})")
         if project.corpus and corpus != project.corpus:
             why.append(f"another corpus (digest {corpus[:12] or 'not recorded'})")
-        if labels != project.labels:
+        if project.labels and labels != project.labels:
             why.append(f"the {labels!r} label set")
         if why:
             parts.append(f"{len(runs)} on {' and '.join(why)}")
@@ -286,7 +295,7 @@ def _refuse_another_measure(report: Mapping[str, Any], project: ProjectData, for
             "golden query: promote a study with --best METRIC --sweep PARENT_RUN_ID, re-run the "
             "configuration with split=all, or pass --force"
         )
-    labels = label_set_change(project.labels, label_set(report), "promote")
+    labels = project.labels and label_set_change(project.labels, label_set(report), "promote")
     if labels and not force:
         raise InputError(labels)
 

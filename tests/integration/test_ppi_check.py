@@ -72,9 +72,8 @@ def test_a_ppi_baseline_passes_its_check_and_another_sample_is_refused(
     assert run_app(argv) == 0
     report = json.loads((out / "report.json").read_text())
     assert report["label_set"] == "ppi" and report["ppi"]["sample"]["size"] == len(SAMPLE)
-    done = promote(
-        str(out / "report.json"), str(tmp_path / "baseline.json"), golden=str(golden), force=True
-    )
+    # the first baseline: its label set is the run's (no --force)
+    done = promote(str(out / "report.json"), str(tmp_path / "baseline.json"), golden=str(golden))
     cmp, folder = run_check(done.path, out=tmp_path / "check", quiet=True)
     assert cmp.status == "pass", cmp.console()
     assert all(abs(r.delta) < 1e-9 for r in cmp.rows)

@@ -40,13 +40,29 @@ def test_another_golden_set_or_label_set_is_refused_unless_forced(report, tmp_pa
     other.write_text((mini / "golden.jsonl").read_text().splitlines()[0] + "\n")
     with pytest.raises(InputError, match="measured on another golden set"):
         promote(str(report), str(tmp_path / "b.json"), golden=str(other))
+    golden = str(mini / "golden.jsonl")
+    promote(str(report), str(tmp_path / "b.json"), golden=golden)  # a gold baseline
     data = json.loads(report.read_text())
     report.write_text(json.dumps({**data, "label_set": "llm"}))
-    with pytest.raises(InputError, match="never compares across label sets"):
+    before = (tmp_path / "b.json").read_bytes()
+    with pytest.raises(InputError, match="judged with the 'llm' label set, the baseline with"):
+        promote(str(report), str(tmp_path / "b.json"), golden=golden)
+    assert (tmp_path / "b.json").read_bytes() == before
+    promote(str(report), str(tmp_path / "b.json"), golden=golden, force=True)
+    assert read_baseline(tmp_path / "b.json").label_set == "llm"
+
+
+@pytest.mark.parametrize("labels", ["ppi", "llm", "human"])
+def test_the_first_baseline_takes_the_runs_label_set(report, tmp_path, mini, labels):
+    """No baseline yet: nothing to compare the run's label set with, so it is promoted as it
+    is (with --golden, or the project's configured dataset), and the next run is held to it."""
+    data = json.loads(report.read_text())
+    report.write_text(json.dumps({**data, "label_set": labels}))
+    done = promote(str(report), str(tmp_path / "b.json"), golden=str(mini / "golden.jsonl"))
+    assert read_baseline(done.path).label_set == labels
+    report.write_text(json.dumps({**data, "label_set": "gold"}))
+    with pytest.raises(InputError, match=f"the baseline with '{labels}'"):
         promote(str(report), str(tmp_path / "b.json"), golden=str(mini / "golden.jsonl"))
-    assert not (tmp_path / "b.json").exists()
-    promote(str(report), str(tmp_path / "b.json"), golden=str(mini / "golden.jsonl"), force=True)
-    assert (tmp_path / "b.json").exists()
 
 
 def test_best_without_a_cutoff_lists_the_choices(tmp_path):
