@@ -28,6 +28,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+from mlflow_server import SERVER_ENV
 from mlflow_store import store_uri
 
 BIN = Path(sys.executable).parent
@@ -68,6 +69,7 @@ def start_mlflow(workdir: Path) -> tuple[subprocess.Popen, str]:
             "--artifacts-destination",
             str(workdir / "artifacts"),
         ],
+        env={**os.environ, **SERVER_ENV},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,

@@ -15,6 +15,12 @@ from pathlib import Path
 
 from mlflow_store import store_uri
 
+# MLflow 3's server starts a job runner and six huey consumers beside uvicorn (each a Python
+# process importing mlflow) for its asynchronous GenAI jobs, which rageval never submits: off, a
+# server start is one process group of uvicorn alone. Tracking, artifacts, REST and the UI are the
+# same with or without them.
+SERVER_ENV = {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -70,6 +76,7 @@ def mlflow_server(folder: Path):
                 "--workers",
                 "1",
             ],
+            env={**os.environ, **SERVER_ENV},
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=True,
