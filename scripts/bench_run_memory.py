@@ -6,7 +6,9 @@ a local Ray cluster then binds 127.0.0.1 only). In that process each lap of the 
 (load, chunk, resolve, index, search, score) reads the kernel's high-water mark of the process's
 resident set (``VmHWM``) and starts a new one (``/proc/self/clear_refs``), so every stage gets its
 own peak without sampling; what comes before the first stage (imports, the config) and after the
-last (the report's files) are stages too. "Run peak" is the largest of them: the launching
+last (the report's files) are stages too, and a cluster's fill of the embedding cache (``fill``,
+the encoder's ``prefill``) is told apart from the rest of the index stage (``index``: the
+index's build). "Run peak" is the largest of them: the launching
 process's peak over the whole run (the Ray workers and the raylet are processes of their own, not
 counted). The run's outputs are compared across runs: the metrics, ``run.trec`` and
 ``chunks.jsonl`` (digests) must be equal.
@@ -93,6 +95,20 @@ def child(out_path: str, overrides: list[str]) -> None:
         )
 
     clock_class.lap = lap_and_record
+    try:  # the index stage in two: the cache's fill (a cluster's), then the index's build
+        from rageval.run.embed import TimedEncoder
+
+        prefill = TimedEncoder.prefill
+
+        def prefill_and_record(self, *args, **kwargs):
+            try:
+                return prefill(self, *args, **kwargs)
+            finally:
+                record("fill")
+
+        TimedEncoder.prefill = prefill_and_record
+    except ImportError:
+        pass
     atexit.register(dump)
     from rageval.cli.main import main
 
@@ -205,11 +221,14 @@ def main() -> None:
             results.append(r)
             print(json.dumps(r), flush=True)
             subprocess.run(["rm", "-rf", str(work / f"{pair}-{name}" / "cache")], check=False)
-    names = [s["stage"] for s in results[0]["stages"]]
+    names = list(dict.fromkeys(s["stage"] for r in results for s in r["stages"]))
     print("\n| run | " + " | ".join(names) + " | run peak MiB | wall s | load |")
     print("|---|" + "---:|" * (len(names) + 3))
     for r in results:
-        cells = [f"{mib(s['peak'])} ({s['seconds']:.1f} s)" for s in r["stages"]]
+        got = {s["stage"]: s for s in r["stages"]}
+        cells = [
+            f"{mib(got[n]['peak'])} ({got[n]['seconds']:.1f} s)" if n in got else "-" for n in names
+        ]
         load = f"{r['load'][0][0]:.1f}-{r['load'][1][0]:.1f}"
         label = f"{r['pair'] + 1} {r['side']}"
         print(
