@@ -60,7 +60,9 @@ class RunFolder:
                 continue
             s, e = int(row["start"]), int(row["end"])
             out.append(
-                Chunk(cid, row["doc_id"], int(row["ordinal"]), doc.text[s:e], s, e, row["tokens"])
+                Chunk.of_document(
+                    cid, row["doc_id"], int(row["ordinal"]), doc.text, s, e, row["tokens"]
+                )
             )
         return out
 

@@ -1,8 +1,11 @@
 """Embedding a corpus across a Ray cluster (``embedding.executor=ray``).
 
 The texts a run is missing from the embedding cache are cut into the same groups a single process
-embeds (each distinct text once, longest first, ``write_every`` to a group) and each group becomes
-one row of a Ray Dataset. ``map_batches`` hands the rows to a pool of actors, each of which loads
+embeds (each distinct text once, longest first, ``write_every`` to a group). The launching process
+writes the groups' texts, one group at a time, into a file beside the cache (a ``TextStore``), and
+each group becomes one row of a Ray Dataset: its place in that file and its keys, not its texts
+(so neither the launching process nor Ray's object store holds the corpus's text a second time).
+``map_batches`` hands the rows to a pool of actors, each of which loads
 the encoder once (any backend: torch, onnx, openvino, static; an export is built by the launching
 process before the pool starts) and writes each group's vectors as one segment of the shared
 cache. A segment is named by the digest of its keys (rageval.embedding.cache), so:
@@ -39,11 +42,85 @@ WORKER_ENV = {"MKL_CBWR": "AUTO,STRICT", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OF
 
 @dataclass(frozen=True)
 class Group:
-    """One future cache segment: the texts as the model reads them (prompt included), and their
-    cache keys in the same order."""
+    """One future cache segment: the cache keys of its texts, and where the texts are: positions
+    ``rows`` of ``source`` (a sequence of texts, e.g. a run's chunks read from their documents),
+    each read with ``prompt`` before it. The texts are made when they are read (``texts``), so a
+    corpus's groups do not hold a second copy of its text."""
 
-    texts: list[str]
     keys: list[bytes]
+    source: Sequence[str]
+    rows: Sequence[int]
+    prompt: str = ""
+
+    @classmethod
+    def of_texts(cls, texts: list[str], keys: list[bytes]) -> Group:
+        """A group of ``texts`` as given (the prompt included)."""
+        return cls(keys, texts, range(len(texts)))
+
+    @property
+    def texts(self) -> list[str]:
+        """The texts as the model reads them (prompt included), in the keys' order."""
+        source, prompt = self.source, self.prompt
+        return [prompt + source[i] for i in self.rows]
+
+
+@dataclass
+class TextStore:
+    """The texts of a fill's groups in one file, UTF-8, one group after another; each group's
+    place (its first byte and each text's end, relative to it) is a row the workers read it by.
+    The launching process writes it a group at a time, so the texts are never all in its memory
+    at once (nor in Ray's object store)."""
+
+    path: str
+    places: list[tuple[int, bytes, bytes]]  # (first byte, text ends as int64, joined keys)
+
+    @classmethod
+    def write(cls, folder: str | os.PathLike, groups: Sequence[Group]) -> TextStore:
+        import uuid
+
+        import numpy as np
+
+        os.makedirs(folder, exist_ok=True)
+        path = os.path.join(os.fspath(folder), f"texts-{uuid.uuid4().hex}.tmp")
+        places = []
+        with open(path, "wb") as fh:
+            at = 0
+            for g in groups:
+                ends, end = [], 0
+                for t in g.texts:
+                    data = t.encode("utf-8", "surrogatepass")
+                    fh.write(data)
+                    end += len(data)
+                    ends.append(end)
+                places.append((at, np.asarray(ends, np.int64).tobytes(), b"".join(g.keys)))
+                at += end
+        return cls(path, places)
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One row a group, as the workers read them."""
+        return [
+            {"store": self.path, "at": at, "ends": ends, "keys": keys}
+            for at, ends, keys in self.places
+        ]
+
+    def remove(self) -> None:
+        with contextlib.suppress(OSError):
+            os.unlink(self.path)
+
+
+def read_texts(path: str, at: int, ends: bytes) -> list[str]:
+    """A group's texts from a :class:`TextStore` file."""
+    import numpy as np
+
+    bounds = np.frombuffer(ends, np.int64).tolist()
+    with open(path, "rb") as fh:
+        fh.seek(at)
+        data = fh.read(bounds[-1] if bounds else 0)
+    out, start = [], 0
+    for end in bounds:
+        out.append(data[start:end].decode("utf-8", "surrogatepass"))
+        start = end
+    return out
 
 
 @dataclass
@@ -168,26 +245,35 @@ def fill(
     cpus_per_worker: float = 1.0,
     desc: str = "embedding on Ray",
     progress: bool = True,
+    spool: str | os.PathLike | None = None,
 ) -> FillStats:
     """Embed ``groups`` on a Ray cluster into the cache of the encoder ``make_encoder(**kw)``
     builds in each worker (``executor``, ``progress`` and ``threads`` are given as keywords);
-    ``fingerprint`` is the launching process's, which every worker must match."""
+    ``fingerprint`` is the launching process's, which every worker must match. The texts go to
+    the workers through a :class:`TextStore` in ``spool`` (a folder every node sees at the same
+    path: the cache's own), removed when the fill ends; each Ray row carries only a group's
+    place in it and its keys."""
     if cpus_per_worker <= 0:
         raise ConfigError(f"embedding.ray_cpus_per_worker must be > 0, got {cpus_per_worker}")
     stats = FillStats(groups=len(groups))
     if not groups:
         return stats
+    if spool is None:
+        raise ConfigError("a fill on Ray needs a folder every node sees for its texts")
     from tqdm.auto import tqdm
 
     total = sum(len(g.keys) for g in groups)
     start = time.perf_counter()
-    with cluster(address, cpus=os.cpu_count()):
+    with contextlib.ExitStack() as stack:
+        store = TextStore.write(spool, groups)
+        stack.callback(store.remove)
+        stack.enter_context(cluster(address, cpus=os.cpu_count()))
         import ray
         import ray.data
 
         quiet_ray_data()
         n_workers = workers_for(workers, cpus_per_worker, len(groups))
-        rows = [{"texts": g.texts, "keys": b"".join(g.keys)} for g in groups]
+        rows = store.rows()
         ds = ray.data.from_items(rows, override_num_blocks=len(rows)).map_batches(
             EmbedWorker,
             fn_constructor_kwargs={
@@ -255,15 +341,15 @@ class EmbedWorker:
         from rageval.embedding.cache import KEY_BYTES, check_vectors
 
         out: dict[str, list] = {"texts": [], "pid": [], "seconds": [], "skipped": []}
-        for texts, joined in zip(
-            batch.column("texts").to_pylist(), batch.column("keys").to_pylist(), strict=True
-        ):
+        columns = [batch.column(c).to_pylist() for c in ("store", "at", "ends", "keys")]
+        for path, at, ends, joined in zip(*columns, strict=True):
             keys = [joined[i : i + KEY_BYTES] for i in range(0, len(joined), KEY_BYTES)]
             start = time.perf_counter()
             skipped = self.encoder.cache.holds_segment(keys)
             if not skipped:
                 if self.model is None:
                     self.model = self.encoder.load_model()
+                texts = read_texts(path, at, ends)
                 vec = self.encoder.vectors(self.model, texts)
                 check_vectors(vec, texts)
                 self.encoder.cache.put(keys, vec)

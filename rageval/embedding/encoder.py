@@ -433,10 +433,13 @@ class SentenceTransformerEncoder:
         for i in self.cache.missing(keys):
             first.setdefault(keys[i], i)
         todo = sorted(first.values(), key=lambda i: -len(texts[i]))
+        # each group holds positions in ``texts``, not the texts (read when it is embedded)
         return [
             distributed.Group(
-                [prompt + texts[i] for i in todo[lo : lo + self.write_every]],
                 [keys[i] for i in todo[lo : lo + self.write_every]],
+                texts,
+                todo[lo : lo + self.write_every],
+                prompt,
             )
             for lo in range(0, len(todo), self.write_every)
         ]
@@ -490,6 +493,7 @@ class SentenceTransformerEncoder:
             cpus_per_worker=self.ray["cpus_per_worker"],
             desc=f"{desc} on Ray",
             progress=self.progress,
+            spool=self.cache.dir,
         )
 
     def _encode(self, texts: Sequence[str], prompt: str, desc: str) -> np.ndarray:

@@ -132,7 +132,7 @@ def iter_chunks(
         for batch, found in done:
             for doc, windows in zip(batch, found, strict=True):
                 for ordinal, (start, end, n_tokens, cid) in enumerate(windows):
-                    yield Chunk(cid, doc.id, ordinal, doc.text[start:end], start, end, n_tokens)
+                    yield Chunk.of_document(cid, doc.id, ordinal, doc.text, start, end, n_tokens)
                 n_chunks += len(windows)
             n_docs += len(batch)
             bar.update(len(batch))
@@ -260,21 +260,79 @@ def chunk_rows(
 ) -> list[dict[str, object]]:
     """The rows of ``chunks.jsonl``: chunk id (as in run.trec), ``doc_id``, ordinal, ``start`` and
     ``end`` (the chunk's text in the document), ``span_start``/``span_end`` (the characters span
-    metrics count for it, see docs/metrics.md) and its token count."""
-    return [
-        {
-            "id": c.id,
-            "doc_id": c.doc_id,
-            "ordinal": c.ordinal,
-            "start": c.start,
-            "end": c.end,
-            # a returned passage that could not be located in its document has none
-            "span_start": extents[c.id][1] if c.id in extents else None,
-            "span_end": extents[c.id][2] if c.id in extents else None,
-            "tokens": c.n_tokens,
-        }
-        for c in chunks
-    ]
+    metrics count for it, see docs/metrics.md) and its token count. :class:`ChunkRows` makes
+    them one at a time."""
+    return [chunk_row(c, extents) for c in chunks]
+
+
+def chunk_row(c: Chunk, extents: Mapping[str, tuple[str, int, int]]) -> dict[str, object]:
+    """One row of ``chunks.jsonl`` (see :func:`chunk_rows`)."""
+    at = extents.get(c.id)
+    return {
+        "id": c.id,
+        "doc_id": c.doc_id,
+        "ordinal": c.ordinal,
+        "start": c.start,
+        "end": c.end,
+        # a returned passage that could not be located in its document has none
+        "span_start": at[1] if at is not None else None,
+        "span_end": at[2] if at is not None else None,
+        "tokens": c.n_tokens,
+    }
+
+
+class ChunkRows(Sequence[dict[str, object]]):
+    """The rows of ``chunks.jsonl`` (:func:`chunk_rows`) as a read-only sequence, each row made
+    when it is read from the run's chunks and extents: a run of a million chunks does not hold a
+    million row dicts beside its chunks. ``label`` adds each row's ``label``: ``"readable"``
+    (``<doc>:<ordinal>``) or ``"id"`` (the chunk's id, for passages); ``texts`` adds ``text`` to
+    the rows of those ids. Equal to a list of the same rows."""
+
+    __slots__ = ("chunks", "extents", "label", "texts")
+
+    def __init__(
+        self,
+        chunks: Sequence[Chunk],
+        extents: Mapping[str, tuple[str, int, int]],
+        label: str | None = None,
+        texts: Mapping[str, str] | None = None,
+    ) -> None:
+        if label not in (None, "readable", "id"):
+            raise ValueError(f"label must be None, 'readable' or 'id', got {label!r}")
+        self.chunks, self.extents = chunks, extents
+        self.label, self.texts = label, dict(texts or {})
+
+    def _row(self, c: Chunk) -> dict[str, object]:
+        row = chunk_row(c, self.extents)
+        if self.label == "readable":
+            row["label"] = f"{c.doc_id}:{c.ordinal}"
+        elif self.label == "id":
+            row["label"] = c.id
+        text = self.texts.get(c.id)
+        if text is not None:
+            row["text"] = text
+        return row
+
+    def __len__(self) -> int:
+        return len(self.chunks)
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return [self._row(c) for c in self.chunks[i]]
+        return self._row(self.chunks[i])
+
+    def __iter__(self) -> Iterator[dict[str, object]]:
+        return map(self._row, self.chunks)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ChunkRows | list | tuple):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"ChunkRows({len(self)} rows)"
 
 
 def write_chunks_jsonl(path: str | Path, rows: Iterable[Mapping[str, object]]) -> Path:

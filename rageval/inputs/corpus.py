@@ -6,7 +6,7 @@ import hashlib
 import os
 import stat
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from rageval.errors import InputError
@@ -33,8 +33,19 @@ def load_corpus(
     (``title + " " + text``, as BEIR does), so both are embedded and searched.
     A BEIR folder is one that holds ``corpus.jsonl``. A document larger than ``max_document_mb``
     (UTF-8) is an error, and so is a path that is neither a folder nor a regular file (a FIFO
-    would block forever, ``/dev/zero`` never ends).
+    would block forever, ``/dev/zero`` never ends). See :func:`iter_corpus` for one document at
+    a time.
     """
+    return list(iter_corpus(path, max_document_mb))
+
+
+def iter_corpus(
+    path: str | Path, max_document_mb: float = DEFAULT_MAX_DOCUMENT_MB
+) -> Iterator[Document]:
+    """The documents of ``path`` (as :func:`load_corpus` reads them), one at a time as they are
+    read: a caller that handles each document and lets it go holds one document, not the corpus.
+    The same checks, each raised when its document is reached; an empty corpus is an error once
+    the end is reached."""
     p = Path(path)
     if not p.exists():
         raise InputError(
@@ -48,11 +59,14 @@ def load_corpus(
     else:
         _check_regular(p)
         docs = _load_jsonl(p, limit)
-    if not docs:
+    empty = True
+    for doc in docs:
+        empty = False
+        yield doc
+    if empty:
         raise InputError(
             "corpus is empty: no .md/.txt files or JSONL documents with text", path=str(p)
         )
-    return docs
 
 
 def _check_regular(p: Path) -> os.stat_result:
@@ -73,8 +87,7 @@ def _too_big(size: int, limit: int, where: str) -> str:
     )
 
 
-def _load_folder(root: Path, limit: int) -> list[Document]:
-    docs = []
+def _load_folder(root: Path, limit: int) -> Iterator[Document]:
     # document id -> file, case-folded: on a case-insensitive file system or in a golden set,
     # FAQ and faq would be one document
     seen: dict[str, Path] = {}
@@ -94,8 +107,7 @@ def _load_folder(root: Path, limit: int) -> list[Document]:
             raise InputError(_too_big(size, limit, "the document"), path=str(f))
         text = read_text(f)
         if text.strip():
-            docs.append(Document(id=doc_id, text=text))
-    return docs
+            yield Document(id=doc_id, text=text)
 
 
 def _text_files(root: Path) -> list[Path]:
@@ -130,8 +142,7 @@ def _text_files(root: Path) -> list[Path]:
     return files
 
 
-def _load_jsonl(f: Path, limit: int = DEFAULT_MAX_DOCUMENT_MB * 1_000_000) -> list[Document]:
-    docs: list[Document] = []
+def _load_jsonl(f: Path, limit: int = DEFAULT_MAX_DOCUMENT_MB * 1_000_000) -> Iterator[Document]:
     seen: dict[str, int] = {}
     # a line longer than this holds a document above the limit however its JSON escapes text
     # (at most 6 characters a byte: \u0001): refused before it is parsed
@@ -169,8 +180,7 @@ def _load_jsonl(f: Path, limit: int = DEFAULT_MAX_DOCUMENT_MB * 1_000_000) -> li
                 _too_big(size, limit, f"document {doc_id!r}"), path=str(f), line=lineno
             )
         if full.strip():
-            docs.append(Document(id=doc_id, text=full, title=title))
-    return docs
+            yield Document(id=doc_id, text=full, title=title)
 
 
 def corpus_digest(docs: Sequence[Document]) -> str:

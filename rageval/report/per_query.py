@@ -13,7 +13,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from rageval.formats.atomic import atomic_write_text
+from rageval.formats.atomic import atomic_open
+from rageval.inputs.chunking import ChunkRows
 from rageval.report.table import Column, Table
 from rageval.types import Chunk
 
@@ -103,6 +104,9 @@ def add_readable_ids(report, golden, chunks: Sequence[Chunk], spans=None) -> Non
         ]
     shown = shown_chunk_ids(report.per_query, report.qrels)
     text_of = {c.id: c.text for c in chunks if c.id in shown}
+    if isinstance(report.chunks, ChunkRows):  # rows made when read: say what they gain
+        report.chunks.label, report.chunks.texts = "readable", text_of
+        return
     for r in report.chunks:
         r["label"] = f"{r['doc_id']}:{r['ordinal']}"
         if r["id"] in text_of:
@@ -112,9 +116,11 @@ def add_readable_ids(report, golden, chunks: Sequence[Chunk], spans=None) -> Non
 def write_chunk_labels(out: Path, rows: Sequence[dict[str, Any]]) -> None:
     """``chunk_labels.tsv`` in ``out``: content id (the key in run.trec and qrels.trec) ->
     ``doc-id:ordinal``."""
-    if rows:
-        tsv = ["chunk_id\tlabel"] + [f"{r['id']}\t{r['doc_id']}:{r['ordinal']}" for r in rows]
-        atomic_write_text(Path(out) / "chunk_labels.tsv", "\n".join(tsv) + "\n")
+    if rows:  # a line at a time: a million rows are not held as one text
+        with atomic_open(Path(out) / "chunk_labels.tsv") as fh:
+            fh.write("chunk_id\tlabel\n")
+            for r in rows:
+                fh.write(f"{r['id']}\t{r['doc_id']}:{r['ordinal']}\n")
 
 
 def read_chunks(run_dir: Path) -> dict[str, dict[str, Any]]:

@@ -11,7 +11,12 @@ from rageval.errors import InputError
 from rageval.formats.atomic import atomic_write_text
 from rageval.report.eval_report import slice_csv
 from rageval.report.html import render, render_diff, write_page
-from rageval.report.per_query import per_query_csv, read_chunks, write_chunk_labels
+from rageval.report.per_query import (
+    per_query_csv,
+    read_chunks,
+    shown_chunk_ids,
+    write_chunk_labels,
+)
 from rageval.report.plots import curve_png
 
 
@@ -43,7 +48,12 @@ def write_run_files(report, out: Path) -> None:
         atomic_write_text(out / "slices.csv", slice_csv(report.slices))
     write_chunk_labels(out, report.chunks)
     curve_png(report, out / "metrics_at_k.png")
-    write_page(out / "report.html", report.to_dict(), {r["id"]: r for r in report.chunks})
+    shown = shown_chunk_ids(report.per_query, report.qrels)  # the rows the page can show
+    write_page(
+        out / "report.html",
+        report.to_dict(),
+        {r["id"]: r for r in report.chunks if r["id"] in shown},
+    )
 
 
 def load(run_dir: str | Path) -> dict:

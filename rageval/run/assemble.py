@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from rageval.embedding.canary import measure as measure_canary
-from rageval.inputs.chunking import chunk_rows
+from rageval.inputs.chunking import ChunkRows
 from rageval.inputs.judgements import Judgements
 from rageval.report.eval_report import EvalReport, RunFacts
 from rageval.report.per_query import add_readable_ids
@@ -68,7 +68,8 @@ def finish_report(
     if searched.unknown_note:
         report.warnings.append(searched.unknown_note)
     report.split = split
-    report.chunks = chunk_rows(units.chunks, units.extents)
+    # made a row at a time when written: the chunks and extents are held anyway
+    report.chunks = ChunkRows(units.chunks, units.extents)
     add_readable_ids(report, golden, units.chunks, units.res.spans)
     if len(searched.store):
         report.counts["passages"] = len(searched.store)
@@ -83,5 +84,8 @@ def passage_labels(report: EvalReport) -> None:
         row["relevant_labels"] = sorted(
             u for u, g in report.qrels.get(row["id"], {}).items() if g > 0
         )
+    if isinstance(report.chunks, ChunkRows):
+        report.chunks.label = "id"
+        return
     for r in report.chunks:
         r["label"] = r["id"]

@@ -9,7 +9,7 @@ from rageval.retrieval.base import Encoder, Retriever
 from rageval.retrieval.trace import parts
 from rageval.run.embed import TimedEncoder, embeds, texts_encoded
 from rageval.run.memory import StagePeak
-from rageval.types import Chunk, GoldenSet
+from rageval.types import Chunk, ChunkTexts, GoldenSet
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ def index(
     with StagePeak() as index_peak:
         ahead = getattr(encoder, "executor", "local") != "local"  # a cluster fills the cache
         if timed is not None and ahead and embeds(retriever):  # in one pass, before the index
-            timed.prefill([c.text for c in chunks], [q.query for q in golden.queries])
+            timed.prefill(ChunkTexts(chunks), [q.query for q in golden.queries])
         retriever.index(chunks, timed)
     embed_docs = timed.seconds if timed else 0.0
     return Indexed(timed, embedded_before, embed_docs, index_peak.bytes, request_counts(retriever))

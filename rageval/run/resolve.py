@@ -4,7 +4,7 @@ returned) and the qrels over them, for this chunking."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from rageval.inputs.judgements import PPI, Judgements
@@ -13,7 +13,7 @@ from rageval.run.labels import with_judgements
 from rageval.run.load import load_inputs
 from rageval.run.spec import RunSpec
 from rageval.scoring.relevance import Resolution, resolve, resolve_passages
-from rageval.scoring.spans import chunk_extents
+from rageval.scoring.spans import ChunkExtents
 from rageval.types import Chunk, Document, GoldenSet, RankedList
 
 log = logging.getLogger("rageval")
@@ -26,7 +26,7 @@ class Units:
     evidence may lie in (None: the units tile their documents)."""
 
     chunks: list[Chunk]
-    extents: dict
+    extents: Mapping[str, tuple[str, int, int]]
     res: Resolution
     cover: dict[str, list[tuple[int, int]]] | None = None
     # labels=ppi: the qrels under the people's labels (golden set + human judgements)
@@ -50,7 +50,7 @@ def resolve_units(
     if spec.split.name != "all":  # judgements of the other side's queries stay out of qrels.trec
         kept = {q.id for q in golden.queries}
         res = Resolution({q: r for q, r in res.qrels.items() if q in kept}, res.spans, res.level)
-    extents = chunk_extents(chunks, {d.id: len(d.text) for d in docs})
+    extents = ChunkExtents(chunks, {d.id: len(d.text) for d in docs})
     return Units(chunks, extents, res, human=human)
 
 

@@ -59,6 +59,82 @@ def chunk_extents(
     return out
 
 
+class ChunkExtents(Mapping[str, tuple[str, int, int]]):
+    """:func:`chunk_extents` as columns: each chunk's span start and end in two integer arrays
+    beside the chunks, and the chunk's id to its position; an extent ``(doc, start, end)`` is made
+    when it is read. A million chunks' extents take ~70 MiB instead of ~220 MiB as a dict of
+    tuples. Equal, key for key and in the same order, to the dict :func:`chunk_extents` gives
+    (which it is, held as such, when the chunks are not in document and ordinal order or repeat
+    an id)."""
+
+    def __init__(self, chunks: Sequence[Chunk], doc_lengths: Mapping[str, int] | None = None):
+        from array import array
+
+        self._chunks = chunks
+        self._dict: dict[str, tuple[str, int, int]] | None = None
+        self._at = {c.id: i for i, c in enumerate(chunks)}
+        n = len(chunks)
+        ordered = len(self._at) == n and all(
+            (a.doc_id, a.ordinal) < (b.doc_id, b.ordinal) if a.doc_id == b.doc_id else True
+            for a, b in zip(chunks, chunks[1:] if n else (), strict=False)
+        )
+        seen: set[str] = set()
+        if ordered:  # each document's chunks together: the dict's order is the chunks' order
+            for i, c in enumerate(chunks):
+                if c.doc_id != (chunks[i - 1].doc_id if i else None):
+                    if c.doc_id in seen:
+                        ordered = False
+                        break
+                    seen.add(c.doc_id)
+        if not ordered:
+            self._at = {}
+            self._dict = chunk_extents(chunks, doc_lengths)
+            return
+        starts, ends = array("q", bytes(8 * n)), array("q", bytes(8 * n))
+        lengths = doc_lengths or {}
+        for i, c in enumerate(chunks):
+            first = i == 0 or chunks[i - 1].doc_id != c.doc_id
+            last = i + 1 == n or chunks[i + 1].doc_id != c.doc_id
+            starts[i] = 0 if first else c.start
+            ends[i] = max(c.end, lengths.get(c.doc_id, c.end) if last else chunks[i + 1].start)
+        self._starts, self._ends = starts, ends
+
+    def __getitem__(self, cid: str) -> tuple[str, int, int]:
+        if self._dict is not None:
+            return self._dict[cid]
+        i = self._at[cid]
+        return (self._chunks[i].doc_id, self._starts[i], self._ends[i])
+
+    def __contains__(self, cid: object) -> bool:
+        return cid in (self._dict if self._dict is not None else self._at)
+
+    def __iter__(self):
+        return iter(self._dict if self._dict is not None else self._at)
+
+    def __len__(self) -> int:
+        return len(self._dict if self._dict is not None else self._at)
+
+    def values(self):  # type: ignore[override]
+        """The extents in the keys' order, each made as it is reached."""
+        if self._dict is not None:
+            return self._dict.values()
+        return _ExtentValues(self)
+
+
+class _ExtentValues:
+    """:meth:`ChunkExtents.values`: iterable (again and again) without a list of them all."""
+
+    def __init__(self, extents: ChunkExtents):
+        self._e = extents
+
+    def __len__(self) -> int:
+        return len(self._e)
+
+    def __iter__(self):
+        e = self._e
+        return map(lambda c, s, t: (c.doc_id, s, t), e._chunks, e._starts, e._ends)
+
+
 def merge(intervals: Iterable[Interval]) -> list[Interval]:
     """Sorted, disjoint intervals covering the same characters (touching ones joined)."""
     out: list[Interval] = []

@@ -113,3 +113,29 @@ def test_a_run_reports_budget_span_and_token_metrics_and_its_chunks(mini, model_
         want = rows[q]["evidence_recall@5"]
         got = again["evidence_recall@5"][i]
         assert (want is None and got != got) or want == got
+
+
+def test_the_run_folder_from_rows_made_when_read_is_the_one_from_a_list(mini, model_dir, tmp_path):
+    """report.chunks is made a row at a time from the run's chunks; the run folder written from
+    it (chunks.jsonl, chunk_labels.tsv, the per-query page) is byte for byte the one written from
+    the same rows held as a list of dicts."""
+    from rageval.inputs.chunking import ChunkRows
+    from rageval.report.html import render
+    from rageval.report.run_files import save_run_folder
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        report = evaluate(_spec(mini, model_dir, budgets=(64,)), BM25Retriever(), None)
+    assert isinstance(report.chunks, ChunkRows)
+    rows = list(report.chunks)
+    assert all("label" in r for r in rows) and any("text" in r for r in rows)
+    assert not all("text" in r for r in rows)  # only the chunks the page shows carry their text
+    save_run_folder(report, tmp_path / "made")
+    # the page looks up only the chunks it shows: the same page as from every row
+    page = render(report.to_dict(), {r["id"]: r for r in rows})
+    assert (tmp_path / "made" / "report.html").read_text(encoding="utf-8") == page
+    report.chunks = [dict(r) for r in rows]
+    save_run_folder(report, tmp_path / "listed")
+    for name in ("chunks.jsonl", "chunk_labels.tsv", "report.html", "run.trec", "qrels.trec"):
+        made, listed = (tmp_path / side / name for side in ("made", "listed"))
+        assert made.read_bytes() == listed.read_bytes(), name

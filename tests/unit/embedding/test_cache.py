@@ -57,3 +57,27 @@ def test_copy_rows_matches_fancy_indexing_for_runs_and_scattered_rows():
         out = np.zeros((len(src) + 7, 3), np.float32)
         _copy_rows(out, dst, seg, src)
         assert np.array_equal(out[dst], seg[src]) and not out[:7].any()
+
+
+def test_the_key_index_finds_each_key_in_the_first_segment_that_holds_it():
+    """The cache's key index (sorted arrays, not a dict of a million bytes objects) answers as a
+    dict filled segment by segment with setdefault: first segment, first row wins."""
+    import random
+
+    from rageval.embedding.cache import KEY_BYTES, KeyIndex
+
+    rng = random.Random(7)
+    pool = [rng.randbytes(KEY_BYTES) for _ in range(300)]
+    pool[1] = pool[1][:5] + b"\0" * (KEY_BYTES - 5)  # trailing and inner zero bytes count
+    pool[2] = pool[1][:3] + b"\0" + pool[1][4:]
+    index, want = KeyIndex(), {}
+    for seg in range(6):
+        keys = [rng.choice(pool) for _ in range(rng.randint(0, 80))]
+        index.add(b"".join(keys), seg)
+        for row, k in enumerate(keys):
+            want.setdefault(k, seg << 32 | row)
+        if seg % 2:  # read between additions, as refresh and lookup interleave
+            asked = pool + [b"\xff" * KEY_BYTES, b"\0" * KEY_BYTES]
+            assert index.find(asked).tolist() == [want.get(k, -1) for k in asked]
+    assert len(index) == len(want)
+    assert KeyIndex().find(pool[:2]).tolist() == [-1, -1] and index.find([]).tolist() == []

@@ -102,9 +102,9 @@ def test_the_ray_worker_writes_each_group_once_and_skips_what_is_there(tmp_path,
     make = functools.partial(enc_mod.SentenceTransformerEncoder, **ray_side.spec())
     worker = distributed.EmbedWorker(make, ray_side.fingerprint)
 
-    def run(gs):
-        batch = pa.table({"texts": [g.texts for g in gs], "keys": [b"".join(g.keys) for g in gs]})
-        return worker(batch)
+    def run(gs):  # the rows a fill sends: each group's place in the texts' file, and its keys
+        store = distributed.TextStore.write(tmp_path / "spool", gs)
+        return worker(pa.Table.from_pylist(store.rows()))
 
     first = run(groups[:3])
     assert first["skipped"] == [False] * 3 and first["texts"] == [5, 5, 5]

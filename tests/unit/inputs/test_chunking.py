@@ -53,3 +53,52 @@ def test_bad_specs(size, overlap):
 
 def test_whitespace_only_document_gives_no_chunks(tokenizer):
     assert chunk_documents([Document("d", "   \n ")], ChunkingSpec(16), tokenizer) == []
+
+
+def test_chunks_hold_their_documents_text_once(tokenizer):
+    """The chunks of a document read their text from the document's own string: holding them
+    costs their ids and offsets, not a second copy of the corpus."""
+    import tracemalloc
+
+    text = " ".join(f"word{i % 997}" for i in range(60_000))  # ~500 KB
+    docs = [Document("d", text)]
+    chunks = chunk_documents(docs, ChunkingSpec(256), tokenizer)  # warm the tokenizer
+    del chunks
+    tracemalloc.start()
+    chunks = chunk_documents(docs, ChunkingSpec(256), tokenizer)
+    held, _ = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert len(chunks) > 100
+    assert " ".join(c.text for c in chunks) == text  # no overlap: the windows tile the text
+    # ids, offsets and the chunk objects: ~0.6x the text here; with a copy of each chunk's text
+    # beside them, 1.7x
+    assert held < len(text)
+
+
+def test_chunk_rows_are_made_when_read_and_write_the_same_file(tokenizer, tmp_path):
+    """A run's chunks.jsonl rows are made one at a time from its chunks (ChunkRows), not held as
+    a list of dicts: the file, the labels and the texts are those of the list it replaced."""
+    from rageval.inputs.chunking import ChunkRows, chunk_rows, write_chunks_jsonl
+
+    docs = [Document("a", " ".join(f"w{i}" for i in range(300))), Document("b", "short one")]
+    chunks = chunk_documents(docs, ChunkingSpec(32, 8), tokenizer)
+    extents = {c.id: (c.doc_id, c.start + 1, c.end) for c in chunks[1:]}  # chunk 0: not located
+    listed = chunk_rows(chunks, extents)
+    rows = ChunkRows(chunks, extents)
+    assert len(rows) == len(listed) > 3 and rows == listed and rows[1] == listed[1]
+    assert rows[0]["span_start"] is None and rows[1:3] == listed[1:3]
+    a = write_chunks_jsonl(tmp_path / "a.jsonl", listed).read_bytes()
+    assert write_chunks_jsonl(tmp_path / "b.jsonl", rows).read_bytes() == a
+    # the readable labels and the shown chunks' texts, in the keys' order of the list's rows
+    shown = {chunks[2].id: chunks[2].text}
+    for r in listed:
+        r["label"] = f"{r['doc_id']}:{r['ordinal']}"
+        if r["id"] in shown:
+            r["text"] = shown[r["id"]]
+    rows.label, rows.texts = "readable", shown
+    assert list(rows) == listed and [list(r) for r in rows] == [list(r) for r in listed]
+    rows.label = "id"
+    assert [r["label"] for r in rows] == [c.id for c in chunks]
+    # each row is a new dict: changing one read changes nothing held
+    rows[0]["doc_id"] = "x"
+    assert rows[0]["doc_id"] == "a"

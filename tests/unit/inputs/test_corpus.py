@@ -3,7 +3,8 @@ import json
 import pytest
 
 from rageval.errors import InputError
-from rageval.inputs.corpus import corpus_digest, load_corpus
+from rageval.inputs.corpus import corpus_digest, iter_corpus, load_corpus
+from rageval.types import Document
 
 
 def test_folder_ids_are_relative_paths_without_extension(mini):
@@ -98,3 +99,19 @@ def test_rageval_outputs_inside_the_corpus_are_skipped_and_named(mini, tmp_path,
         docs = load_corpus(corpus)
     assert stray in str(record[0].message)
     assert corpus_digest(docs) == clean
+
+
+def test_iter_corpus_yields_each_document_as_it_is_read(tmp_path):
+    f = tmp_path / "c.jsonl"
+    f.write_text(
+        '{"id": "a", "text": "one"}\n{"id": "b", "text": "two"}\n{"id": "a", "text": "x"}\n'
+    )
+    docs = iter_corpus(f)
+    assert next(docs) == Document("a", "one") and next(docs) == Document("b", "two")
+    with pytest.raises(InputError, match="duplicate document id 'a'"):  # reached at its line
+        next(docs)
+    with pytest.raises(InputError, match="duplicate"):
+        load_corpus(f)
+    (tmp_path / "empty.jsonl").write_text('{"id": "a", "text": "  "}\n')
+    with pytest.raises(InputError, match="corpus is empty"):
+        list(iter_corpus(tmp_path / "empty.jsonl"))

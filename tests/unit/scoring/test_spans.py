@@ -245,3 +245,37 @@ def test_new_metric_names_round_trip_through_metric_spec():
     assert not MetricSpec.parse("tokens@5").higher_is_better
     assert MetricSpec.parse("evidence_recall@1024t").higher_is_better
     assert mlflow_key("evidence_precision_max") == "evidence_precision_max"
+
+
+def test_chunk_extents_as_columns_equal_the_dict_in_keys_values_and_order():
+    """The run's extents (ChunkExtents: two integer arrays beside the chunks) are the dict
+    chunk_extents gives: same keys, same extents (plain ints), same order; chunks out of their
+    documents' order, or a repeated id, give that dict itself."""
+    from rageval.scoring.spans import ChunkExtents, chunk_extents
+    from rageval.types import Chunk
+
+    def cut(doc, bounds):
+        return [
+            Chunk.of_document(f"{doc}{i}", doc, i, "x" * 99, s, e, 1)
+            for i, (s, e) in enumerate(bounds)
+        ]
+
+    chunks = cut("a", [(2, 10), (8, 20), (25, 30)]) + cut("b", [(0, 5)]) + cut("c", [(3, 9)])
+    lengths = {"a": 40, "b": 5}
+    for chunks_ in (
+        chunks,
+        chunks[::-1],  # out of order
+        chunks[:3] + chunks[3:4] + [Chunk.of_document("a9", "a", 9, "x" * 99, 31, 33, 1)],
+        chunks + chunks[:1],  # a repeated id
+        [],
+    ):
+        want = chunk_extents(chunks_, lengths)
+        got = ChunkExtents(chunks_, lengths)
+        assert dict(got) == want and list(got) == list(want) and len(got) == len(want)
+        assert list(got.values()) == list(want.values()) == list(got.values())
+        assert all(got[k] == want[k] and type(got[k][1]) is int for k in want)
+        assert "nope" not in got and got.get("nope") is None
+    assert ChunkExtents(chunks, lengths)._dict is None  # in order: held as columns
+    assert ChunkExtents(chunks[::-1], lengths)._dict is not None
+    assert ChunkExtents(chunks, lengths)["a0"] == ("a", 0, 10)
+    assert ChunkExtents(chunks, lengths)["a2"] == ("a", 25, 40)
