@@ -13,7 +13,11 @@ are exact inner products. Built HNSW/IVF/IVF-PQ indexes are cached on disk, keye
 parameters; a run that finds its index there embeds no document. A cached index is read only after
 its files match the sha256 written with them (a damaged one is rebuilt, with a warning naming it).
 A flat index is rebuilt from the cached embeddings (verified segment by segment), which is as fast
-as loading it.
+as loading it. A flat index larger than ``flat_memory_mb`` is not held at all when its vectors are
+on disk (the embedding cache, or a memory-mapped array): each search scans them ``batch_size`` rows
+at a time with FAISS's own flat search and keeps the best ``depth`` per query, so a run at a million
+chunks holds one batch of vectors instead of all of them (the same ranking; scores equal to float32
+rounding).
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from rageval.types import Chunk, RankedList
 INDEX_TYPES = ("flat", "hnsw", "ivf", "ivfpq", "auto")
 AUTO_TYPES = ("hnsw", "ivf", "ivfpq")
 PQ_KEYS = ("ivfpq_m", "ivfpq_bits", "ivfpq_refine")  # in the cache key of IVF-PQ indexes only
+MIB = 1 << 20
 REFINE_FLOATS = 1 << 24  # candidate vector values gathered at once when re-scoring (64 MiB)
 INDEX_FILE = "index.faiss"  # inside the cached index's folder, beside its digest
 
@@ -58,6 +63,7 @@ class FaissRetriever:
         auto_threshold: int = 200_000,
         auto_type: str = "hnsw",
         batch_size: int = 32_768,
+        flat_memory_mb: float | None = 512,
         cache_dir: str | None = None,
         progress: bool = True,
     ):
@@ -71,6 +77,15 @@ class FaissRetriever:
             )
         if batch_size <= 0:
             raise ConfigError(f"backend.faiss.batch_size must be > 0, got {batch_size}")
+        if flat_memory_mb is not None and (
+            isinstance(flat_memory_mb, bool)
+            or not isinstance(flat_memory_mb, int | float)
+            or not flat_memory_mb >= 0
+        ):
+            raise ConfigError(
+                "backend.faiss.flat_memory_mb must be a number of MiB >= 0 (or null: a flat "
+                f"index is always held in memory), got {flat_memory_mb!r}"
+            )
         for key, value, low, high in (
             ("ivfpq_m", ivfpq_m, 1, None),
             ("ivfpq_bits", ivfpq_bits, 1, 16),
@@ -96,6 +111,7 @@ class FaissRetriever:
         self.auto_threshold = auto_threshold
         self.auto_type = auto_type
         self.batch_size = batch_size
+        self.flat_memory_mb = flat_memory_mb
         self.cache_dir = Path(cache_dir) if cache_dir else None
         self.progress = progress
         self.encoder: Encoder | None = None
@@ -105,7 +121,9 @@ class FaissRetriever:
         self.build_seconds = 0.0
         self.loaded_from_cache = False
         self.index_path: Path | None = None
-        self._rows: Rows | None = None  # the embeddings by row: exact scans of an ANN index
+        self._rows: Rows | None = None  # the embeddings by row: exact scans, re-scoring
+        self.scanned = False  # a flat index searched by scanning its vectors on disk
+        self._dim = 0
 
     def index(self, chunks: Sequence[Chunk], encoder: Encoder | None) -> None:
         """Embed the chunks batch by batch (through the encoder's cache) into the index."""
@@ -118,7 +136,10 @@ class FaissRetriever:
             texts = [c.text for c in part]
             return check_vectors(encoder.encode_documents(texts), texts, "chunks")
 
-        self._build([c.id for c in chunks], rows, encoder.fingerprint)
+        # rageval's encoder keeps every vector in its cache (also behind the timing and paired
+        # wrappers, which lend its members): a scan re-reads them, it never embeds them again
+        on_disk = getattr(encoder, "cache", None) is not None
+        self._build([c.id for c in chunks], rows, encoder.fingerprint, on_disk)
 
     def add_vectors(self, ids: Sequence[str], vectors: np.ndarray, fingerprint: str = "") -> None:
         """Build the index from precomputed, normalised vectors (rows aligned with ``ids``); a
@@ -132,7 +153,7 @@ class FaissRetriever:
             release_pages(vectors)
             return part
 
-        self._build(list(ids), rows, fingerprint)
+        self._build(list(ids), rows, fingerprint, True)
 
     mode = "vector"
 
@@ -147,7 +168,8 @@ class FaissRetriever:
             return self.index_type
         return "flat" if n < self.auto_threshold else self.auto_type
 
-    def _build(self, ids: list[str], rows: Rows, fingerprint: str) -> None:
+    def _build(self, ids: list[str], rows: Rows, fingerprint: str, on_disk: bool) -> None:
+        """The index over ``rows`` (``on_disk``: they can be read again without embedding)."""
         import faiss
 
         start = time.perf_counter()
@@ -158,24 +180,44 @@ class FaissRetriever:
         self.index_path = None if folder is None else folder / INDEX_FILE
         index = None if folder is None else _load_index(faiss, folder, n)
         self.loaded_from_cache = index is not None
-        if index is None:
-            index = self._stream(kind, n, rows)
+        self.scanned = False
+        first = None
+        if index is None and kind == "flat" and on_disk and self.flat_memory_mb is not None and n:
+            first = f32(rows(slice(0, min(self.batch_size, n))))
+            self._dim = first.shape[1]
+            self.scanned = n * self._dim * 4 > self.flat_memory_mb * MIB
+        if self.scanned:
+            self._read_through(n, rows, first)  # what is not embedded yet is embedded now
+        elif index is None:
+            index = self._stream(kind, n, rows, first)
             if folder is not None and index is not None:
                 _save_index(faiss, index, folder)
         if kind == "hnsw" and index is not None:
             index.hnsw.efSearch = self.params["hnsw_ef_search"]
         elif kind in ("ivf", "ivfpq") and index is not None:
             index.nprobe = self.params["ivf_nprobe"]
-        self._rows = rows if kind != "flat" else None
+        self._rows = rows if kind != "flat" or self.scanned else None
         self._index = index
         self.build_seconds = time.perf_counter() - start
 
-    def _stream(self, kind: str, n: int, rows: Rows):
+    def _bar(self, n: int, desc: str):
+        """A progress bar over ``n`` vectors (none when quiet or for a single batch)."""
         from tqdm.auto import tqdm
 
         quiet = not self.progress or n <= self.batch_size
-        with tqdm(total=n, desc=f"indexing ({kind})", unit="vec", disable=quiet) as bar:
-            return stream_build(kind, n, rows, self.params, self.batch_size, bar)
+        return tqdm(total=n, desc=desc, unit="vec", disable=quiet)
+
+    def _stream(self, kind: str, n: int, rows: Rows, first: np.ndarray | None = None):
+        with self._bar(n, f"indexing ({kind})") as bar:
+            return stream_build(kind, n, rows, self.params, self.batch_size, bar, first)
+
+    def _read_through(self, n: int, rows: Rows, first: np.ndarray) -> None:
+        """One pass over the rows, a batch at a time, keeping none: the encoder embeds (and
+        caches) what it has not embedded yet, and every batch is checked."""
+        with self._bar(n, "indexing (flat, on disk)") as bar:
+            bar.update(len(first))
+            for lo in range(len(first), n, self.batch_size):
+                bar.update(len(rows(slice(lo, min(lo + self.batch_size, n)))))
 
     def _cache_path(self, kind: str, fingerprint: str) -> Path | None:
         if self.cache_dir is None or kind == "flat" or not fingerprint:
@@ -192,6 +234,9 @@ class FaissRetriever:
         """Bytes the index holds in memory (vectors, graph or lists) and needs on disk: its cached
         file (HNSW, IVF, IVF-PQ), or for a flat index the vectors it is rebuilt from (embedding
         cache)."""
+        if self.scanned:  # the vectors stay on disk; a search holds one batch of them
+            n, width = len(self.ids), self._dim * 4
+            return {"disk": n * width, "memory": min(n, self.batch_size) * width}
         if self._index is None:
             return {"disk": 0, "memory": 0}
         memory = faiss_memory_bytes(self._index)
@@ -214,16 +259,57 @@ class FaissRetriever:
     def search_vectors(self, query_vectors: np.ndarray, depth: int) -> list[RankedList]:
         """One FAISS call for all query vectors."""
         k = min(depth, len(self.ids))
-        if k <= 0 or len(query_vectors) == 0 or self._index is None:
+        if k <= 0 or len(query_vectors) == 0 or (self._index is None and not self.scanned):
             return [RankedList((), ()) for _ in range(len(query_vectors))]
         query_vectors = f32(query_vectors)
-        if self._rows is None or self.built_type != "ivfpq" or not self.params["ivfpq_refine"]:
+        if self.scanned:
+            scores, idx = self._scan(query_vectors, k, "searching (flat scan)")
+        elif self._rows is None or self.built_type != "ivfpq" or not self.params["ivfpq_refine"]:
             scores, idx = self._index.search(query_vectors, k)
         else:
             wide = min(len(self.ids), k * self.params["ivfpq_refine"])
             scores, idx = self._refine(query_vectors, *self._index.search(query_vectors, wide), k)
-        out = []
+        return self._ranked(scores, idx)
+
+    def exact_search(self, queries: Sequence[str], depth: int) -> list[RankedList] | None:
+        """The exact top ``depth`` per query for an approximate index (what ``ann_recall@k`` is
+        measured against): a flat scan of the embeddings it was built from, ``batch_size`` rows at
+        a time, so the corpus's vectors are never all in memory (at 10M chunks they would be
+        15 GB beside a compressed index). None before ``index()`` or for a flat index."""
+        if self._rows is None or self.encoder is None or not self.approximate():
+            return None
+        queries = list(queries)
+        qv = f32(check_vectors(self.encoder.encode_queries(queries), queries, "queries"))
+        k = min(depth, len(self.ids))
+        if k <= 0 or len(qv) == 0:
+            return [RankedList((), ()) for _ in queries]
+        return self._ranked(*self._scan(qv, k, "exact reference (flat scan)"))
+
+    def _scan(self, qv: np.ndarray, k: int, desc: str) -> tuple[np.ndarray, np.ndarray]:
+        """The exact top ``k`` inner products of each query over every row, read ``batch_size``
+        rows at a time (one batch in memory), each batch searched with FAISS's flat index and
+        merged into one result heap: scores and row numbers (-1 past the rows there are)."""
+        import faiss
+
+        n = len(self.ids)
+        heap = faiss.ResultHeap(len(qv), k, keep_max=True)
+        with self._bar(n, desc) as bar:
+            for lo in range(0, n, self.batch_size):
+                vec = f32(self._rows(slice(lo, min(lo + self.batch_size, n))))
+                flat = faiss.IndexFlatIP(vec.shape[1])
+                flat.add(vec)
+                scores, idx = flat.search(qv, min(k, len(vec)))
+                heap.add_result(scores, np.where(idx >= 0, idx + lo, -1))
+                bar.update(len(vec))
+                del flat, vec
+        heap.finalize()
+        return heap.D, heap.I
+
+    def _ranked(self, scores: np.ndarray, idx: np.ndarray) -> list[RankedList]:
+        """One ranked list per query from FAISS's scores and row numbers (-1: no row), ties in
+        score ordered by id."""
         ids = self.ids
+        out = []
         for row_i, row_s in zip(idx.tolist(), scores.tolist(), strict=True):
             keep = [j for j, i in enumerate(row_i) if i >= 0]
             out.append(
@@ -235,40 +321,6 @@ class FaissRetriever:
                 )
             )
         return out
-
-    def exact_search(self, queries: Sequence[str], depth: int) -> list[RankedList] | None:
-        """The exact top ``depth`` per query for an approximate index (what ``ann_recall@k`` is
-        measured against): a flat scan of the embeddings it was built from, ``batch_size`` rows at
-        a time, so the corpus's vectors are never all in memory (at 10M chunks they would be
-        15 GB beside a compressed index). None before ``index()`` or for a flat index."""
-        import faiss
-
-        if self._rows is None or self.encoder is None:
-            return None
-        queries = list(queries)
-        qv = f32(check_vectors(self.encoder.encode_queries(queries), queries, "queries"))
-        n, k = len(self.ids), min(depth, len(self.ids))
-        if k <= 0 or len(qv) == 0:
-            return [RankedList((), ()) for _ in queries]
-        heap = faiss.ResultHeap(len(qv), k, keep_max=True)
-        for lo in range(0, n, self.batch_size):
-            vec = f32(self._rows(slice(lo, min(lo + self.batch_size, n))))
-            flat = faiss.IndexFlatIP(vec.shape[1])
-            flat.add(vec)
-            scores, idx = flat.search(qv, min(k, len(vec)))
-            heap.add_result(scores, np.where(idx >= 0, idx + lo, -1))
-            del flat, vec
-        heap.finalize()
-        ids = self.ids
-        return [
-            break_ties(
-                RankedList(
-                    ids=tuple(ids[i] for i in row_i if i >= 0),
-                    scores=tuple(s for s, i in zip(row_s, row_i, strict=True) if i >= 0),
-                )
-            )
-            for row_i, row_s in zip(heap.I.tolist(), heap.D.tolist(), strict=True)
-        ]
 
     def _refine(self, queries: np.ndarray, _approx, cand: np.ndarray, k: int):
         """The top ``k`` of each query's candidates by exact inner product with their embeddings

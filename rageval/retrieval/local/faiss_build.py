@@ -94,16 +94,23 @@ def _reserve(codes, nbytes: int) -> None:
 
 
 def stream_build(
-    kind: str, n: int, rows: Rows, params: Mapping[str, Any], batch_size: int, bar=None
+    kind: str,
+    n: int,
+    rows: Rows,
+    params: Mapping[str, Any],
+    batch_size: int,
+    bar=None,
+    first: np.ndarray | None = None,
 ):
     """An index of ``kind`` over ``rows(slice)`` for rows 0..n, ``batch_size`` at a time (None when
-    n is 0). ``bar`` (optional) is told how many rows each step handled."""
+    n is 0). ``bar`` (optional) is told how many rows each step handled; ``first``: the first
+    batch, when the caller read it already."""
     import faiss
 
     if n == 0:
         return None
     starts = range(0, n, batch_size)
-    first = f32(rows(slice(0, min(batch_size, n))))
+    first = f32(rows(slice(0, min(batch_size, n)))) if first is None else first
     index = new_index(kind, first.shape[1], n, params)
     if kind in ("ivf", "ivfpq"):
         del first
