@@ -22,8 +22,10 @@ def data_args(mini, cache):
 
 def test_embed_fills_the_cache_a_sweep_then_reads(mini, shared_cache, tmp_path, capsys):
     cache = tmp_path / "cache"
-    shutil.copytree(shared_cache, cache, dirs_exist_ok=True)  # the model's files, no vectors
-    shutil.rmtree(cache / "embeddings", ignore_errors=True)
+    # the model's files, no vectors; nor what other tests write into the shared cache while this
+    # one copies it (a running PostgreSQL's data folder, indexes being published)
+    live = shutil.ignore_patterns("embeddings", "pgvector", "indexes", "mlflow-template.db*")
+    shutil.copytree(shared_cache, cache, ignore=live, dirs_exist_ok=True)
     args = [*data_args(mini, cache), "chunk=32,64", "search=vector,bm25"]
     assert main(["embed", "-m", *args]) == 0
     out = capsys.readouterr().out
