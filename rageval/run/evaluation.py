@@ -100,6 +100,8 @@ def evaluate(
     report.costs = costs(spec, retriever, clock, indexed, searched, measured, facts, report)
     report.stages = stages
     finish_report(report, spec, golden, judgements, split, units, searched)
+    if measured.latency_note:
+        report.warnings.append(measured.latency_note)
     for message in report.warnings:
         warnings.warn(message, LowJudgedWarning, stacklevel=2)
     return report

@@ -13,7 +13,7 @@ import numpy as np
 from rageval.report.costs import costs_block
 from rageval.report.eval_report import EvalReport, RunFacts
 from rageval.retrieval.base import Encoder, Retriever
-from rageval.retrieval.trace import StageTrace, tracing
+from rageval.retrieval.trace import StageTrace, parts, tracing
 from rageval.run.index import Indexed, request_counts
 from rageval.run.search import Searched
 from rageval.run.spec import RunSpec
@@ -42,13 +42,29 @@ class Clock:
 @dataclass(frozen=True)
 class SearchCosts:
     """Measured after the search lap: the encoder's seconds on the queries, the texts asked of
-    it, the search's backend calls, and the latency sample (overall and per stage)."""
+    it, the search's backend calls, the latency sample (overall and per stage), and why there is
+    none when it was not sampled."""
 
     embed_queries: float
     asked: int
     requests: dict[str, int] | None
     latency: dict
     stage_ms: dict[str, list[float]]
+    latency_note: str | None = None
+
+
+def unsampled_latency(retriever: Retriever) -> str | None:
+    """Why a retriever's latency is not sampled, or None: a flat FAISS index too large to hold
+    (``scanned``) reads the whole embedding cache for every search, so a single-query search
+    would time that read, not how a served index answers, and a sample of them would cost
+    minutes at a million chunks."""
+    if any(getattr(p, "scanned", False) is True for p in parts(retriever)):
+        return (
+            "latency not sampled: the flat index is larger than backend.faiss.flat_memory_mb, so "
+            "each search scans the embedding cache; set backend.faiss.flat_memory_mb=null to hold "
+            "it in memory and sample its latency, or use an approximate index_type"
+        )
+    return None
 
 
 # Each sampled query is searched this often and its fastest time counts: a busy machine's hiccup
@@ -118,6 +134,9 @@ def measure_search(
     embed_queries = (timed.seconds - indexed.embed_seconds) if timed else 0.0
     asked = timed.texts if timed else 0
     requests = requests_of_search(indexed.requests, request_counts(retriever))
+    note = unsampled_latency(retriever) if spec.latency_sample > 0 else None
+    if note is not None:
+        return SearchCosts(embed_queries, asked, requests, {}, {}, note)
     latency, stage_ms = sample_latency(
         retriever, searched.queries, searched.depth, spec.latency_sample
     )

@@ -208,3 +208,24 @@ def test_the_index_stage_reports_its_own_peak_memory(mini, model_dir):
     assert lean["index_peak_rss_bytes"] < memory.peak_rss() + 2**20
     assert hungry["index_peak_rss_bytes"] - lean["index_peak_rss_bytes"] > 250 * 2**20
     assert "built at a peak of" in costs_summary(hungry)
+
+
+class KeepingEncoder(CountingEncoder):
+    """The counting encoder marked as keeping its vectors (rageval's own has its cache there)."""
+
+    cache = "kept"
+
+
+def test_a_scanned_flat_index_is_not_latency_sampled_and_the_report_says_why(mini, model_dir):
+    # each search of a scanned index reads the whole cache: a sample of single-query searches
+    # would time that read a hundred times; the report says so instead of giving a latency
+    spec = _spec(mini, model_dir, latency_sample=5)
+    scanned = FaissRetriever(flat_memory_mb=0)
+    rep = evaluate(spec, RetryingRetriever(scanned), KeepingEncoder())
+    assert scanned.scanned
+    assert rep.latency == {} and "latency_p50_ms" not in rep.costs
+    assert any("latency not sampled" in w and "flat_memory_mb=null" in w for w in rep.warnings)
+    held = evaluate(spec, RetryingRetriever(FaissRetriever()), KeepingEncoder())
+    assert held.latency["queries_sampled"] == 5
+    assert not any("latency not sampled" in w for w in held.warnings)
+    assert held.metrics == pytest.approx(rep.metrics, abs=1e-9)
