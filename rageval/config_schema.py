@@ -217,8 +217,10 @@ def removed_key_message(key: str, value: Any, where: str) -> str:
 # Keys inside the open group nodes that do not change what is measured (where the embedding runs;
 # a vector does not depend on it). A cache folder never does, at any depth (ANY_DEPTH). The
 # quality guard only checks the vectors; a fallback it takes changes the encoder's numerics, which
-# the cache key, the baseline's provenance and the embedding canary record.
+# the cache key, the baseline's provenance and the embedding canary record. A flat FAISS index
+# held in memory or scanned from the cache (flat_memory_mb) returns the same ranking.
 GROUP_EXECUTION_KEYS = (
+    "backend.faiss.flat_memory_mb",
     "embedding.executor",
     "embedding.ray_address",
     "embedding.ray_workers",
