@@ -50,13 +50,35 @@ def chunk_extents(
     for doc, cs in by_doc.items():
         cs.sort(key=lambda c: c.ordinal)
         for i, c in enumerate(cs):
-            start = 0 if i == 0 else c.start
-            if i + 1 < len(cs):
-                end = max(c.end, cs[i + 1].start)
-            else:
-                end = max(c.end, (doc_lengths or {}).get(doc, c.end))
-            out[c.id] = (doc, start, end)
+            nxt = cs[i + 1] if i + 1 < len(cs) else None
+            out[c.id] = (doc, *_extent(c, i == 0, nxt, doc_lengths))
     return out
+
+
+def _extent(
+    c: Chunk, first: bool, nxt: Chunk | None, doc_lengths: Mapping[str, int] | None
+) -> tuple[int, int]:
+    """The span of ``c``, whose document's next chunk is ``nxt`` (None: ``c`` is the last)."""
+    start = 0 if first else c.start
+    if nxt is not None:
+        return start, max(c.end, nxt.start)
+    return start, max(c.end, (doc_lengths or {}).get(c.doc_id, c.end))
+
+
+def _in_document_order(chunks: Sequence[Chunk]) -> bool:
+    """Whether each document's chunks are together and in ordinal order (chunk_extents' order)."""
+    seen: set[str] = set()
+    prev = None
+    for c in chunks:
+        if prev is not None and c.doc_id == prev.doc_id:
+            if c.ordinal <= prev.ordinal:
+                return False
+        elif c.doc_id in seen:
+            return False
+        else:
+            seen.add(c.doc_id)
+        prev = c
+    return True
 
 
 class ChunkExtents(Mapping[str, tuple[str, int, int]]):
@@ -74,29 +96,15 @@ class ChunkExtents(Mapping[str, tuple[str, int, int]]):
         self._dict: dict[str, tuple[str, int, int]] | None = None
         self._at = {c.id: i for i, c in enumerate(chunks)}
         n = len(chunks)
-        ordered = len(self._at) == n and all(
-            (a.doc_id, a.ordinal) < (b.doc_id, b.ordinal) if a.doc_id == b.doc_id else True
-            for a, b in zip(chunks, chunks[1:] if n else (), strict=False)
-        )
-        seen: set[str] = set()
-        if ordered:  # each document's chunks together: the dict's order is the chunks' order
-            for i, c in enumerate(chunks):
-                if c.doc_id != (chunks[i - 1].doc_id if i else None):
-                    if c.doc_id in seen:
-                        ordered = False
-                        break
-                    seen.add(c.doc_id)
-        if not ordered:
+        if len(self._at) != n or not _in_document_order(chunks):
             self._at = {}
             self._dict = chunk_extents(chunks, doc_lengths)
             return
         starts, ends = array("q", bytes(8 * n)), array("q", bytes(8 * n))
-        lengths = doc_lengths or {}
         for i, c in enumerate(chunks):
             first = i == 0 or chunks[i - 1].doc_id != c.doc_id
-            last = i + 1 == n or chunks[i + 1].doc_id != c.doc_id
-            starts[i] = 0 if first else c.start
-            ends[i] = max(c.end, lengths.get(c.doc_id, c.end) if last else chunks[i + 1].start)
+            nxt = chunks[i + 1] if i + 1 < n and chunks[i + 1].doc_id == c.doc_id else None
+            starts[i], ends[i] = _extent(c, first, nxt, doc_lengths)
         self._starts, self._ends = starts, ends
 
     def __getitem__(self, cid: str) -> tuple[str, int, int]:
