@@ -59,8 +59,9 @@ class EvalReport:
     split: dict[str, Any] = field(default_factory=dict)
     rankings: list[RankedList] = field(default_factory=list, repr=False)
     qrels: dict[str, dict[str, int]] = field(default_factory=dict, repr=False)
-    # the rows of chunks.jsonl (rageval.inputs.chunking.chunk_rows); kept out of report.json
-    chunks: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    # the rows of chunks.jsonl: after a run a rageval.inputs.chunking.ChunkRows, each row made
+    # when read; kept out of report.json
+    chunks: Sequence[dict[str, Any]] = field(default_factory=list, repr=False)
     # which labels the metrics counted: "gold" (golden set + human judgements) or "all" (also
     # accepted LLM judgements); the judgements file, counts and digest
     # (rageval.run.labels.judgements_summary); what the user should know about the numbers

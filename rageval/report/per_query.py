@@ -104,13 +104,8 @@ def add_readable_ids(report, golden, chunks: Sequence[Chunk], spans=None) -> Non
         ]
     shown = shown_chunk_ids(report.per_query, report.qrels)
     text_of = {c.id: c.text for c in chunks if c.id in shown}
-    if isinstance(report.chunks, ChunkRows):  # rows made when read: say what they gain
-        report.chunks.label, report.chunks.texts = "readable", text_of
-        return
-    for r in report.chunks:
-        r["label"] = f"{r['doc_id']}:{r['ordinal']}"
-        if r["id"] in text_of:
-            r["text"] = text_of[r["id"]]
+    rows: ChunkRows = report.chunks  # made when read: they are told what to add
+    rows.label, rows.texts = "readable", text_of
 
 
 def write_chunk_labels(out: Path, rows: Sequence[dict[str, Any]]) -> None:

@@ -84,8 +84,4 @@ def passage_labels(report: EvalReport) -> None:
         row["relevant_labels"] = sorted(
             u for u, g in report.qrels.get(row["id"], {}).items() if g > 0
         )
-    if isinstance(report.chunks, ChunkRows):
-        report.chunks.label = "id"
-        return
-    for r in report.chunks:
-        r["label"] = r["id"]
+    report.chunks.label = "id"  # a ChunkRows (finish_report): each row's label is its id
