@@ -54,16 +54,12 @@ class SearchCosts:
 
 
 def unsampled_latency(retriever: Retriever) -> str | None:
-    """Why a retriever's latency is not sampled, or None: a flat FAISS index too large to hold
-    (``scanned``) reads the whole embedding cache for every search, so a single-query search
-    would time that read, not how a served index answers, and a sample of them would cost
-    minutes at a million chunks."""
-    if any(getattr(p, "scanned", False) is True for p in parts(retriever)):
-        return (
-            "latency not sampled: the flat index is larger than backend.faiss.flat_memory_mb, so "
-            "each search scans the embedding cache; set backend.faiss.flat_memory_mb=null to hold "
-            "it in memory and sample its latency, or use an approximate index_type"
-        )
+    """Why the retriever's latency is not sampled, or None: the first of its parts that says so in
+    a ``latency_unsampled`` member (a scanned flat FAISS index does)."""
+    for part in parts(retriever):
+        why = getattr(part, "latency_unsampled", None)
+        if isinstance(why, str) and why:
+            return why
     return None
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -35,7 +35,7 @@ from rageval.embedding.cache import check_vectors
 from rageval.errors import ConfigError
 from rageval.retrieval.local.faiss_build import Rows, f32, stream_build
 from rageval.scoring.ranking import break_ties
-from rageval.types import Chunk, RankedList
+from rageval.types import Chunk, ChunkTexts, RankedList
 
 INDEX_TYPES = ("flat", "hnsw", "ivf", "ivfpq", "auto")
 AUTO_TYPES = ("hnsw", "ivf", "ivfpq")
@@ -136,10 +136,18 @@ class FaissRetriever:
             texts = [c.text for c in part]
             return check_vectors(encoder.encode_documents(texts), texts, "chunks")
 
-        # rageval's encoder keeps every vector in its cache (also behind the timing and paired
-        # wrappers, which lend its members): a scan re-reads them, it never embeds them again
-        on_disk = getattr(encoder, "cache", None) is not None
-        self._build([c.id for c in chunks], rows, encoder.fingerprint, on_disk)
+        # rageval's encoder keeps every vector in its cache and fills it ahead (also behind the
+        # timing and paired wrappers, which lend its members): a scanned index has it embed what
+        # the cache lacks without reading anything back, and a scan never embeds a text again
+        fill = None
+        if getattr(encoder, "cache", None) is not None and callable(
+            getattr(encoder, "prefill", None)
+        ):
+
+            def fill() -> None:
+                encoder.prefill(ChunkTexts(chunks), [])
+
+        self._build([c.id for c in chunks], rows, encoder.fingerprint, fill)
 
     def add_vectors(self, ids: Sequence[str], vectors: np.ndarray, fingerprint: str = "") -> None:
         """Build the index from precomputed, normalised vectors (rows aligned with ``ids``); a
@@ -153,9 +161,23 @@ class FaissRetriever:
             release_pages(vectors)
             return part
 
-        self._build(list(ids), rows, fingerprint, True)
+        self._build(list(ids), rows, fingerprint, lambda: None)  # nothing to embed: re-read
 
     mode = "vector"
+
+    @property
+    def latency_unsampled(self) -> str | None:
+        """Why this index's search latency is not sampled (rageval.run.measure), or None: a
+        scanned flat index reads the whole embedding cache for every search, so a single-query
+        search times that read, not how a served index answers (and a hundred of them take
+        minutes at a million chunks)."""
+        if not self.scanned:
+            return None
+        return (
+            "latency not sampled: the flat index is larger than backend.faiss.flat_memory_mb, so "
+            "each search scans the embedding cache; set backend.faiss.flat_memory_mb=null to hold "
+            "it in memory and sample its latency, or use an approximate index_type"
+        )
 
     def approximate(self) -> bool:
         """Whether the built index is approximate (HNSW, IVF, IVF-PQ): ann_recall@k is then measured
@@ -168,8 +190,12 @@ class FaissRetriever:
             return self.index_type
         return "flat" if n < self.auto_threshold else self.auto_type
 
-    def _build(self, ids: list[str], rows: Rows, fingerprint: str, on_disk: bool) -> None:
-        """The index over ``rows`` (``on_disk``: they can be read again without embedding)."""
+    def _build(
+        self, ids: list[str], rows: Rows, fingerprint: str, fill: Callable[[], object] | None
+    ) -> None:
+        """The index over ``rows``. ``fill`` (None: the rows cannot be read again without
+        embedding them again) makes every row readable without returning any: what a flat index
+        that is scanned instead of held needs before its first search."""
         import faiss
 
         start = time.perf_counter()
@@ -182,12 +208,18 @@ class FaissRetriever:
         self.loaded_from_cache = index is not None
         self.scanned = False
         first = None
-        if index is None and kind == "flat" and on_disk and self.flat_memory_mb is not None and n:
-            first = f32(rows(slice(0, min(self.batch_size, n))))
+        if (
+            index is None
+            and kind == "flat"
+            and fill is not None
+            and self.flat_memory_mb is not None
+            and n
+        ):
+            first = f32(rows(slice(0, min(self.batch_size, n))))  # its width: the index's bytes
             self._dim = first.shape[1]
             self.scanned = n * self._dim * 4 > self.flat_memory_mb * MIB
         if self.scanned:
-            self._read_through(n, rows, first)  # what is not embedded yet is embedded now
+            fill()
         elif index is None:
             index = self._stream(kind, n, rows, first)
             if folder is not None and index is not None:
@@ -210,14 +242,6 @@ class FaissRetriever:
     def _stream(self, kind: str, n: int, rows: Rows, first: np.ndarray | None = None):
         with self._bar(n, f"indexing ({kind})") as bar:
             return stream_build(kind, n, rows, self.params, self.batch_size, bar, first)
-
-    def _read_through(self, n: int, rows: Rows, first: np.ndarray) -> None:
-        """One pass over the rows, a batch at a time, keeping none: the encoder embeds (and
-        caches) what it has not embedded yet, and every batch is checked."""
-        with self._bar(n, "indexing (flat, on disk)") as bar:
-            bar.update(len(first))
-            for lo in range(len(first), n, self.batch_size):
-                bar.update(len(rows(slice(lo, min(lo + self.batch_size, n)))))
 
     def _cache_path(self, kind: str, fingerprint: str) -> Path | None:
         if self.cache_dir is None or kind == "flat" or not fingerprint:

@@ -23,25 +23,35 @@ QUERIES = [f"q{i}" for i in range(len(QV))]
 
 
 class CachedVectors:
-    """Fixed random unit vectors through a real embedding cache: counts the texts it embeds
-    (cache misses) and the largest batch it was asked for."""
+    """Fixed random unit vectors through a real embedding cache, filled ahead like rageval's
+    encoder (``prefill``, which reads nothing back): counts the texts it embeds (cache misses),
+    the vectors it returns and the largest batch it was asked for."""
 
     fingerprint, dim = "random-32", DIM
 
     def __init__(self, root):
         self.cache = EmbeddingCache(root, self.fingerprint)
-        self.embedded = self.widest = 0
+        self.embedded = self.returned = self.widest = 0
+
+    def _embed_missing(self, texts, keys) -> list[int]:
+        missing = self.cache.missing(keys)
+        if missing:
+            rows = DOCS[[int(texts[i]) for i in missing]]
+            self.cache.put([keys[i] for i in missing], rows)
+            self.embedded += len(missing)
+        return missing
+
+    def prefill(self, documents, queries=()):
+        return len(self._embed_missing(documents, [text_key(t) for t in documents]))
 
     def encode_documents(self, texts):
         self.widest = max(self.widest, len(texts))
+        self.returned += len(texts)
         keys = [text_key(t) for t in texts]
+        self._embed_missing(texts, keys)
         cached, missing = self.cache.lookup(keys)
-        if not missing:
-            return cached
-        rows = DOCS[[int(t) for t in texts]]
-        self.cache.put([keys[i] for i in missing], rows[missing])
-        self.embedded += len(missing)
-        return rows
+        assert not missing
+        return cached
 
     def encode_queries(self, texts):
         return QV[[int(t[1:]) for t in texts]]
@@ -50,8 +60,10 @@ class CachedVectors:
 class Uncached(CachedVectors):
     """The same vectors from an encoder that keeps none (a plug-in without a cache)."""
 
+    prefill = None
+
     def __init__(self):
-        self.embedded = self.widest = 0
+        self.embedded = self.returned = self.widest = 0
 
     def encode_documents(self, texts):
         self.widest = max(self.widest, len(texts))
@@ -82,9 +94,11 @@ def test_a_large_flat_index_is_scanned_from_the_cache_with_the_same_ranking(tmp_
     r = FaissRetriever(flat_memory_mb=0, batch_size=BATCH, progress=False)
     r.index(CHUNKS, enc)
     assert r.scanned and r._index is None  # no index holds the vectors
-    assert enc.embedded == N  # the index pass embedded (and cached) each text once
+    assert enc.embedded == N  # the fill embedded (and cached) each text once
+    assert enc.returned == BATCH  # and read back only the first batch (the vectors' width)
     got = r.search(QUERIES, K)
     assert enc.embedded == N  # the scan read them back: nothing embedded again
+    assert enc.returned == BATCH + N  # every vector read once by the search
     assert enc.widest <= BATCH  # one batch at a time, never the corpus
     assert_same_ranking(got)
     assert r.index_bytes() == {"disk": N * DIM * 4, "memory": BATCH * DIM * 4}

@@ -211,9 +211,15 @@ def test_the_index_stage_reports_its_own_peak_memory(mini, model_dir):
 
 
 class KeepingEncoder(CountingEncoder):
-    """The counting encoder marked as keeping its vectors (rageval's own has its cache there)."""
+    """The counting encoder as one that keeps its vectors and fills them ahead, as rageval's own
+    does (its ``cache``; ``prefill`` embeds the texts not seen yet and returns none)."""
 
     cache = "kept"
+
+    def prefill(self, documents, queries=()):
+        before = self.texts_encoded
+        self._vec([*documents, *queries])
+        return self.texts_encoded - before
 
 
 def test_a_scanned_flat_index_is_not_latency_sampled_and_the_report_says_why(mini, model_dir):
