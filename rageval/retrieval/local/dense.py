@@ -219,6 +219,7 @@ class FaissRetriever:
             self._dim = first.shape[1]
             self.scanned = n * self._dim * 4 > self.flat_memory_mb * MIB
         if self.scanned:
+            first = None  # one batch fewer in memory while the cache fills
             fill()
         elif index is None:
             index = self._stream(kind, n, rows, first)
