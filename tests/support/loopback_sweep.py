@@ -40,8 +40,9 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def stop(proc: subprocess.Popen) -> None:
-    for sig, wait in ((signal.SIGTERM, 10), (signal.SIGKILL, 5)):
+def stop(proc: subprocess.Popen, first: signal.Signals = signal.SIGTERM) -> None:
+    """Stop ``proc``'s process group: ``first``, then SIGKILL if it is still up 10 s later."""
+    for sig, wait in ((first, 10), (signal.SIGKILL, 5)):
         try:
             os.killpg(proc.pid, sig)
             proc.wait(timeout=wait)
@@ -145,9 +146,16 @@ def start_head(workdir: Path, env: dict) -> tuple[subprocess.Popen, str]:
     try:
         wait_for_port(port, head)
     except BaseException:
-        stop(head)
+        stop_head(head)
         raise
     return head, f"127.0.0.1:{port}"
+
+
+def stop_head(head: subprocess.Popen) -> None:
+    """Stop a head node started by :func:`start_head`. ``ray start --block`` stops its node's
+    processes on SIGINT (Ctrl-C) in about 2 s; SIGTERM it ignores, so stop() would wait out its
+    10 s before the SIGKILL."""
+    stop(head, signal.SIGINT)
 
 
 def run_sweep(args: list[str], cwd: Path, env: dict) -> dict:
@@ -194,7 +202,7 @@ def main() -> None:
         result = {"sweeps": results, "runs": dump_runs(url), "head": str(workdir / "head")}
     finally:
         if head is not None:
-            stop(head)
+            stop_head(head)
         stop(server)
     print(json.dumps(result))
 

@@ -146,7 +146,7 @@ def main() -> None:
 
     # one head node (`ray start`, two CPUs) for the rest: this process's runs join it by address,
     # then `rageval embed` joins it from a process of its own
-    from loopback_sweep import start_head, stop
+    from loopback_sweep import start_head, stop_head
 
     from rageval.embedding.distributed import cluster
 
@@ -168,7 +168,7 @@ def main() -> None:
             out["resumed"] = fill_report(again, again.prefill(texts))
         out["embed"] = embed_commands(work, Path(sys.argv[3]), address)
     finally:
-        stop(head)
+        stop_head(head)
     print(json.dumps(out))
 
 
