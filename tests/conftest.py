@@ -103,14 +103,19 @@ INTEGRATION = Path(__file__).parent / "integration"
 
 
 def pytest_xdist_auto_num_workers(config) -> int:
-    """``-n auto`` (pyproject's addopts): one worker per usable core (at most 4) for a run of
-    folders or the whole suite; none (this process alone) for a run of named files or tests,
-    where starting workers costs more than it saves."""
+    """``-n auto`` (pyproject's addopts): one worker more than the usable cores (at most 4) for
+    a run of folders or the whole suite; none (this process alone) for a run of named files or
+    tests, where starting workers costs more than it saves.
+
+    The extra worker fills the time the others spend waiting on a server, a cluster or a
+    subprocess: on 2 cores the whole suite took 423-433 s with 2 workers, 385 s with 3 and 402 s
+    with 4 (the Ray module, alone on its worker, became the long pole); the fast tier took 68 s
+    with 2 or 3 (BENCHMARKS.md, "Test suite time")."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     named = config.args and all(
         "::" in arg or Path(arg.split("::")[0]).is_file() for arg in config.args
     )
-    return 0 if named or (cores or 1) < 2 else min(cores, 4)
+    return 0 if named or (cores or 1) < 2 else min(cores + 1, 4)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
