@@ -26,8 +26,10 @@ cache's files, which must therefore be on storage every node mounts at the same 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import logging
 import os
+import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -145,6 +147,18 @@ def resolve_address(address: str | None) -> str:
     if address is None or str(address).strip() == "":
         return os.environ.get("RAY_ADDRESS") or "local"
     return str(address).strip()
+
+
+def starts_cluster(address: str | None) -> bool:
+    """Whether :func:`cluster` would start a cluster of its own for ``address`` (it resolves to
+    ``local`` and this process is not connected to one already, as a Ray launcher's job is);
+    False when Ray is not installed (the fill then says how to install it)."""
+    if importlib.util.find_spec("ray") is None:
+        return False
+    ray = sys.modules.get("ray")
+    if ray is not None and ray.is_initialized():
+        return False
+    return resolve_address(address) == "local"
 
 
 @contextlib.contextmanager

@@ -146,3 +146,37 @@ def test_no_free_cpu_on_the_cluster_embeds_in_this_process(tmp_path, fake_model,
     with pytest.warns(UserWarning, match="embedding in this process"):
         assert ray_side.prefill(TEXTS) == 23
     assert files(local) == files(ray_side)
+
+
+def test_one_group_is_embedded_here_rather_than_on_a_cluster_started_for_it(
+    tmp_path, fake_model, monkeypatch
+):
+    """A cluster started for one group gives one worker, no faster than this process, after
+    seconds of start-up; on a running cluster (an address, or a Ray launcher's job) the group
+    still goes to Ray, and so do two groups."""
+    sent = []
+
+    def fill(make, fingerprint, groups, **kw):
+        sent.append((len(groups), kw["address"]))
+        enc = make(executor="local", progress=False)
+        for g in groups:
+            enc._store(enc._load(), g)
+        return distributed.FillStats(groups=len(groups), texts=sum(len(g.keys) for g in groups))
+
+    monkeypatch.setattr(distributed, "fill", fill)
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    local = encoder(tmp_path / "local")
+    local.prefill(TEXTS[:5])
+    here = encoder(tmp_path / "here", executor="ray")
+    assert here.prefill(TEXTS[:5]) == 5 and sent == []  # one group: this process
+    assert files(here) == files(local)
+    assert here.encode_queries(["a query"]).shape == (1, DIM) and sent == []
+
+    two = encoder(tmp_path / "two", executor="ray")
+    assert two.prefill(TEXTS[:10]) == 10 and sent == [(2, None)]
+    running = encoder(tmp_path / "running", executor="ray", ray_address="head:6379")
+    assert running.prefill(TEXTS[:5]) == 5 and sent[-1] == (1, "head:6379")
+    monkeypatch.setenv("RAY_ADDRESS", "head:6379")
+    assert distributed.starts_cluster(None) is False
+    monkeypatch.delenv("RAY_ADDRESS")
+    assert distributed.starts_cluster(None) is True and distributed.starts_cluster("local")
