@@ -28,7 +28,9 @@ from pathlib import Path
 
 import rageval  # noqa: F401  (first: MKL's reproducible mode, before torch, here and in workers)
 
-WRITE_EVERY = 12
+# 240 distinct texts in 60 groups: 3 to a Ray task on two workers (distributed.groups_per_task),
+# so the kill and the interrupt land in tasks of several groups
+WRITE_EVERY = 4
 WORKER_TAG = "MapWorker(MapBatches(EmbedWorker))"
 
 

@@ -136,6 +136,13 @@ def test_ray_settings_are_checked(tmp_path, monkeypatch):
     assert distributed.resolve_address("") == "local"
 
 
+def test_a_task_takes_up_to_four_groups_while_each_worker_keeps_eight_tasks():
+    assert distributed.groups_per_task(980, 2) == 4  # a 1M-chunk fill: 245 tasks
+    assert distributed.groups_per_task(48, 2) == 3  # 16 tasks, 8 a worker
+    assert distributed.groups_per_task(20, 2) == 1  # a small fill: a group a task, as before
+    assert distributed.groups_per_task(1, 4) == 1
+
+
 def test_no_free_cpu_on_the_cluster_embeds_in_this_process(tmp_path, fake_model, monkeypatch):
     def full(*args, **kwargs):
         raise distributed.NoFreeCPU("0 CPUs free, 1 needed per worker")
