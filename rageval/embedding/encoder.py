@@ -412,15 +412,7 @@ class SentenceTransformerEncoder:
             return self.prefill(documents, queries)  # the float model's cache: planned again
         if self.executor == "ray":
             return self._fill_on_ray(groups, "embedding")
-        before = self.texts_encoded
-        model = self._load()
-        from tqdm.auto import tqdm
-
-        total = sum(len(g.keys) for g in groups)
-        with tqdm(total=total, desc="embedding", unit="text", disable=not self.progress) as bar:
-            for g in groups:
-                self._store(model, g, bar.update)
-        return self.texts_encoded - before
+        return self._fill_here(groups, "embedding")
 
     def _plan(self, texts: Sequence[str], prompt: str) -> list[distributed.Group]:
         """The groups the missing ``texts`` are embedded in: each distinct text once, longest
@@ -487,8 +479,8 @@ class SentenceTransformerEncoder:
         return stats.texts
 
     def _fill_here(self, groups: list[distributed.Group], desc: str) -> int:
-        """Embed ``groups`` in this process (a fill with executor=ray that Ray would not speed
-        up, or could not run); the texts embedded."""
+        """Embed ``groups`` in this process, each group's segment written as it is done (with
+        executor=ray: a fill Ray would not speed up, or could not run); the texts embedded."""
         from tqdm.auto import tqdm
 
         model = self._load()
