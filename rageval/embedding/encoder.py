@@ -450,11 +450,13 @@ class SentenceTransformerEncoder:
         """Embed ``groups`` on the Ray cluster; the texts embedded. Every key must then be in
         the cache as this process sees it.
 
-        One group on a cluster that would be started for it (``ray_address`` local, no Ray
-        running in this process) is embedded here instead: its one worker would run no faster
-        than this process, after a cluster start of seconds (the 16 canary passages of a 1M-chunk
-        run: 7 s of start-up). The vectors are the same either way."""
-        if len(groups) == 1 and distributed.starts_cluster(self.ray["address"]):
+        At most one group's worth of texts (``write_every``) on a cluster that would be started
+        for them (``ray_address`` local, no Ray running in this process) is embedded here
+        instead: a cluster start takes seconds, and so few texts gain nothing from its workers
+        (the 16 canary passages of a 1M-chunk run: 7 s of start-up; a small corpus's chunks and
+        queries, two groups: 10 s). The vectors are the same either way."""
+        texts = sum(len(g.keys) for g in groups)
+        if texts <= self.write_every and distributed.starts_cluster(self.ray["address"]):
             return self._fill_here(groups, desc)
         self.prepare_export()
         try:

@@ -155,12 +155,12 @@ def test_no_free_cpu_on_the_cluster_embeds_in_this_process(tmp_path, fake_model,
     assert files(local) == files(ray_side)
 
 
-def test_one_group_is_embedded_here_rather_than_on_a_cluster_started_for_it(
+def test_one_groups_worth_is_embedded_here_rather_than_on_a_cluster_started_for_it(
     tmp_path, fake_model, monkeypatch
 ):
-    """A cluster started for one group gives one worker, no faster than this process, after
-    seconds of start-up; on a running cluster (an address, or a Ray launcher's job) the group
-    still goes to Ray, and so do two groups."""
+    """A cluster started for at most ``write_every`` texts costs more than it saves: they are
+    embedded in this process. On a running cluster (an address, or a Ray launcher's job) they
+    still go to Ray, and so does a fill of more texts."""
     sent = []
 
     def fill(make, fingerprint, groups, **kw):
@@ -178,6 +178,9 @@ def test_one_group_is_embedded_here_rather_than_on_a_cluster_started_for_it(
     assert here.prefill(TEXTS[:5]) == 5 and sent == []  # one group: this process
     assert files(here) == files(local)
     assert here.encode_queries(["a query"]).shape == (1, DIM) and sent == []
+    # a small corpus's chunks and its queries: two groups, one group's worth of texts
+    small = encoder(tmp_path / "small", executor="ray")
+    assert small.prefill(TEXTS[5:8], ["q1", "q2"]) == 5 and sent == []
 
     two = encoder(tmp_path / "two", executor="ray")
     assert two.prefill(TEXTS[:10]) == 10 and sent == [(2, None)]
