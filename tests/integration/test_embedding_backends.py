@@ -8,6 +8,7 @@ import warnings
 
 import numpy as np
 import pytest
+from model_exports import copy_exports
 
 from rageval.embedding import SentenceTransformerEncoder, backends
 from rageval.embedding.guard import PairedEncoder, check_query_model
@@ -32,8 +33,12 @@ OTHERS = [
 
 
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory):
-    return tmp_path_factory.mktemp("backends-cache")
+def cache(tmp_path_factory, shared_cache):
+    """The module's own cache (its static export is a tiny model), with the ONNX exports the
+    session built once (tests/support/model_exports.py)."""
+    path = tmp_path_factory.mktemp("backends-cache")
+    copy_exports(path, shared_cache, ("onnx", "none"), ("onnx", "int8"))
+    return path
 
 
 def _tiny_static(source, target):

@@ -9,6 +9,7 @@ import warnings
 
 import numpy as np
 import pytest
+from model_exports import copy_exports
 
 from rageval.embedding import SentenceTransformerEncoder, onnx_graph
 from rageval.errors import ConfigError
@@ -24,11 +25,14 @@ TEXTS = [
 
 
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory):
-    """A cache of its own: the broken export must never reach another test's cache."""
+def cache(tmp_path_factory, shared_cache):
+    """A cache of its own: the broken export must never reach another test's cache. The float
+    ONNX export is the session's (tests/support/model_exports.py); the int8 one is built here."""
+    path = tmp_path_factory.mktemp("guard-cache")
+    copy_exports(path, shared_cache, ("onnx", "none"))
     mp = pytest.MonkeyPatch()
     mp.setattr(onnx_graph, "int8_weight_max", lambda: 1)
-    yield tmp_path_factory.mktemp("guard-cache")
+    yield path
     mp.undo()
 
 

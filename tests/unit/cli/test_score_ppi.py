@@ -14,7 +14,12 @@ from trec_oracle import oracle_scores, random_case
 from rageval.cli.main import main
 from rageval.scoring.ppi import ppi_mean
 
-ppi_py = pytest.importorskip("ppi_py")  # a dev dependency (pyproject)
+
+@pytest.fixture(scope="module")
+def ppi_py():
+    """The reference implementation, a dev dependency (pyproject); imported by the test that
+    uses it, not at collection (~1 s in every pytest-xdist worker)."""
+    return pytest.importorskip("ppi_py")
 
 
 def write_qrels(path, qrels):
@@ -57,7 +62,7 @@ def run_cli(capsys, *argv):
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_json_estimates_equal_ppi_py_on_pytrec_eval_values(tmp_path, capsys, seed):
+def test_json_estimates_equal_ppi_py_on_pytrec_eval_values(tmp_path, capsys, seed, ppi_py):
     (qrels, run), llm_path, human, llm, lines = case(tmp_path, seed)
     code, out, _ = run_cli(
         capsys,
