@@ -6,10 +6,11 @@ then on a local cluster the run starts itself, interrupted (Ctrl-C) after its se
 (cache ``resumed``: the run stops its own cluster on the way out). Then one Ray head node is
 started with ``ray start`` (two CPUs) and serves the rest, joined by its address: the corpus on
 two workers (cache ``ray``), again while one worker is killed mid-run (cache ``killed``), the
-interrupted run resumed on one worker (cache ``resumed``), and ``rageval embed`` for the MINI
-dataset's chunks in a process of its own, on one worker (``embed-cluster``; ``embed-local`` is the
-same command in this process). Two cluster starts and five pools of actors in all, each actor
-importing torch and loading the model. Prints one JSON document with what each run reported.
+interrupted run resumed (cache ``resumed``), and ``rageval embed`` for the MINI dataset's chunks
+in a process of its own (``embed-cluster``; ``embed-local`` is the same command in this process).
+Two cluster starts and five pools of actors in all, each actor importing torch and loading the
+model: the two-worker fill and the killed one have two actors, the others one. Prints one JSON
+document with what each run reported.
 
     unshare --net python tests/support/ray_embed.py WORKDIR TEXTS.json MINI_DIR
 """
@@ -138,7 +139,9 @@ def main() -> None:
 
     # Ctrl-C while results arrive: the run's own local cluster is stopped on the way out (its
     # workers with it), as when a user presses Ctrl-C; the next run embeds only the rest
-    resumed = encoder(work / "resumed", "ray")
+    # (one worker: the launcher's Ctrl-C is what is tested; each actor imports torch and loads
+    # the model, ~5 s of CPU)
+    resumed = encoder(work / "resumed", "ray", workers=1)
     try:
         with interrupt_after(2):
             resumed.prefill(texts)
