@@ -1,7 +1,10 @@
 """Integration: one corpus embedded by the packaged model in one process and on a Ray cluster of
 two workers (embedding.executor=ray), in a loopback-only network namespace
 (tests/support/ray_embed.py): the same cache files, a worker killed mid-run, a run interrupted and
-resumed. Two clusters in all: the interrupted run's own, and one head node for everything else."""
+resumed. Two clusters in all: the interrupted run's own, and one head node for everything else.
+The two-worker fill runs torch; the killed, interrupted, resumed and joined-by-address fills run
+the ONNX export (what they test is the same for every backend, and its actors start in a tenth
+of the CPU time), each compared with the same backend in one process."""
 
 import json
 import os
@@ -56,7 +59,7 @@ def corpus(n: int = 240) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory, mini) -> dict:
+def runs(tmp_path_factory, mini, shared_cache) -> dict:
     if subprocess.run(["unshare", "--net", "true"], capture_output=True).returncode != 0:
         pytest.skip("needs `unshare --net` (root) to keep Ray's traffic on loopback")
     work = tmp_path_factory.mktemp("ray-embed")
@@ -72,6 +75,7 @@ def runs(tmp_path_factory, mini) -> dict:
             str(work),
             str(work / "texts.json"),
             str(mini),
+            str(shared_cache),
         ],
         capture_output=True,
         text=True,
@@ -107,8 +111,11 @@ def test_a_worker_killed_mid_run_loses_only_its_group(runs):
     # every group's result arrived once: embedded by a worker, or found written by a retry
     assert killed["texts"] <= DISTINCT and killed["embedded"] == killed["texts"]
     assert killed["segments"] == runs["ray"]["segments"]
-    assert cache_files(runs["work"] / "killed") == cache_files(runs["work"] / "single")
-    leftovers = [p.name for p in (runs["work"] / "killed").rglob("*") if p.is_file()]
+    assert cache_files(runs["work"] / "killed") == cache_files(runs["work"] / "single-onnx")
+    root = runs["work"] / "killed"
+    leftovers = [  # besides the export (models/), copied in before the run
+        p.name for p in root.rglob("*") if p.is_file() and p.relative_to(root).parts[0] != "models"
+    ]
     assert all(
         n.startswith("seg-") or n.endswith(".tmp") or n == "fingerprints.json" for n in leftovers
     )
@@ -117,8 +124,8 @@ def test_a_worker_killed_mid_run_loses_only_its_group(runs):
 def test_an_interrupted_run_resumes_where_it_stopped(runs):
     assert runs["interrupted"]
     kept = runs["kept_after_interrupt"]
-    assert kept and set(kept) < set(runs["single"]["segments"])  # finished groups stayed
-    fingerprint = next((runs["work"] / "single" / "embeddings").iterdir()).name
+    assert kept and set(kept) < set(runs["single-onnx"]["segments"])  # finished groups stayed
+    fingerprint = next((runs["work"] / "single-onnx" / "embeddings").iterdir()).name
     held = sum(
         len(
             split_trailer((runs["work"] / "resumed" / "embeddings" / fingerprint / n).read_bytes())[
@@ -128,9 +135,10 @@ def test_an_interrupted_run_resumes_where_it_stopped(runs):
         // 16
         for n in kept
     )
+    assert runs["single-onnx"]["embedded"] == DISTINCT
     assert runs["resumed"]["embedded"] == DISTINCT - held  # the rest only
     keys = [text_key(t) for t in corpus()]
-    want, missing = EmbeddingCache(runs["work"] / "single", fingerprint).lookup(keys)
+    want, missing = EmbeddingCache(runs["work"] / "single-onnx", fingerprint).lookup(keys)
     got, missing2 = EmbeddingCache(runs["work"] / "resumed", fingerprint).lookup(keys)
     assert missing == missing2 == [] and np.array_equal(want, got)
 
@@ -140,6 +148,6 @@ def test_rageval_embed_joins_a_running_cluster_by_address(runs):
     assert local["returncode"] == cluster["returncode"] == 0, cluster["stderr"]
     assert "Ray worker" not in local["stdout"] and "Ray worker" in cluster["stdout"]
     line = next(ln for ln in cluster["stdout"].splitlines() if "chunk texts and" in ln)
-    assert "0 already cached" in line
+    assert "0 already cached" in line and "all-MiniLM-L6-v2 onnx:" in line
     one = cache_files(runs["work"] / "embed-local")
     assert one and one == cache_files(runs["work"] / "embed-cluster")

@@ -1,18 +1,25 @@
-"""Embed one corpus three ways on a local Ray cluster, inside a loopback-only network namespace.
+"""Embed one corpus on Ray clusters, inside a loopback-only network namespace.
 
 Started by tests/integration/test_distributed_embedding.py under ``unshare --net``: brings ``lo``
-up, embeds the texts of TEXTS.json with the packaged model in this process (cache ``single``),
-then on a local cluster the run starts itself, interrupted (Ctrl-C) after its second result
-(cache ``resumed``: the run stops its own cluster on the way out). Then one Ray head node is
-started with ``ray start`` (two CPUs) and serves the rest, joined by its address: the corpus on
-two workers (cache ``ray``), again while one worker is killed mid-run (cache ``killed``), the
-interrupted run resumed (cache ``resumed``), and ``rageval embed`` for the MINI dataset's chunks
-in a process of its own (``embed-cluster``; ``embed-local`` is the same command in this process).
-Two cluster starts and five pools of actors in all, each actor importing torch and loading the
-model: the two-worker fill and the killed one have two actors, the others one. Prints one JSON
-document with what each run reported.
+up and embeds the texts of TEXTS.json in this process, with the packaged model on torch (cache
+``single``) and on ONNX Runtime (cache ``single-onnx``). Then on a local cluster the run starts
+itself, interrupted (Ctrl-C) after its second result (cache ``resumed``: the run stops its own
+cluster on the way out). Then one Ray head node is started with ``ray start`` (two CPUs) and
+serves the rest, joined by its address: the corpus on two workers (cache ``ray``), again while
+one worker is killed mid-run (cache ``killed``), the interrupted run resumed (cache ``resumed``),
+and ``rageval embed`` for the MINI dataset's chunks in a process of its own (``embed-cluster``;
+``embed-local`` is the same command in this process).
 
-    unshare --net python tests/support/ray_embed.py WORKDIR TEXTS.json MINI_DIR
+The two-worker fill runs torch, the default, in its actors: the cache it writes must equal the
+one torch writes in one process, byte for byte, which holds only with MKL's reproducible mode
+passed to every worker. The others test what the launcher and Ray do (a killed actor, Ctrl-C,
+resuming, joining by address), which is the same for every backend; they run the ONNX export
+(built once a session, tests/support/model_exports.py), whose actors start in ~0.3 s of CPU
+against ~5 s for torch's (importing torch and sentence-transformers), and with it the export a
+fill prepares before its actors start. Two cluster starts in all. Prints one JSON document with
+what each run reported.
+
+    unshare --net python tests/support/ray_embed.py WORKDIR TEXTS.json MINI_DIR SHARED_CACHE
 """
 
 from __future__ import annotations
@@ -28,17 +35,22 @@ import threading
 import time
 from pathlib import Path
 
+from model_exports import copy_exports
+
 import rageval  # noqa: F401  (first: MKL's reproducible mode, before torch, here and in workers)
 
 # 240 distinct texts in 60 groups: 3 to a Ray task on two workers (distributed.groups_per_task),
 # so the kill and the interrupt land in tasks of several groups
 WRITE_EVERY = 4
 WORKER_TAG = "MapWorker(MapBatches(EmbedWorker))"
+SHARED = Path(sys.argv[4]) if len(sys.argv) > 4 else Path()  # the session's cache: its exports
 
 
-def encoder(root: Path, executor: str, workers: int = 2):
+def encoder(root: Path, executor: str, workers: int = 2, backend: str = "torch"):
     from rageval.embedding import SentenceTransformerEncoder
 
+    if backend != "torch":
+        copy_exports(root, SHARED, (backend, "none"))
     return SentenceTransformerEncoder(
         cache_dir=str(root),
         progress=False,
@@ -46,6 +58,7 @@ def encoder(root: Path, executor: str, workers: int = 2):
         executor=executor,
         ray_workers=workers,
         batch_size=16,
+        backend=backend,
     )
 
 
@@ -136,12 +149,12 @@ def main() -> None:
 
     single = encoder(work / "single", "local")
     out["single"] = {"embedded": single.prefill(texts), "segments": segments(single)}
+    onnx = encoder(work / "single-onnx", "local", backend="onnx")
+    out["single-onnx"] = {"embedded": onnx.prefill(texts), "segments": segments(onnx)}
 
     # Ctrl-C while results arrive: the run's own local cluster is stopped on the way out (its
     # workers with it), as when a user presses Ctrl-C; the next run embeds only the rest
-    # (one worker: the launcher's Ctrl-C is what is tested; each actor imports torch and loads
-    # the model, ~5 s of CPU)
-    resumed = encoder(work / "resumed", "ray", workers=1)
+    resumed = encoder(work / "resumed", "ray", workers=1, backend="onnx")
     try:
         with interrupt_after(2):
             resumed.prefill(texts)
@@ -162,7 +175,7 @@ def main() -> None:
             ray_enc = encoder(work / "ray", "ray")
             out["ray"] = fill_report(ray_enc, ray_enc.prefill(texts))
 
-            killed = encoder(work / "killed", "ray")
+            killed = encoder(work / "killed", "ray", backend="onnx")
             seen: dict = {}
             watcher = when_segments(killed, 2, kill_a_worker, seen)
             n = killed.prefill(texts)
@@ -171,7 +184,7 @@ def main() -> None:
             out["killed"]["at_segments"] = seen.get("at_segments")
 
             # one worker: what is tested is which groups it embeds, not how they are shared
-            again = encoder(work / "resumed", "ray", workers=1)
+            again = encoder(work / "resumed", "ray", workers=1, backend="onnx")
             out["resumed"] = fill_report(again, again.prefill(texts))
         out["embed"] = embed_commands(work, Path(sys.argv[3]), address)
     finally:
@@ -190,14 +203,16 @@ def embed_commands(work: Path, mini: Path, address: str) -> dict:
         f"dataset.corpus={mini / 'corpus'}",
         f"dataset.golden={mini / 'golden.jsonl'}",
         "chunk=32",
+        "embedding.backend=onnx",
     ]
+    for name in ("embed-local", "embed-cluster"):
+        copy_exports(work / name, SHARED, ("onnx", "none"))
     register_resolvers()
     local = io.StringIO()
     embed([*args, f"cache_dir={work / 'embed-local'}"], out=local)
     done = {"local": {"returncode": 0, "stdout": local.getvalue(), "stderr": ""}}
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
-    # one worker: joining by address from another process is what is tested (each actor imports
-    # torch and loads the model, ~5 s of CPU)
+    # one worker: joining by address from another process is what is tested
     extra = [
         "embedding.executor=ray",
         f"embedding.ray_address={address}",
