@@ -43,14 +43,16 @@ import rageval  # noqa: F401  (first: MKL's reproducible mode, before torch, her
 # so the kill and the interrupt land in tasks of several groups
 WRITE_EVERY = 4
 WORKER_TAG = "MapWorker(MapBatches(EmbedWorker))"
-SHARED = Path(sys.argv[4]) if len(sys.argv) > 4 else Path()  # the session's cache: its exports
 
 
-def encoder(root: Path, executor: str, workers: int = 2, backend: str = "torch"):
+def encoder(root: Path, executor: str, workers: int = 2, exports: Path | None = None, **kw):
+    """An encoder on the cache ``root``; with ``exports`` (the session's cache), on the ONNX
+    export copied from there."""
     from rageval.embedding import SentenceTransformerEncoder
 
-    if backend != "torch":
-        copy_exports(root, SHARED, (backend, "none"))
+    if exports is not None:
+        copy_exports(root, exports, ("onnx", "none"))
+        kw["backend"] = "onnx"
     return SentenceTransformerEncoder(
         cache_dir=str(root),
         progress=False,
@@ -58,7 +60,7 @@ def encoder(root: Path, executor: str, workers: int = 2, backend: str = "torch")
         executor=executor,
         ray_workers=workers,
         batch_size=16,
-        backend=backend,
+        **kw,
     )
 
 
@@ -142,19 +144,20 @@ def distributed_stats():
 
 
 def main() -> None:
-    work, texts_file = Path(sys.argv[1]), Path(sys.argv[2])
+    work, texts_file, mini, shared = (Path(a) for a in sys.argv[1:5])
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
     texts = json.loads(texts_file.read_text())
     out: dict = {}
 
     single = encoder(work / "single", "local")
     out["single"] = {"embedded": single.prefill(texts), "segments": segments(single)}
-    onnx = encoder(work / "single-onnx", "local", backend="onnx")
+    # one thread, as in every Ray actor: the comparisons below are about Ray, not thread counts
+    onnx = encoder(work / "single-onnx", "local", exports=shared, threads=1)
     out["single-onnx"] = {"embedded": onnx.prefill(texts), "segments": segments(onnx)}
 
     # Ctrl-C while results arrive: the run's own local cluster is stopped on the way out (its
     # workers with it), as when a user presses Ctrl-C; the next run embeds only the rest
-    resumed = encoder(work / "resumed", "ray", workers=1, backend="onnx")
+    resumed = encoder(work / "resumed", "ray", workers=1, exports=shared)
     try:
         with interrupt_after(2):
             resumed.prefill(texts)
@@ -175,7 +178,7 @@ def main() -> None:
             ray_enc = encoder(work / "ray", "ray")
             out["ray"] = fill_report(ray_enc, ray_enc.prefill(texts))
 
-            killed = encoder(work / "killed", "ray", backend="onnx")
+            killed = encoder(work / "killed", "ray", exports=shared)
             seen: dict = {}
             watcher = when_segments(killed, 2, kill_a_worker, seen)
             n = killed.prefill(texts)
@@ -184,15 +187,15 @@ def main() -> None:
             out["killed"]["at_segments"] = seen.get("at_segments")
 
             # one worker: what is tested is which groups it embeds, not how they are shared
-            again = encoder(work / "resumed", "ray", workers=1, backend="onnx")
+            again = encoder(work / "resumed", "ray", workers=1, exports=shared)
             out["resumed"] = fill_report(again, again.prefill(texts))
-        out["embed"] = embed_commands(work, Path(sys.argv[3]), address)
+        out["embed"] = embed_commands(work, mini, shared, address)
     finally:
         stop_head(head)
     print(json.dumps(out))
 
 
-def embed_commands(work: Path, mini: Path, address: str) -> dict:
+def embed_commands(work: Path, mini: Path, shared: Path, address: str) -> dict:
     """``rageval embed`` in this process (the reference), then in a process of its own on the
     running head node at ``address``, joined by that address."""
     from rageval.app.config import register_resolvers
@@ -204,9 +207,10 @@ def embed_commands(work: Path, mini: Path, address: str) -> dict:
         f"dataset.golden={mini / 'golden.jsonl'}",
         "chunk=32",
         "embedding.backend=onnx",
+        "embedding.threads=1",  # as in the Ray actor
     ]
     for name in ("embed-local", "embed-cluster"):
-        copy_exports(work / name, SHARED, ("onnx", "none"))
+        copy_exports(work / name, shared, ("onnx", "none"))
     register_resolvers()
     local = io.StringIO()
     embed([*args, f"cache_dir={work / 'embed-local'}"], out=local)
