@@ -1,5 +1,11 @@
 """Several processes filling one embedding cache at once: no corrupted entry, and every vector
-equal, bit for bit, to the one a single process computes."""
+equal, bit for bit, to the one a single process computes.
+
+The processes run the packaged model's ONNX export on one thread each (built once a session,
+tests/support/model_exports.py): what is tested is the cache, and an ONNX process reaches its
+first vector in ~0.3 s of CPU where torch and sentence-transformers take ~5 s to import. Torch's
+own equality across processes is tested where rageval passes it on (the Ray fills,
+tests/support/ray_embed.py) and within a process below."""
 
 from __future__ import annotations
 
@@ -12,6 +18,7 @@ import warnings
 
 import numpy as np
 import pytest
+from model_exports import copy_exports
 
 from rageval.embedding import SentenceTransformerEncoder
 from rageval.embedding.cache import KEY_BYTES, split_trailer, text_key
@@ -41,7 +48,9 @@ WORKER = """
 import os, sys, time
 from rageval.embedding import SentenceTransformerEncoder
 cache, ready, go, texts = sys.argv[1], sys.argv[2], sys.argv[3], eval(sys.argv[4])
-encoder = SentenceTransformerEncoder(cache_dir=cache, write_every=4, progress=False)
+encoder = SentenceTransformerEncoder(
+    cache_dir=cache, backend="onnx", threads=1, write_every=4, progress=False
+)
 encoder._load()  # the model loads before the start line, so the workers write at the same time
 open(ready, "w").close()
 while not os.path.exists(go):
@@ -50,8 +59,18 @@ encoder.encode_documents(texts)
 """
 
 
-def test_three_processes_filling_one_cache_match_a_single_process_bit_for_bit(tmp_path):
-    shared = tmp_path / "shared"
+def _onnx(cache):
+    return SentenceTransformerEncoder(
+        cache_dir=str(cache), backend="onnx", threads=1, progress=False
+    )
+
+
+def test_three_processes_filling_one_cache_match_a_single_process_bit_for_bit(
+    tmp_path, shared_cache
+):
+    shared, single = tmp_path / "shared", tmp_path / "single"
+    for cache in (shared, single):
+        copy_exports(cache, shared_cache, ("onnx", "none"))
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     go = tmp_path / "go"
     procs = [
@@ -80,10 +99,9 @@ def test_three_processes_filling_one_cache_match_a_single_process_bit_for_bit(tm
         _, err = p.communicate(timeout=300)
         assert p.returncode == 0, err[-2000:]
 
-    single = SentenceTransformerEncoder(cache_dir=str(tmp_path / "single"), progress=False)
-    reference = dict(zip(TEXTS, single.encode_documents(TEXTS), strict=True))
+    reference = dict(zip(TEXTS, _onnx(single).encode_documents(TEXTS), strict=True))
 
-    reader = SentenceTransformerEncoder(cache_dir=str(shared), progress=False)
+    reader = _onnx(shared)
     segments = sorted(reader.cache.dir.glob("seg-*.keys"))
     assert not list(reader.cache.dir.glob(".*.tmp"))  # every write finished
     assert len(list(reader.cache.dir.glob("seg-*.npy"))) == len(segments) > 3
@@ -107,8 +125,9 @@ def test_three_processes_filling_one_cache_match_a_single_process_bit_for_bit(tm
 
 
 def test_a_vector_does_not_depend_on_its_batch_or_the_thread_count():
-    """What makes the caches above equal: each row of a batch depends on its text alone, whatever
-    the batch's size and however many threads torch (and MKL below it) runs."""
+    """What makes torch's caches equal across processes: each row of a batch depends on its
+    text alone, whatever the batch's size and however many threads torch (and MKL below it) runs
+    (ONNX's and the other backends' batches: tests/integration/test_embedding_backends.py)."""
     import torch
 
     from rageval.embedding.batching import encode_stable
