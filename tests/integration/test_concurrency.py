@@ -18,7 +18,7 @@ import warnings
 
 import numpy as np
 import pytest
-from model_exports import copy_exports
+from model_exports import copy_exports, onnx_encoder
 
 from rageval.embedding import SentenceTransformerEncoder
 from rageval.embedding.cache import KEY_BYTES, split_trailer, text_key
@@ -59,18 +59,11 @@ encoder.encode_documents(texts)
 """
 
 
-def _onnx(cache):
-    return SentenceTransformerEncoder(
-        cache_dir=str(cache), backend="onnx", threads=1, progress=False
-    )
-
-
 def test_three_processes_filling_one_cache_match_a_single_process_bit_for_bit(
     tmp_path, shared_cache
 ):
-    shared, single = tmp_path / "shared", tmp_path / "single"
-    for cache in (shared, single):
-        copy_exports(cache, shared_cache, ("onnx", "none"))
+    shared = tmp_path / "shared"
+    copy_exports(shared, shared_cache, ("onnx", "none"))  # the processes below load it
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     go = tmp_path / "go"
     procs = [
@@ -99,9 +92,10 @@ def test_three_processes_filling_one_cache_match_a_single_process_bit_for_bit(
         _, err = p.communicate(timeout=300)
         assert p.returncode == 0, err[-2000:]
 
-    reference = dict(zip(TEXTS, _onnx(single).encode_documents(TEXTS), strict=True))
+    single = onnx_encoder(tmp_path / "single", shared_cache, threads=1)
+    reference = dict(zip(TEXTS, single.encode_documents(TEXTS), strict=True))
 
-    reader = _onnx(shared)
+    reader = onnx_encoder(shared, shared_cache, threads=1)
     segments = sorted(reader.cache.dir.glob("seg-*.keys"))
     assert not list(reader.cache.dir.glob(".*.tmp"))  # every write finished
     assert len(list(reader.cache.dir.glob("seg-*.npy"))) == len(segments) > 3

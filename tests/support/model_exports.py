@@ -32,3 +32,14 @@ def copy_exports(cache: Path, shared: Path, *variants: tuple[str, str]) -> None:
         tmp = target.parent / f".{target.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp"
         shutil.copytree(built.path, tmp)
         os.rename(tmp, target)
+
+
+def onnx_encoder(cache: Path, shared: Path, **kw):
+    """An encoder on the cache ``cache`` running the ONNX export copied from ``shared`` (the
+    session's cache); ``kw`` goes to SentenceTransformerEncoder."""
+    from rageval.embedding import SentenceTransformerEncoder
+
+    copy_exports(cache, shared, ("onnx", "none"))
+    return SentenceTransformerEncoder(
+        cache_dir=str(cache), backend="onnx", **{"progress": False, **kw}
+    )

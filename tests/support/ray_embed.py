@@ -35,7 +35,7 @@ import threading
 import time
 from pathlib import Path
 
-from model_exports import copy_exports
+from model_exports import copy_exports, onnx_encoder
 
 import rageval  # noqa: F401  (first: MKL's reproducible mode, before torch, here and in workers)
 
@@ -50,18 +50,10 @@ def encoder(root: Path, executor: str, workers: int = 2, exports: Path | None = 
     export copied from there."""
     from rageval.embedding import SentenceTransformerEncoder
 
+    kw.update(write_every=WRITE_EVERY, executor=executor, ray_workers=workers, batch_size=16)
     if exports is not None:
-        copy_exports(root, exports, ("onnx", "none"))
-        kw["backend"] = "onnx"
-    return SentenceTransformerEncoder(
-        cache_dir=str(root),
-        progress=False,
-        write_every=WRITE_EVERY,
-        executor=executor,
-        ray_workers=workers,
-        batch_size=16,
-        **kw,
-    )
+        return onnx_encoder(root, exports, **kw)
+    return SentenceTransformerEncoder(cache_dir=str(root), progress=False, **kw)
 
 
 def segments(enc) -> list[str]:
