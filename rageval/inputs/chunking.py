@@ -165,7 +165,29 @@ Window = tuple[int, int, int, str]
 
 
 def _windows_of(docs: Sequence[Document], spec: ChunkingSpec, tokenizer) -> list[list[Window]]:
-    """Each document's chunks as windows (its text is ``doc.text[start:end]``)."""
+    """Each document's chunks as windows (its text is ``doc.text[start:end]``): plain-ASCII
+    documents under a BERT-style tokenizer through :mod:`rageval.inputs.wordpiece` (the same
+    windows, several times faster), the others through the tokenizer's full encoding."""
+    out: list[list[Window] | None] = [None] * len(docs)
+    fast = _fast_windows(tokenizer)
+    if fast is not None:
+        for k, doc in enumerate(docs):
+            spans = fast.windows(doc.text, spec.size, spec.overlap)
+            if spans is not None:
+                out[k] = [
+                    (start, end, n, chunk_id(doc.id, ordinal, doc.text[start:end]))
+                    for ordinal, (start, end, n) in enumerate(spans)
+                ]
+    rest = [k for k, found in enumerate(out) if found is None]
+    if rest:
+        library = _library_windows([docs[k] for k in rest], spec, tokenizer)
+        for k, found in zip(rest, library, strict=True):
+            out[k] = found
+    return out  # type: ignore[return-value]
+
+
+def _library_windows(docs: Sequence[Document], spec: ChunkingSpec, tokenizer) -> list[list[Window]]:
+    """Each document's windows from the tokenizer's full encoding (any tokenizer, any text)."""
     from rageval.inputs.limits import encode_texts
 
     encodings = encode_texts(tokenizer, [d.text for d in docs])  # long texts in bounded pieces
@@ -184,6 +206,23 @@ def _windows_of(docs: Sequence[Document], spec: ChunkingSpec, tokenizer) -> list
                 start, end = 0, len(doc.text)
             found.append((start, end, j - i, chunk_id(doc.id, ordinal, doc.text[start:end])))
     return out
+
+
+# tokenizer id -> (the tokenizer, kept so its id stays its own; its fast path or None)
+_FAST: dict[int, tuple[object, object]] = {}
+
+
+def _fast_windows(tokenizer):
+    """The :class:`~rageval.inputs.wordpiece.WordPieceWindows` of ``tokenizer`` (None when its
+    shape is not BERT's), built once a tokenizer."""
+    from rageval.inputs.wordpiece import WordPieceWindows
+
+    hit = _FAST.get(id(tokenizer))
+    if hit is None or hit[0] is not tokenizer:
+        if len(_FAST) >= 8:
+            _FAST.clear()
+        hit = _FAST[id(tokenizer)] = (tokenizer, WordPieceWindows.of(tokenizer))
+    return hit[1]
 
 
 _WORKER: dict = {}
