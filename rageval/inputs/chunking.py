@@ -17,6 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from rageval.errors import ConfigError
+from rageval.inputs.windows import token_windows
 from rageval.types import Chunk, Document
 
 log = logging.getLogger("rageval")
@@ -199,7 +200,10 @@ def _library_windows(docs: Sequence[Document], spec: ChunkingSpec, tokenizer) ->
         out.append(found)
         if n == 0:
             continue
-        windows = [(0, n)] if spec.size == 0 else _windows(enc.word_ids, spec.size, spec.overlap)
+        if spec.size == 0:
+            windows = [(0, n)]
+        else:
+            windows = token_windows(enc.word_ids, spec.size, spec.overlap)
         for ordinal, (i, j) in enumerate(windows):
             start, end = int(offsets[i][0]), int(offsets[j - 1][1])
             if spec.size == 0:
@@ -267,31 +271,6 @@ def _in_workers(
         while pending:
             batch, future = pending.popleft()
             yield batch, future.result()
-
-
-def _windows(word_ids: Sequence[int | None], size: int, overlap: int) -> list[tuple[int, int]]:
-    """Token windows [i, j) of at most ``size`` tokens that do not cut words: a window ends before
-    the word it would split (unless that word alone is longer than a window), and the next one
-    starts ``overlap`` tokens earlier, moved back to the start of its word."""
-    n = len(word_ids)
-
-    def word_start(t: int, floor: int) -> int:
-        while t > floor and word_ids[t] is not None and word_ids[t] == word_ids[t - 1]:
-            t -= 1
-        return t
-
-    windows, i = [], 0
-    while i < n:
-        j = min(i + size, n)
-        if j < n:
-            cut = word_start(j, i)
-            j = cut if cut > i else j
-        windows.append((i, j))
-        if j >= n:
-            break
-        nxt = word_start(j - overlap, i) if overlap else j
-        i = nxt if nxt > i else j
-    return windows
 
 
 def chunk_rows(

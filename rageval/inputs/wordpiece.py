@@ -31,6 +31,8 @@ from operator import itemgetter
 
 import numpy as np
 
+from rageval.inputs.windows import token_windows
+
 _PUNCT = r"!-/:-@\[-`{-~"
 # a segment: a run of anything but ASCII whitespace and punctuation, or one punctuation character
 _SEGMENT = re.compile(rf"[^\t\n\r {_PUNCT}]+|[{_PUNCT}]")
@@ -146,10 +148,8 @@ class WordPieceWindows:
 
     def windows(self, text: str, size: int, overlap: int) -> list[tuple[int, int, int]] | None:
         """``text``'s windows as (start, end, tokens), exactly those chunking computes from the
-        library's encoding (``rageval.inputs.chunking._windows``), or None when an added token's
-        text is in it."""
-        from rageval.inputs.chunking import _windows
-
+        library's encoding (:func:`~rageval.inputs.windows.token_windows`), or None when an
+        added token's text is in it."""
         if self._added and any(a in text.lower() for a in self._added):
             return None
         segments = _SEGMENT.findall(text)
@@ -191,4 +191,5 @@ class WordPieceWindows:
             s = int(segment_of[t])
             return int(starts[s]) + pieces[s][0][t - int(first[s])][side]
 
-        return [(edge(i, 0), edge(j - 1, 1), j - i) for i, j in _windows(word_of, size, overlap)]
+        spans = token_windows(word_of, size, overlap)
+        return [(edge(i, 0), edge(j - 1, 1), j - i) for i, j in spans]
