@@ -58,9 +58,12 @@ EXPORT_FORMAT = 1
 # activations) instead of int8 weights; openvino none 3: f32 unless the CPU has AMX; openvino
 # int8 4: its float parts compiled in an explicit precision (f32 unless embedding.precision=bf16)
 # instead of the plugin's default (bf16 on a CPU with AVX512-BF16), so the probe distance is
-# measured again
+# measured again; static 2: its tokenizer saved without the source tokenizer.json's padding and
+# truncation (all-MiniLM-L6-v2's pads to 128 word pieces and cuts there), which had put [PAD]
+# vectors into every shorter text's mean and dropped every word piece after the 128th
 EXPORT_FORMATS: dict[str | tuple[str, str], int] = {
     "onnx": 2,
+    "static": 2,
     ("openvino", "none"): 3,
     ("openvino", "int8"): 4,
 }
@@ -447,7 +450,16 @@ def _export_static(source: Path, target: Path, quantize: str) -> None:
         pca_dims=STATIC_DIMS,
         quantize_to="int8" if quantize == "int8" else "float32",
     )
+    # the source's tokenizer.json may pad and truncate (MiniLM's: to 128 word pieces); a static
+    # model averages every id it gets, so padding would enter the mean: neither is kept
+    _whole_texts(model.tokenizer)
     model.save_pretrained(str(target))
+
+
+def _whole_texts(tokenizer) -> None:
+    """No padding, no truncation (model2vec cuts at its own ``max_length``, 512 word pieces)."""
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
 
 
 @exporter("static", "none")
@@ -552,7 +564,9 @@ def load(export: Export, backend: str, threads: int | None = None):
     if backend == "static":
         from model2vec import StaticModel
 
-        return StaticModel.from_pretrained(str(export.path))
+        model = StaticModel.from_pretrained(str(export.path))
+        _whole_texts(model.tokenizer)  # exports of format 2 on are saved so already
+        return model
     model_kwargs: dict = {"file_name": export.file_name} if export.file_name else {}
     if backend == "onnx":
         import onnxruntime

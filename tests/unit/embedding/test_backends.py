@@ -261,6 +261,7 @@ def _recording_exporter(built: list[str]):
 
 
 def test_an_export_of_an_older_format_is_rebuilt_and_the_others_kept(tmp_path, monkeypatch):
+    monkeypatch.setattr(backends, "EXPORT_FORMATS", {"onnx": 2})
     built: list[str] = []
     fake = _recording_exporter(built)
 
@@ -499,3 +500,62 @@ def test_an_export_keeps_optimums_and_torchs_export_noise_off_the_console(monkey
     assert not [w for w in seen if "registered as constants" in str(w.message)]
     # the filter is gone afterwards: other code's warnings from that logger still show
     assert not logging.getLogger("optimum.intel.openvino.modeling_base").filters
+
+
+# --- the static backend averages all of a text's own word pieces ---------------------------
+
+
+def _tiny_static_model(model_dir: str):
+    """A small model2vec model on the packaged model's tokenizer.json, which pads to 128 word
+    pieces and cuts there (as distilling the real model gives it)."""
+    from model2vec import StaticModel
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(Path(model_dir) / "tokenizer.json"))
+    assert tok.padding is not None and tok.truncation is not None
+    vectors = np.random.default_rng(0).standard_normal((tok.get_vocab_size(), 8))
+    return StaticModel(vectors.astype(np.float32), tok, normalize=False)
+
+
+def _own_mean(model, text: str) -> np.ndarray:
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_str(model.tokenizer.to_str())
+    tok.no_padding()
+    tok.no_truncation()
+    mean = model.embedding[tok.encode(text, add_special_tokens=False).ids].mean(axis=0)
+    return (mean / np.linalg.norm(mean)).astype(np.float32)
+
+
+@pytest.mark.parametrize("saved_by", ["export", "format 1"])
+def test_a_static_vector_is_the_mean_of_all_its_texts_word_pieces(
+    tmp_path, monkeypatch, model_dir, saved_by
+):
+    """No [PAD] vectors in a short text's mean, no word piece dropped after the 128th: for an
+    export built now, and for one saved with the source's padding (format 1), as loaded."""
+    import model2vec.distill
+
+    if saved_by == "export":
+        monkeypatch.setattr(
+            model2vec.distill, "distill", lambda **kw: _tiny_static_model(model_dir)
+        )
+        backends._export_static(Path(model_dir), tmp_path, "none")
+        saved = json.loads((tmp_path / "tokenizer.json").read_text())
+        assert saved["padding"] is None and saved["truncation"] is None
+    else:
+        _tiny_static_model(model_dir).save_pretrained(str(tmp_path))
+    model = backends.load(backends.Export(tmp_path, None, None, {}), "static")
+    short = "reset password"
+    assert np.allclose(
+        backends.encode_static(model, [short])[0], _own_mean(model, short), atol=1e-6
+    )
+    words = [f"term{i}" for i in range(150)]  # ~3 word pieces each: far past 128
+    whole, first = " ".join(words), " ".join(words[:40])
+    vectors = backends.encode_static(model, [whole, first])
+    assert np.allclose(vectors[0], _own_mean(model, whole), atol=1e-6)
+    assert not np.allclose(vectors[0], vectors[1], atol=1e-3)
+
+
+def test_static_exports_of_the_padded_format_are_rebuilt():
+    assert backends.export_format("static") == 2
+    assert backends.export_format("static", "int8") == 2
