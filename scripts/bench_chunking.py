@@ -12,7 +12,9 @@ A cell is a number of processes, or ``1t``: one process with the tokenizer on on
 (``TOKENIZERS_PARALLELISM=false``). In one process the tokenizer's ``encode_batch`` runs on a
 thread pool of its own, so ``1`` is not single-threaded; ``1t`` against ``2`` (whose workers run
 one tokenizer thread each) is how the work scales over processes, ``1`` against ``2`` is what a
-run gains from them on this machine.
+run gains from them on this machine. A cell ending in ``lib`` (``1lib``, ``1tlib``) chunks in one
+process through the tokenizer's full encoding only, as chunking did before its WordPiece path
+(rageval/inputs/wordpiece.py): the two side by side are what that path saves.
 
     .venv/bin/python scripts/scale_corpus.py /tmp/corpus --chunks 200000 --chunk 64
     .venv/bin/python scripts/bench_chunking.py /tmp/corpus/corpus.jsonl [--workers 1,1t,2]
@@ -66,15 +68,23 @@ def cell(corpus: str, workers: int, size: int) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("corpus")
-    ap.add_argument("--workers", default="1,1t,2")
+    ap.add_argument("--workers", default="1,1t,2,1lib")
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--chunk", type=int, default=64)
     ap.add_argument("--cell", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.cell is not None:
-        if args.cell.endswith("t"):
+        name = args.cell
+        if name.endswith("lib"):  # the library's full encoding for every document
+            from rageval.inputs import chunking
+
+            chunking._fast_windows = lambda tokenizer: None
+            name = name[: -len("lib")]
+            if name != "1" and name != "1t":
+                sys.exit("a lib cell runs in one process: 1lib or 1tlib")
+        if name.endswith("t"):
             os.environ["TOKENIZERS_PARALLELISM"] = "false"
-        out = cell(args.corpus, int(args.cell.rstrip("t")), args.chunk)
+        out = cell(args.corpus, int(name.rstrip("t")), args.chunk)
         print(json.dumps({**out, "workers": args.cell}))
         return
     rows, digests = [], set()

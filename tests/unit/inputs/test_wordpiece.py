@@ -99,7 +99,7 @@ def _cased(model_dir: str):
 
 
 @pytest.mark.parametrize("cased", [False, True], ids=["uncased", "cased"])
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(text=_text(ascii_only=False))
 def test_any_text_gets_the_librarys_windows_or_goes_to_the_library(model_dir, cased, text):
     tok = _cased(model_dir) if cased else load_tokenizer(model_dir)
@@ -110,7 +110,7 @@ def test_any_text_gets_the_librarys_windows_or_goes_to_the_library(model_dir, ca
     assert took is not _holds_added_token(text)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(text=_text(ascii_only=True))
 def test_unknown_words_and_many_pieces_match_the_library(text):
     tok = _small_vocab_tokenizer()
