@@ -92,8 +92,11 @@ def test_full_text_and_hybrid_in_sql(mini, shared_cache, tmp_path, no_dsn):
     assert hybrid["per_query"] != vec["per_query"]
 
 
+# Ctrl-C raises KeyboardInterrupt as in a terminal, also when pytest itself runs as a background
+# job of a non-interactive shell, which starts its jobs with SIGINT ignored (inherited)
 HOLD = (
-    "import sys, time\n"
+    "import signal, sys, time\n"
+    "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
     "from rageval.retrieval.pgvector.server import EmbeddedPostgres\n"
     "srv = EmbeddedPostgres(sys.argv[1]); srv.start()\n"
     "print(srv.pgdata, srv._watchdog.pid, flush=True)\n"
