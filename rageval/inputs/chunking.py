@@ -166,9 +166,10 @@ Window = tuple[int, int, int, str]
 
 
 def _windows_of(docs: Sequence[Document], spec: ChunkingSpec, tokenizer) -> list[list[Window]]:
-    """Each document's chunks as windows (its text is ``doc.text[start:end]``): plain-ASCII
-    documents under a BERT-style tokenizer through :mod:`rageval.inputs.wordpiece` (the same
-    windows, several times faster), the others through the tokenizer's full encoding."""
+    """Each document's chunks as windows (its text is ``doc.text[start:end]``): under a
+    BERT-style tokenizer through :mod:`rageval.inputs.wordpiece` (the same windows, several
+    times faster), otherwise (or for a document holding an added token's text) through the
+    tokenizer's full encoding."""
     out: list[list[Window] | None] = [None] * len(docs)
     fast = _fast_windows(tokenizer)
     if fast is not None:
@@ -212,21 +213,13 @@ def _library_windows(docs: Sequence[Document], spec: ChunkingSpec, tokenizer) ->
     return out
 
 
-# tokenizer id -> (the tokenizer, kept so its id stays its own; its fast path or None)
-_FAST: dict[int, tuple[object, object]] = {}
-
-
+@lru_cache(maxsize=8)
 def _fast_windows(tokenizer):
     """The :class:`~rageval.inputs.wordpiece.WordPieceWindows` of ``tokenizer`` (None when its
     shape is not BERT's), built once a tokenizer."""
     from rageval.inputs.wordpiece import WordPieceWindows
 
-    hit = _FAST.get(id(tokenizer))
-    if hit is None or hit[0] is not tokenizer:
-        if len(_FAST) >= 8:
-            _FAST.clear()
-        hit = _FAST[id(tokenizer)] = (tokenizer, WordPieceWindows.of(tokenizer))
-    return hit[1]
+    return WordPieceWindows.of(tokenizer)
 
 
 _WORKER: dict = {}

@@ -42,11 +42,8 @@ _ASCII_PUNCT = frozenset(c for c in map(chr, range(0x21, 0x7F)) if not c.isalnum
 
 # code point -> 0: cut (ASCII whitespace), 1: segment character, 2: ASCII punctuation
 _KIND = np.ones(128, dtype=np.int8)
-for _c in "\t\n\r ":
-    _KIND[ord(_c)] = 0
-for _c in range(0x21, 0x7F):
-    if not chr(_c).isalnum():
-        _KIND[_c] = 2
+_KIND[[ord(c) for c in "\t\n\r "]] = 0
+_KIND[[ord(c) for c in _ASCII_PUNCT]] = 2
 
 # a segment's pieces: their offsets within it, their words (None: all one word), their count
 Pieces = tuple[tuple[tuple[int, int], ...], tuple[int, ...] | None, int]
@@ -73,13 +70,8 @@ class WordPieceWindows:
     def __init__(
         self, tokenizer, vocab: dict, prefix: str, max_chars: int, lowercase: bool, added
     ) -> None:
-        self.tokenizer = tokenizer
-        self.vocab, self.prefix, self.max_chars, self.lowercase = (
-            vocab,
-            prefix,
-            max_chars,
-            lowercase,
-        )
+        self.tokenizer, self.vocab, self.prefix = tokenizer, vocab, prefix
+        self.max_chars, self.lowercase = max_chars, lowercase
         self._added = tuple({a.lower() for a in added if a})
         self._cache = _Cache(self._encode)
 
