@@ -22,13 +22,23 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def postgres_processes() -> int:
+    """Live PostgreSQL processes of this process's runs: each postmaster whose data folder is one
+    of ours (``run-<our pid>-*``, named on its command line) and its children. Servers of other
+    pytest-xdist workers' runs, which start and stop meanwhile, do not count."""
     import psutil
 
-    return sum(
-        1
-        for p in psutil.process_iter(["name", "status"])
-        if p.info["name"] == "postgres" and p.info["status"] != psutil.STATUS_ZOMBIE
-    )
+    mark = f"{os.sep}run-{os.getpid()}-"
+    count = 0
+    for p in psutil.process_iter(["name", "status", "cmdline"]):
+        if p.info["name"] != "postgres" or p.info["status"] == psutil.STATUS_ZOMBIE:
+            continue
+        if any(mark in arg for arg in p.info["cmdline"] or ()):
+            try:
+                children = [c for c in p.children() if c.status() != psutil.STATUS_ZOMBIE]
+            except psutil.NoSuchProcess:
+                continue
+            count += 1 + len(children)
+    return count
 
 
 @pytest.fixture
