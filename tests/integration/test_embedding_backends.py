@@ -162,13 +162,9 @@ print(json.dumps({"numerics": numerics, "kernels": sorted(kernels),
 """
 
 
-def _run_in_class(export, cls: str, precision: str = "f32") -> dict:
-    """The int8 export's vectors of TEXTS, computed in a process forced into CPU class ``cls``
-    (skipped when this CPU cannot be forced into it), with its numerics and runtime kernels."""
-    import os
-    import subprocess
-    import sys
-
+def skip_unless_forceable(cls: str, precision: str = "f32") -> str:
+    """This CPU's class; skips the test when it cannot be forced into ``cls`` (checked before a
+    test builds its export, so a class this CPU lacks costs nothing)."""
     from rageval.embedding.cpu import CLASSES as ORDER
 
     native = backends.isa_class("openvino", "int8", backends.openvino_precision(precision))
@@ -179,6 +175,17 @@ def _run_in_class(export, cls: str, precision: str = "f32") -> dict:
         )
     if ORDER.index(native) < ORDER.index(cls) or (native, cls) == ("avx2_vnni", "avx512"):
         pytest.skip(f"this CPU ({native}) has no {cls} instructions to force")
+    return native
+
+
+def _run_in_class(export, cls: str, precision: str = "f32") -> dict:
+    """The int8 export's vectors of TEXTS, computed in a process forced into CPU class ``cls``
+    (skipped when this CPU cannot be forced into it), with its numerics and runtime kernels."""
+    import os
+    import subprocess
+    import sys
+
+    native = skip_unless_forceable(cls, precision)
     env = {k: v for k, v in os.environ.items() if k != "ONEDNN_MAX_CPU_ISA"}
     if cls != native:  # the CPU's own class runs as it is
         env["ONEDNN_MAX_CPU_ISA"] = CLASSES[cls]
@@ -199,6 +206,7 @@ def test_openvino_int8_quantizes_weights_and_activations_statically(cache, cls):
     and AVX2, each forced with ONEDNN_MAX_CPU_ISA, its float parts in f32."""
     import openvino as ov
 
+    skip_unless_forceable(cls)
     enc = _fresh(cache, "openvino", "int8")
     export = enc._prepare()
     assert "static int8" in export.info["method"] and export.info["format"] == 4
