@@ -43,19 +43,16 @@ def pareto_png(board, path: Path) -> Path | None:
     """The deciding metric (mean and 95% CI) against the Pareto cost for every finished job of
     ``board`` (a rageval.report.leaderboard.Leaderboard), the front joined, each point labelled by
     its swept values. None (nothing written) when fewer than two jobs have both numbers."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     from rageval.report.costs import COSTS
+    from rageval.report.plots import agg_figure
 
     spec = COSTS[board.pareto_cost]
     rows = _plotted(board)
     if len(rows) < 2:
         return None
     front = set(board.front)
-    fig, ax = plt.subplots(figsize=(8, 5.2), dpi=110)
+    fig = agg_figure((8, 5.2), 110)
+    ax = fig.subplots()
     _draw_points(ax, rows, front)
     labels = _point_labels(board, rows, front)
     _dress_axes(ax, board, spec)
@@ -63,7 +60,6 @@ def pareto_png(board, path: Path) -> Path | None:
     _place_labels(ax, fig, labels)  # after the layout: boxes are measured where they end up
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path)
-    plt.close(fig)
     return path
 
 

@@ -116,15 +116,15 @@ def test_the_plot_is_written_for_two_jobs_or_more(sweep, tmp_path):
 
 
 def test_a_bytes_cost_is_drawn_in_kb_and_mb_not_raw_counts(tmp_path, monkeypatch):
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
     base = np.linspace(0.2, 0.9, 30)
     for n, size in enumerate((430_000, 720_000, 1_600_000)):
         _write(tmp_path, n, [f"chunk={128 * 2**n}"], base - 0.1 * n, {"index_memory_bytes": size})
     board = rank(load_jobs(tmp_path), "ndcg@5", resamples=200, pareto_cost="index_memory_bytes")
     figures = []
-    close = plt.close
-    monkeypatch.setattr(plt, "close", lambda fig=None: (figures.append(fig), close(fig)))
+    save = Figure.savefig
+    monkeypatch.setattr(Figure, "savefig", lambda fig, p: figures.append(fig) or save(fig, p))
     pareto_png(board, tmp_path / "pareto.png")
     ax = figures[0].axes[0]
     ticks = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]

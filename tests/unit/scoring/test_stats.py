@@ -47,6 +47,31 @@ def test_bootstrap_ci_bounded_memory_for_many_queries():
     assert low < x.mean() < high
 
 
+def _reference_ci(x: np.ndarray, n_resamples: int, seed: int) -> tuple[float, float]:
+    """The definition, drawn afresh: n_resamples samples of len(x) with replacement from
+    default_rng(seed), in blocks of at most 2**22 numbers, then the 2.5% and 97.5% quantiles."""
+    rng, n, means = np.random.default_rng(seed), x.size, []
+    per_block = max(1, (1 << 22) // n)
+    for start in range(0, n_resamples, per_block):
+        b = min(per_block, n_resamples - start)
+        means.append(x[rng.integers(0, n, size=(b, n))].mean(axis=1))
+    alpha = (1 - 0.95) / 2  # as bootstrap_ci computes it (0.025000000000000022)
+    low, high = np.quantile(np.concatenate(means), [alpha, 1 - alpha])
+    return float(low), float(high)
+
+
+@pytest.mark.parametrize(("n", "n_resamples"), [(168, 2000), (700, 2000), (3000, 1500)])
+def test_bootstrap_ci_reuses_the_drawn_indices_and_gives_the_same_numbers(n, n_resamples):
+    """A run bootstraps every metric and slice with one seed: the indices for one size are drawn
+    once (up to 2**20 of them; more are drawn anew each time) and every CI equals the one drawn
+    afresh, to the last bit, however many came before it."""
+    base = scores(5, n=n)
+    for i in range(4):
+        x = np.clip(base + 0.05 * i, 0, 1)
+        assert bootstrap_ci(x, n_resamples=n_resamples) == _reference_ci(x, n_resamples, 0)
+        assert bootstrap_ci(x, n_resamples=n_resamples, seed=9) == _reference_ci(x, n_resamples, 9)
+
+
 @pytest.mark.parametrize(
     ("kwargs", "error"),
     [
@@ -56,6 +81,8 @@ def test_bootstrap_ci_bounded_memory_for_many_queries():
         ({"values": [0.1], "confidence": 1.0}, ConfigError),
         ({"values": [0.1], "confidence": 0}, ConfigError),
         ({"values": [0.1], "n_resamples": 0}, ConfigError),
+        ({"values": [0.1], "n_resamples": "2000"}, ConfigError),
+        ({"values": [0.1], "n_resamples": True}, ConfigError),
     ],
 )
 def test_bootstrap_ci_rejects_bad_input(kwargs, error):
