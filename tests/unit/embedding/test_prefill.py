@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 
 import numpy as np
 import pytest
@@ -190,3 +191,32 @@ def test_one_groups_worth_is_embedded_here_rather_than_on_a_cluster_started_for_
     assert distributed.starts_cluster(None) is False
     monkeypatch.delenv("RAY_ADDRESS")
     assert distributed.starts_cluster(None) is True and distributed.starts_cluster("local")
+
+
+def test_a_local_cluster_starts_no_idle_workers_and_a_running_one_is_left_as_it_is(monkeypatch):
+    """The raylet ``ray.init`` starts for a local cluster reads RAY_prestart_worker_first_driver
+    from the environment: off, so it starts no idle worker per CPU that the fill's actors would
+    never use. Joining a running cluster by its address changes nothing of it; a value the user
+    set is kept."""
+    import sys
+    import types
+
+    seen = []
+    fake = types.SimpleNamespace(
+        is_initialized=lambda: False,
+        init=lambda **kw: seen.append((kw["address"], os.environ.get(distributed.PRESTART_ENV))),
+        shutdown=lambda: None,
+    )
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    # recorded first, so the value cluster() sets is undone after the test
+    monkeypatch.setenv(distributed.PRESTART_ENV, "")
+    monkeypatch.delenv(distributed.PRESTART_ENV)
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    with distributed.cluster("head:6379") as started:
+        assert started
+    with distributed.cluster("local", cpus=2):
+        pass
+    monkeypatch.setenv(distributed.PRESTART_ENV, "1")
+    with distributed.cluster("local", cpus=2):
+        pass
+    assert seen == [("head:6379", None), ("local", "0"), ("local", "1")]
