@@ -156,3 +156,37 @@ def test_the_api_s_defaults_are_the_schema_s():
         shared = set(given) & set(gate)
         assert shared >= {"tolerance", "alpha", "resamples", "on_inconclusive"}, function
         assert {key: given[key] for key in shared} == {key: gate[key] for key in shared}
+
+
+def test_the_schema_is_stored_once_and_again_when_its_entry_was_replaced(monkeypatch):
+    """Every composition registers the schema first: the ConfigStore entry is made once a
+    process (making it converts the dataclasses anew), and made again when something else took
+    its name, so a composition always extends rageval's schema."""
+    from dataclasses import dataclass
+
+    from hydra.core.config_store import ConfigStore
+
+    from rageval.app.config import compose
+    from rageval.app.schema import SCHEMA_NAME, register_schema
+    from rageval.errors import ConfigError
+    from rageval.project import using
+
+    store = ConfigStore.instance()
+    name = f"{SCHEMA_NAME}.yaml"
+    register_schema()
+    entry = store.repo[name]
+    register_schema()
+    assert store.repo[name] is entry  # not made anew
+
+    @dataclass
+    class Other:
+        chunk: str = "not the schema"
+
+    monkeypatch.setitem(store.repo, name, entry)  # restored after the test, whatever happens
+    store.store(name=SCHEMA_NAME, node=Other)
+    assert store.repo[name] is not entry
+    with using(None):
+        cfg = compose([])  # registers the schema again before composing
+    assert store.repo[name].node.chunk == RagevalConfig.chunk and cfg.chunk == 256
+    with pytest.raises(ConfigError, match="chunk"), using(None):
+        compose(["chunk=abc"])  # the schema's type check, back in force
