@@ -125,3 +125,45 @@ def test_paired_agrees_with_scipy_and_a_reference_randomization_test():
     assert (rs.low, rs.high) == (pytest.approx(s_lo), pytest.approx(s_hi))
     same = paired("ndcg@5", a, a)
     assert same.verdict == PASS and same.low == same.high == 0.0 and same.mde == 0.0
+
+
+def test_power_and_the_t_test_equal_scipy_stats_noncentral_t_and_ttest_rel():
+    """The gate computes from scipy.special (scipy.stats cost every `rageval check` 0.5 s to
+    import); the figures are scipy.stats' own: the power as the noncentral t's two tails, the
+    p-value as ttest_rel's."""
+    from rageval.scoring.power import power_of, t_test_p
+
+    for n in (2, 3, 10, 168, 5000, 100000):
+        for sd in (0.02, 0.3):
+            for delta in (0.0, 1e-4, 0.01, 0.05, 0.3, 2.0):
+                for alpha in (0.01, 0.05):
+                    crit = stats.t.ppf(1 - alpha / 2, n - 1)
+                    nc = delta * math.sqrt(n) / sd
+                    lower = stats.nct.cdf(-crit, n - 1, nc)
+                    want = min(1.0, stats.nct.sf(crit, n - 1, nc) + np.nan_to_num(lower))
+                    got = power_of(delta, sd, n, alpha)
+                    assert got == pytest.approx(want, rel=1e-12, abs=1e-300), (n, sd, delta)
+    rng = np.random.default_rng(3)
+    for n in (2, 5, 40, 400):
+        a = rng.random(n)
+        b = np.clip(a + rng.normal(-0.02, 0.2, n), 0, 1)
+        d = b - a
+        want = stats.ttest_rel(b, a).pvalue
+        assert t_test_p(float(d.mean()), float(d.std(ddof=1)), n) == pytest.approx(want, rel=1e-12)
+
+
+def test_a_gate_comparison_does_not_import_scipy_stats():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, numpy as np\n"
+        "from rageval.scoring.power import paired\n"
+        "a = np.linspace(0, 1, 30); b = np.roll(a, 1)\n"
+        "r = paired('ndcg@5', a, b, resamples=200)\n"
+        "assert r.mde > 0 and 0 < r.p_t <= 1, r\n"
+        "print('scipy.stats' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
