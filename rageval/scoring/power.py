@@ -81,8 +81,6 @@ def power_of(delta: float, sd: float, n: int, alpha: float = 0.05) -> float:
 def mde(sd: float, n: int, alpha: float = 0.05, power: float = 0.8) -> float:
     """The smallest true difference the two-sided paired t-test at ``alpha`` detects with
     probability ``power`` on ``n`` queries (nan below 2 queries; 0 when the runs never differ)."""
-    from scipy import optimize
-
     _check(alpha, power)
     if n < 2 or not math.isfinite(sd):
         return float("nan")
@@ -91,7 +89,51 @@ def mde(sd: float, n: int, alpha: float = 0.05, power: float = 0.8) -> float:
     hi = sd
     while power_of(hi, sd, n, alpha) < power:
         hi *= 2
-    return float(optimize.brentq(lambda d: power_of(d, sd, n, alpha) - power, 0.0, hi, xtol=1e-9))
+    return brentq(lambda d: power_of(d, sd, n, alpha) - power, 0.0, hi, xtol=1e-9)
+
+
+def brentq(f, a: float, b: float, xtol: float = 2e-12, rtol: float = 8.881784197001252e-16):
+    """A root of ``f`` in [a, b] (``f(a)`` and ``f(b)`` of opposite signs) by Brent's method
+    (Brent 1973, ch. 4), step for step as ``scipy.optimize.brentq`` takes it, so the same
+    root to the last bit (a test compares them): importing scipy.optimize for this one function
+    cost every `rageval check` 0.3 s of its ~2.2 s. At most 100 iterations."""
+    xpre, xcur = float(a), float(b)
+    fpre, fcur = f(xpre), f(xcur)
+    if fpre == 0:
+        return xpre
+    if fcur == 0:
+        return xcur
+    if math.copysign(1, fpre) == math.copysign(1, fcur):
+        raise ValueError("f(a) and f(b) must have different signs")
+    xblk = fblk = spre = scur = 0.0
+    for _ in range(100):
+        if fpre != 0 and fcur != 0 and math.copysign(1, fpre) != math.copysign(1, fcur):
+            xblk, fblk = xpre, fpre
+            spre = scur = xcur - xpre
+        if abs(fblk) < abs(fcur):  # xcur: the best guess so far
+            xpre, xcur, xblk = xcur, xblk, xcur
+            fpre, fcur, fblk = fcur, fblk, fcur
+        delta = (xtol + rtol * abs(xcur)) / 2
+        sbis = (xblk - xcur) / 2
+        if fcur == 0 or abs(sbis) < delta:
+            return xcur
+        if abs(spre) > delta and abs(fcur) < abs(fpre):
+            if xpre == xblk:  # interpolate
+                stry = -fcur * (xcur - xpre) / (fcur - fpre)
+            else:  # extrapolate (inverse quadratic)
+                dpre = (fpre - fcur) / (xpre - xcur)
+                dblk = (fblk - fcur) / (xblk - xcur)
+                stry = -fcur * (fblk * dblk - fpre * dpre) / (dblk * dpre * (fblk - fpre))
+            if 2 * abs(stry) < min(abs(spre), 3 * abs(sbis) - delta):  # good short step
+                spre, scur = scur, stry
+            else:  # bisect
+                spre = scur = sbis
+        else:  # bisect
+            spre = scur = sbis
+        xpre, fpre = xcur, fcur
+        xcur += scur if abs(scur) > delta else (delta if sbis > 0 else -delta)
+        fcur = f(xcur)
+    return xcur
 
 
 def queries_needed(sd: float, drop: float, alpha: float = 0.05, power: float = 0.8) -> int:

@@ -152,7 +152,7 @@ def test_power_and_the_t_test_equal_scipy_stats_noncentral_t_and_ttest_rel():
         assert t_test_p(float(d.mean()), float(d.std(ddof=1)), n) == pytest.approx(want, rel=1e-12)
 
 
-def test_a_gate_comparison_does_not_import_scipy_stats():
+def test_a_gate_comparison_imports_neither_scipy_stats_nor_scipy_optimize():
     import subprocess
     import sys
 
@@ -162,8 +162,36 @@ def test_a_gate_comparison_does_not_import_scipy_stats():
         "a = np.linspace(0, 1, 30); b = np.roll(a, 1)\n"
         "r = paired('ndcg@5', a, b, resamples=200)\n"
         "assert r.mde > 0 and 0 < r.p_t <= 1, r\n"
-        "print('scipy.stats' in sys.modules)\n"
+        "print(sorted(m for m in ('scipy.stats', 'scipy.optimize') if m in sys.modules))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "False"
+    assert done.stdout.strip() == "[]"
+
+
+def test_brentq_takes_scipys_steps_to_the_same_root():
+    """The minimum detectable effect's root finder is Brent's method as scipy.optimize.brentq
+    runs it (importing scipy.optimize cost every check 0.3 s): the same root to the last bit."""
+    from scipy import optimize
+
+    from rageval.scoring.power import brentq, power_of
+
+    cases = []
+    for n in (2, 25, 168, 5000):
+        for sd in (0.01, 0.2, 1.0):
+            for target in (0.5, 0.8, 0.95):
+                hi = sd
+                while power_of(hi, sd, n) < target:
+                    hi *= 2
+                cases.append(
+                    (lambda d, sd=sd, n=n, t=target: power_of(d, sd, n) - t, 0.0, hi, 1e-9)
+                )
+    for c in np.linspace(-3, 3, 13):
+        cases.append((lambda x, c=c: x**3 - c, -5.0, 5.0, 2e-12))
+        cases.append((lambda x, c=c: math.tanh(x - c) + 0.1, -10.0, 10.0, 1e-9))
+        cases.append((lambda x, c=c: math.exp(x) - 2 - c * c, -1.0, 4.0, 2e-12))
+    for f, a, b, xtol in cases:
+        assert brentq(f, a, b, xtol=xtol) == optimize.brentq(f, a, b, xtol=xtol)
+    assert brentq(lambda x: x - 1, 1.0, 3.0) == 1.0  # a root at an end
+    with pytest.raises(ValueError, match="different signs"):
+        brentq(lambda x: x * x + 1, -1.0, 1.0)
