@@ -193,10 +193,13 @@ def cluster(address: str | None, cpus: int | None = None) -> Iterator[bool]:
         # Ray's raylet starts one idle worker per CPU when the first driver connects; the fill's
         # actors (the job's runtime_env) start workers of their own and never use those, which
         # only import Ray and wait (the Ray embedding tests: 80.6-83.8 s of CPU without them,
-        # 86.2-87.1 s with). Read by the raylet ray.init starts here.
-        os.environ.setdefault(PRESTART_ENV, "0")
+        # 86.2-87.1 s with). Read by the raylet ray.init starts here, and only by it: the
+        # caller's environment is as it was afterwards (a value the user set is kept).
     else:
         kwargs["address"] = where
+    prestart_off = where == "local" and PRESTART_ENV not in os.environ
+    if prestart_off:
+        os.environ[PRESTART_ENV] = "0"
     try:
         ray.init(**kwargs)
     except (ConnectionError, RuntimeError, ValueError) as err:
@@ -204,6 +207,9 @@ def cluster(address: str | None, cpus: int | None = None) -> Iterator[bool]:
             f"embedding.ray_address={where!r}: cannot reach a Ray cluster there ({err}); start "
             "one (`ray start --head`) or use embedding.ray_address=local"
         ) from None
+    finally:
+        if prestart_off:
+            os.environ.pop(PRESTART_ENV, None)
     try:
         yield True
     finally:

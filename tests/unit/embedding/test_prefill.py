@@ -196,8 +196,8 @@ def test_one_groups_worth_is_embedded_here_rather_than_on_a_cluster_started_for_
 def test_a_local_cluster_starts_no_idle_workers_and_a_running_one_is_left_as_it_is(monkeypatch):
     """The raylet ``ray.init`` starts for a local cluster reads RAY_prestart_worker_first_driver
     from the environment: off, so it starts no idle worker per CPU that the fill's actors would
-    never use. Joining a running cluster by its address changes nothing of it; a value the user
-    set is kept."""
+    never use; the caller's environment is left as it was. Joining a running cluster by its
+    address changes nothing of it; a value the user set is kept."""
     import sys
     import types
 
@@ -215,8 +215,9 @@ def test_a_local_cluster_starts_no_idle_workers_and_a_running_one_is_left_as_it_
     with distributed.cluster("head:6379") as started:
         assert started
     with distributed.cluster("local", cpus=2):
-        pass
+        assert distributed.PRESTART_ENV not in os.environ  # for the raylet alone
     monkeypatch.setenv(distributed.PRESTART_ENV, "1")
     with distributed.cluster("local", cpus=2):
         pass
     assert seen == [("head:6379", None), ("local", "0"), ("local", "1")]
+    assert os.environ[distributed.PRESTART_ENV] == "1"
