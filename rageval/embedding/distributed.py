@@ -190,13 +190,13 @@ def cluster(address: str | None, cpus: int | None = None) -> Iterator[bool]:
     }
     if where == "local":
         kwargs.update(address="local", _node_ip_address="127.0.0.1", num_cpus=cpus)
-        # Ray's raylet starts one idle worker per CPU when the first driver connects; the fill's
-        # actors (the job's runtime_env) start workers of their own and never use those, which
-        # only import Ray and wait (the Ray embedding tests: 80.6-83.8 s of CPU without them,
-        # 86.2-87.1 s with). Read by the raylet ray.init starts here, and only by it: the
-        # caller's environment is as it was afterwards (a value the user set is kept).
     else:
         kwargs["address"] = where
+    # Ray's raylet starts one idle worker per CPU when the first driver connects; the fill's
+    # actors (the job's runtime_env) start workers of their own and never use those, which only
+    # import Ray and wait (the Ray embedding tests: 80.6-83.8 s of CPU without them, 86.2-87.1 s
+    # with). Read by the raylet ray.init starts for a local cluster, and only by it: the caller's
+    # environment is as it was afterwards (a value the user set is kept).
     prestart_off = where == "local" and PRESTART_ENV not in os.environ
     if prestart_off:
         os.environ[PRESTART_ENV] = "0"

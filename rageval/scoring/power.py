@@ -72,9 +72,11 @@ def power_of(delta: float, sd: float, n: int, alpha: float = 0.05) -> float:
     crit = _t_ppf(1 - alpha / 2, df)
     nc = abs(delta) * math.sqrt(n) / sd
     # P(T > crit) for T noncentral t(df, nc) is P(T' < -crit) for T' noncentral t(df, -nc)
-    upper = float(special.nctdtr(df, -nc, -crit))
+    upper = float(special.nctdtr(df, -nc, -crit))  # nan far out, as scipy.stats' sf
     lower = float(special.nctdtr(df, nc, -crit))  # the wrong tail: tiny, nan far out
-    upper = min(1.0, max(0.0, upper if math.isfinite(upper) else 0.0))
+    if math.isfinite(upper):  # clipped to [0, 1] as scipy.stats clips it; nan stays nan
+        upper = min(1.0, max(0.0, upper))
+    # a nan upper tail (an effect so large the series fails) reads as certain rejection: 1.0
     return min(1.0, upper + (lower if math.isfinite(lower) else 0.0))
 
 

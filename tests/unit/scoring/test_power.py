@@ -143,6 +143,10 @@ def test_power_and_the_t_test_equal_scipy_stats_noncentral_t_and_ttest_rel():
                     want = min(1.0, stats.nct.sf(crit, n - 1, nc) + np.nan_to_num(lower))
                     got = power_of(delta, sd, n, alpha)
                     assert got == pytest.approx(want, rel=1e-12, abs=1e-300), (n, sd, delta)
+    # so large an effect on 2 queries that the noncentral t's series gives nan: certain
+    # rejection, as before, and the detectable effect's search for a bracket ends
+    assert math.isnan(stats.nct.sf(12.7, 1, 1e10))
+    assert power_of(1.0, 1e-10, 2) == 1.0 and 0 < mde(1e-12, 2) < 1e-10
     rng = np.random.default_rng(3)
     for n in (2, 5, 40, 400):
         a = rng.random(n)
