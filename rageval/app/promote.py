@@ -10,6 +10,7 @@ experiment can never be promoted by accident. Metric names need a cutoff (``ndcg
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -181,14 +182,22 @@ def promote(
         # measured with the configured label set
         project = replace(project, labels=str(cfg.get("labels") or "gold"))
     client, run_id = None, None
+    if run and Path(run).is_dir():  # a run folder: its report
+        run = str(Path(run) / "report.json")
     if run and Path(run).is_file():
         check_complete(run)  # not a failed or unfinished run's leftover report.json
         report = load_report(run)
     else:
+        if run and _names_a_file(run):
+            check_complete(run)  # a failed run removed its report: say that it failed
+            raise InputError(
+                "no such report file; give the report.json of a finished run, or an MLflow run id",
+                path=run,
+            )
         from rageval.tracking.client import client_for, tracking_uri
         from rageval.tracking.lookups import fetch_report
 
-        client = client_for(tracking_uri(uri))
+        client = client_for(tracking_uri(uri), lookup=True)
         run_id = _run_to_promote(client, run, spec, project, experiment, sweep, force)
         report = fetch_report(client, run_id, load_report)
     _refuse_another_measure(report, project, force)
@@ -211,6 +220,11 @@ def promote(
 
         move_baseline_tag(client, run_id)
     return Promoted(path, run_id, report, str(spec) if spec else None, beneath)
+
+
+def _names_a_file(run: str) -> bool:
+    """``run`` is written as a path (a folder in it, or a .json name), never an MLflow run id."""
+    return run.endswith(".json") or "/" in run or os.sep in run
 
 
 def _previous(baseline: str) -> Baseline | None:

@@ -13,7 +13,7 @@ import argparse
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Add the ``promote`` options to ``p``."""
-    p.add_argument("run", nargs="?", help="MLflow run id, or a report.json path")
+    p.add_argument("run", nargs="?", help="MLflow run id, a report.json path, or a run folder")
     p.add_argument(
         "--baseline",
         help="baseline file to write, its per-query CSV beside it (default: the project's "

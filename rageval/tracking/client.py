@@ -31,8 +31,20 @@ def tracking_uri(configured: str | None) -> str:
     return f"sqlite:///{output_root() / 'mlflow.db'}"
 
 
-def client_for(uri: str):
-    """An MlflowClient for ``uri`` (telemetry off, fewer HTTP retries unless the user set them)."""
+def client_for(uri: str, *, lookup: bool = False):
+    """An MlflowClient for ``uri`` (telemetry off, fewer HTTP retries unless the user set them).
+    ``lookup``: the caller only reads runs, so a local SQLite store that does not exist is an
+    InputError naming its file, not a new empty database (MLflow would create one, with its
+    tables, in the working directory)."""
+    if lookup:
+        missing = _missing_sqlite_store(uri)
+        if missing is not None:
+            from rageval.errors import InputError
+
+            raise InputError(
+                f"no MLflow tracking store at {missing} (nothing has been logged there); run "
+                "from the project that logged the run, or pass --tracking-uri"
+            )
     # rageval is offline by default: no usage telemetry unless the user turns it back on
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
     from mlflow.tracking import MlflowClient
@@ -40,6 +52,15 @@ def client_for(uri: str):
     for name, value in HTTP_DEFAULTS.items():
         os.environ.setdefault(name, value)
     return MlflowClient(tracking_uri=uri)
+
+
+def _missing_sqlite_store(uri: str) -> Path | None:
+    """The database file of a ``sqlite:///`` URI when it does not exist (None otherwise: another
+    kind of store, or a file that is there)."""
+    if not uri.startswith("sqlite:///"):
+        return None
+    path = Path(uri[len("sqlite:///") :].split("?", 1)[0])
+    return None if path.exists() else path
 
 
 def ensure_experiment(client, name: str) -> str:
