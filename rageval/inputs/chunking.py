@@ -126,6 +126,13 @@ def iter_chunks(
     bar = tqdm(total=total, desc="chunking", unit="doc", disable=None if progress else True)
     batches = _batches(docs, batch_size)
     with bar:
+        if workers > 1 and not workers_can_start():
+            log.warning(
+                "chunking in this process, not %d: worker processes cannot start from a "
+                "program read from standard input (save it to a file to chunk in parallel)",
+                workers,
+            )
+            workers = 1
         if workers > 1:
             done = _in_workers(batches, spec, tokenizer, workers)
         else:
@@ -225,13 +232,13 @@ def _fast_windows(tokenizer):
 _WORKER: dict = {}
 
 
-def _start_worker(tokenizer_json: str, spec: ChunkingSpec) -> None:
+def _start_worker(tokenizer_file: str, spec: ChunkingSpec) -> None:
     # one thread a worker: the workers are the parallelism (the tokenizer's own thread pool
     # in each would put two threads a core on the machine)
     os.environ["TOKENIZERS_PARALLELISM"] = "false"
     from tokenizers import Tokenizer
 
-    tok = Tokenizer.from_str(tokenizer_json)
+    tok = Tokenizer.from_file(tokenizer_file)
     tok.no_truncation()
     tok.no_padding()
     _WORKER.update(tokenizer=tok, spec=spec)
@@ -242,28 +249,66 @@ def _worker_windows(docs: list[tuple[str, str]]) -> list[list[Window]]:
     return _windows_of(batch, _WORKER["spec"], _WORKER["tokenizer"])
 
 
+def workers_can_start() -> bool:
+    """Whether worker processes can start from this program. A new (spawned) process first
+    re-imports the program's main module from its file; a program read from standard input
+    (``python - < script.py``) has no such file, and its workers die before they start."""
+    import sys
+
+    main = sys.modules.get("__main__")
+    if getattr(getattr(main, "__spec__", None), "name", None):  # python -m ...
+        return True
+    path = getattr(main, "__file__", None)  # None: -c, a notebook, an interactive session
+    return path is None or os.path.isfile(path)
+
+
 def _in_workers(
     batches: Iterator[list[Document]], spec: ChunkingSpec, tokenizer, workers: int
 ) -> Iterator[tuple[list[Document], list[list[Window]]]]:
     """Each batch with its windows, computed in ``workers`` processes (started fresh: the
-    tokenizer's threads do not survive a fork), at most two batches a worker in flight."""
+    tokenizer's threads do not survive a fork), at most two batches a worker in flight.
+
+    The tokenizer reaches the workers as a file, not in their start-up message: a message
+    larger than a pipe's buffer (a tokenizer is ~700 kB of JSON) blocked this process for ever
+    when a worker died before reading it (Python keeps the pipe's reading end open in the
+    parent while it writes). A worker that dies now ends the chunking with an error saying why
+    it could not start."""
     import multiprocessing
+    import tempfile
     from collections import deque
     from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    from rageval.errors import RagevalError
 
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(
-        workers, mp_context=context, initializer=_start_worker, initargs=(tokenizer.to_str(), spec)
-    ) as pool:
-        pending: deque = deque()
-        for batch in batches:
-            pending.append((batch, pool.submit(_worker_windows, [(d.id, d.text) for d in batch])))
-            if len(pending) >= 2 * workers:
-                batch, future = pending.popleft()
-                yield batch, future.result()
-        while pending:
-            batch, future = pending.popleft()
-            yield batch, future.result()
+    with tempfile.TemporaryDirectory(prefix="rageval-chunking-") as tmp:
+        tokenizer_file = os.path.join(tmp, "tokenizer.json")
+        tokenizer.save(tokenizer_file)
+        try:
+            with ProcessPoolExecutor(
+                workers,
+                mp_context=context,
+                initializer=_start_worker,
+                initargs=(tokenizer_file, spec),
+            ) as pool:
+                pending: deque = deque()
+                for batch in batches:
+                    texts = [(d.id, d.text) for d in batch]
+                    pending.append((batch, pool.submit(_worker_windows, texts)))
+                    if len(pending) >= 2 * workers:
+                        batch, future = pending.popleft()
+                        yield batch, future.result()
+                while pending:
+                    batch, future = pending.popleft()
+                    yield batch, future.result()
+        except BrokenProcessPool:
+            raise RagevalError(
+                f"chunking: a worker process died (chunking in {workers} processes). Each "
+                "worker first re-runs your program's main module: guard a script's own code "
+                'with `if __name__ == "__main__":`, or chunk in one process (workers=1); '
+                "the worker's own error is printed above"
+            ) from None
 
 
 def chunk_rows(
