@@ -123,6 +123,26 @@ def test_the_gate_rerun_replays_the_baseline_config_under_the_overrides():
     )  # a new group: its own values
 
 
+def test_the_gate_rerun_composes_once_without_overrides_and_twice_with(monkeypatch):
+    """``rageval check`` with no override has nothing to check before it composes the baseline's
+    config: one composition (the preflight's would only repeat conf/); with overrides, the
+    preflight composes them first."""
+    import hydra
+
+    from rageval.app.replay import compose_from_baseline
+    from rageval.gate.baseline import Baseline
+
+    calls = []
+    real = hydra.compose
+    monkeypatch.setattr(hydra, "compose", lambda *a, **k: calls.append(a) or real(*a, **k))
+    baseline = Baseline({"choices": {"search": "vector"}, "config": {"chunk": 64}})
+    assert compose_from_baseline(baseline, []).chunk == 64
+    assert len(calls) == 1
+    calls.clear()
+    assert compose_from_baseline(baseline, ["chunk=128"]).chunk == 128
+    assert len(calls) == 2
+
+
 def test_options_from_a_teams_own_config_folder_are_choices(tmp_path):
     """A team adds its own backend in a folder of its own (hydra.searchpath or --config-dir)."""
     (tmp_path / "backend").mkdir()
