@@ -196,13 +196,24 @@ def _compose_check(
     was_initialized = GlobalHydra.instance().is_initialized()
     if was_initialized:  # keep a caller's Hydra state: check without touching it
         return None
+    from yaml import YAMLError
+
+    from rageval.app.config import config_file_error
+
     try:
         with initialize_config_dir(config_dir=str(Path(conf_dir).resolve()), version_base="1.3"):
             return compose(config_name, overrides=overrides)
     except (HydraException, OmegaConfBaseException) as err:
         failure = err
-    with initialize_config_dir(config_dir=str(Path(conf_dir).resolve()), version_base="1.3"):
-        base = compose(config_name, overrides=[o for o in overrides if _group_line(o, groups)])
+    except YAMLError as err:  # a config file is not YAML
+        raise config_file_error(err, "", "fix that file, then run again") from None
+    try:
+        with initialize_config_dir(config_dir=str(Path(conf_dir).resolve()), version_base="1.3"):
+            base = compose(config_name, overrides=[o for o in overrides if _group_line(o, groups)])
+    except (HydraException, OmegaConfBaseException, YAMLError) as err:  # the files themselves
+        raise config_file_error(
+            err, "the config does not compose", "fix that file, then run again"
+        ) from None
     explained = explain_key(failure, overrides, config_keys(base), groups)
     if explained is not None:
         raise explained from None

@@ -18,6 +18,7 @@ baseline promoted on a laptop re-runs in CI. Masked secrets (``***``) are never 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -77,6 +78,7 @@ def compose_from_baseline(
     from hydra.errors import HydraException
     from omegaconf import OmegaConf, open_dict
     from omegaconf.errors import OmegaConfBaseException
+    from yaml import YAMLError
 
     from rageval.app.config import CONF_DIR, register_resolvers
     from rageval.app.override import apply_to_config, parse_all
@@ -96,7 +98,13 @@ def compose_from_baseline(
     try:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
             cfg = compose("config", overrides=[f"{g}={c}" for g, c in choices.items()])
-    except (HydraException, OmegaConfBaseException) as err:
+    except (HydraException, OmegaConfBaseException, YAMLError) as err:
+        if isinstance(err, YAMLError) or re.search(r"In '[^']+'", str(err)):  # a config file
+            from rageval.app.config import config_file_error
+
+            raise config_file_error(
+                err, "the config does not compose", "fix that file, then run the check again"
+            ) from None
         raise ConfigError(
             "the baseline's group choices "
             f"({', '.join(f'{g}={c}' for g, c in choices.items())}) do "

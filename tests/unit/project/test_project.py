@@ -5,6 +5,7 @@ importable, and what goes wrong said in one line."""
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -103,6 +104,52 @@ def test_a_project_composes_its_config_over_the_packaged_one(tmp_path, monkeypat
         assert config_dirs()[0] == (root / "conf").resolve()
     cfg = compose([])  # outside the project: the packaged demo
     assert cfg.dataset.name == "demo" and cfg.chunk == 256
+
+
+@pytest.mark.parametrize(
+    "where, text, message",
+    [
+        # a value of the wrong type: the file, the key's line, the key
+        (
+            "config.yaml",
+            "mlflow:\n  experiment: x\n  enabled: maybe\n",
+            r"conf/config.yaml:9: the config does not compose: .*'maybe' is not a valid bool"
+            r".*\(key mlflow.enabled\)",
+        ),
+        # not YAML: the file and the line the parser stopped at
+        ("dataset/docs.yaml", "extra: [1, 2\n", r"conf/dataset/docs.yaml:6: not valid YAML"),
+    ],
+)
+def test_a_broken_project_config_file_is_one_line_naming_it(
+    tmp_path, monkeypatch, capsys, no_project, where, text, message
+):
+    """A team's own config file that does not compose: every entry point says which file and
+    line, with exit 2 (it was a traceback, exit 1), with or without overrides."""
+    from rageval.cli.main import main
+
+    root = make_project(tmp_path / "repo")
+    with (root / "conf" / where).open("a") as f:
+        f.write(text)
+    monkeypatch.chdir(root)
+    for argv in (["run"], ["run", "chunk=32"], ["run", "-m", "search=bm25,vector"]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and re.search(message, err[0]), err
+    from rageval.gate.baseline import write_baseline
+
+    report = {
+        "metrics": {"ndcg@5": 0.5},
+        "per_query": [{"id": "q1", "query": "x", "ndcg@5": 0.5}],
+        "digests": {},
+        "k": 5,
+        "config": {"chunk": 64},
+        "choices": {"dataset": "docs", "backend": "mine"},
+    }
+    (root / "golden").mkdir()
+    write_baseline(report, root / "golden" / "baseline.json", {"file": "report.json"})
+    assert main(["check"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and re.search(message, err[0]), err
 
 
 def test_the_pre_check_knows_the_project_options(tmp_path):
