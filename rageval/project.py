@@ -14,7 +14,8 @@ pytest helper):
 
 ``rageval.yaml`` holds (every key optional)::
 
-    config_dir: conf                  # the project's Hydra config folder
+    config_dir: conf                  # the project's Hydra config folder (named: it must exist;
+                                      # left out: conf/ when there is one)
     python_path: [.]                  # folders the project's modules import from
     baseline: golden/baseline.json    # what check, promote and the pytest helper use by default
 """
@@ -95,12 +96,29 @@ def load_project(root: str | Path) -> Project:
         )
     project = Project(root, None, (), root)
     conf = project.path(settings["config_dir"])
+    if data.get("config_dir") is not None and not conf.is_dir():
+        # named, but not there: composing without it would run rageval's packaged configs (the
+        # demo's dataset) in the team's project, as if nothing were wrong
+        raise InputError(
+            f"config_dir: {settings['config_dir']!r} is not a folder ({conf}); fix the path, "
+            "or remove the key if the project has no configs of its own",
+            path=str(marker),
+            line=_key_line(marker, "config_dir"),
+        )
     return Project(
         root=root,
         config_dir=conf if conf.is_dir() else None,
         python_path=tuple(project.path(p).resolve() for p in paths),
         baseline=project.path(settings["baseline"]),
     )
+
+
+def _key_line(marker: Path, key: str) -> int | None:
+    """The 1-based line of the top-level ``key:`` in ``marker`` (None: not found)."""
+    for number, text in enumerate(marker.read_text(encoding="utf-8").splitlines(), 1):
+        if text.startswith(f"{key}:"):
+            return number
+    return None
 
 
 def find_project(start: str | Path | None = None) -> Project | None:

@@ -72,12 +72,22 @@ def test_the_environment_names_a_project_or_none(tmp_path, monkeypatch):
         ("python_path: 3\n", r"python_path must be a list of folders, got 3"),
         ("baseline: 7\n", r"baseline must be a path \(text\), got 7"),
         ("- conf\n", r"expected a mapping of settings"),
+        # named but missing: never a silent fall-back to the packaged configs (the demo's data)
+        (
+            "python_path: [.]\nconfig_dir: confs\n",
+            r"rageval.yaml:2: config_dir: 'confs' is not a folder",
+        ),
     ],
 )
 def test_a_bad_marker_is_one_line_naming_the_file_and_key(tmp_path, text, message):
     (tmp_path / "rageval.yaml").write_text(text)
     with pytest.raises(InputError, match=message):
         load_project(tmp_path)
+
+
+def test_without_a_config_dir_key_a_missing_conf_folder_is_no_error(tmp_path):
+    (tmp_path / "rageval.yaml").write_text("baseline: golden/baseline.json\n")
+    assert load_project(tmp_path).config_dir is None  # the packaged configs alone
 
 
 def test_the_cli_says_a_bad_marker_in_one_line_with_exit_2(tmp_path, monkeypatch, capsys):
