@@ -54,6 +54,36 @@ class NotConfirmedError(RagevalError):
     exit_code = 1
 
 
+def yaml_error(err: Exception, kind: type[RagevalError], path: str | None = None) -> RagevalError:
+    """The one line for a YAML syntax error: ``<file>:<line>: not valid YAML (<what the parser
+    met>)``; the file is ``path``, else the one the parser read."""
+    mark = getattr(err, "problem_mark", None)
+    met = [str(p) for p in (getattr(err, "context", None), getattr(err, "problem", None)) if p]
+    return kind(
+        f"not valid YAML ({' '.join(met) or err})",
+        path=path if path is not None else getattr(mark, "name", None),
+        line=mark.line + 1 if mark is not None else None,
+    )
+
+
+def yaml_key_line(text: str, dotted: str) -> int | None:
+    """The 1-based line of the key ``dotted`` (``a.b``: ``b`` inside ``a``) in the YAML ``text``;
+    None when it is not there or the text is not YAML."""
+    import yaml
+
+    try:
+        node = yaml.compose(text)
+    except yaml.YAMLError:
+        return None
+    for part in dotted.split("."):
+        if not isinstance(node, yaml.MappingNode):
+            return None
+        node = next((v for k, v in node.value if getattr(k, "value", None) == part), None)
+        if node is None:
+            return None
+    return node.start_mark.line + 1
+
+
 def did_you_mean(
     word: str,
     choices,

@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from rageval.errors import InputError
+from rageval.errors import InputError, yaml_error, yaml_key_line
 
 MARKER = "rageval.yaml"
 ENV = "RAGEVAL_PROJECT"
@@ -65,12 +65,7 @@ def load_project(root: str | Path) -> Project:
             f"cannot read the project file ({err.strerror})", path=str(marker)
         ) from None
     except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        raise InputError(
-            f"not valid YAML ({getattr(err, 'problem', err)})",
-            path=str(marker),
-            line=mark.line + 1 if mark else None,
-        ) from None
+        raise yaml_error(err, InputError, str(marker)) from None
     if not isinstance(data, dict):
         raise InputError(
             "expected a mapping of settings (config_dir, python_path, baseline)", path=str(marker)
@@ -103,7 +98,7 @@ def load_project(root: str | Path) -> Project:
             f"config_dir: {settings['config_dir']!r} is not a folder ({conf}); fix the path, "
             "or remove the key if the project has no configs of its own",
             path=str(marker),
-            line=_key_line(marker, "config_dir"),
+            line=yaml_key_line(marker.read_text(encoding="utf-8"), "config_dir"),
         )
     return Project(
         root=root,
@@ -111,14 +106,6 @@ def load_project(root: str | Path) -> Project:
         python_path=tuple(project.path(p).resolve() for p in paths),
         baseline=project.path(settings["baseline"]),
     )
-
-
-def _key_line(marker: Path, key: str) -> int | None:
-    """The 1-based line of the top-level ``key:`` in ``marker`` (None: not found)."""
-    for number, text in enumerate(marker.read_text(encoding="utf-8").splitlines(), 1):
-        if text.startswith(f"{key}:"):
-            return number
-    return None
 
 
 def find_project(start: str | Path | None = None) -> Project | None:

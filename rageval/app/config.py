@@ -126,58 +126,31 @@ def describe_error(err: BaseException) -> str:
     return "; ".join(p for p in kept if p)
 
 
-def config_file_error(err: BaseException, what: str, todo: str) -> ConfigError:
-    """One line for a composition that fails in a config file itself (not on the command line):
-    the file Hydra names (``In 'dataset/docs'``) among :func:`config_dirs`, the line of the key
-    it names, what was wrong, and ``todo``. A YAML syntax error (``yaml.YAMLError``, which Hydra
-    lets through) names the file and line the parser stopped at."""
+def config_file_error(err: BaseException) -> ConfigError | None:
+    """One line for a composition that fails in a config file itself, not on the command line:
+    a YAML syntax error (which Hydra lets through) at the parser's line, or the file Hydra names
+    (``In 'dataset/docs'``) among :func:`config_dirs`, at the line of the key it names. None when
+    the error names no config file."""
     import re
 
     import yaml
 
+    from rageval.errors import yaml_error, yaml_key_line
+
     if isinstance(err, yaml.YAMLError):
-        mark = getattr(err, "problem_mark", None)
-        problem = " ".join(
-            str(p) for p in (getattr(err, "context", None), getattr(err, "problem", None)) if p
-        )
-        return ConfigError(
-            f"not valid YAML ({problem or err}); {todo}",
-            path=getattr(mark, "name", None),
-            line=mark.line + 1 if mark is not None else None,
-        )
+        return yaml_error(err, ConfigError)
     name = re.search(r"In '([^']+)'", str(err))
-    found = next(
-        (
-            d / f"{name.group(1)}.yaml"
-            for d in config_dirs()
-            if name and (d / f"{name.group(1)}.yaml").is_file()
-        ),
-        None,
-    )
+    if name is None:
+        return None
+    files = (d / f"{name.group(1)}.yaml" for d in config_dirs())
+    found = next((f for f in files if f.is_file()), None)
     key = re.search(r"full_key: (\S+)", f"{err} {err.__cause__ or err.__context__ or ''}")
-    line = _key_line(found, key.group(1)) if found and key else None
+    line = yaml_key_line(found.read_text(encoding="utf-8"), key.group(1)) if found and key else None
     return ConfigError(
-        f"{what}: {describe_error(err)}; {todo}",
+        f"the config does not compose: {describe_error(err)}; fix that file",
         path=str(found) if found else None,
         line=line,
     )
-
-
-def _key_line(path: Path, dotted: str) -> int | None:
-    """The 1-based line of ``dotted`` (``a.b``) in the YAML file ``path`` (None: not found)."""
-    import yaml
-
-    try:
-        node = yaml.compose(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
-        return None
-    for part in dotted.split("."):
-        if not isinstance(node, yaml.MappingNode):
-            return None
-        node = next((v for k, v in node.value if getattr(k, "value", None) == part), None)
-        if node is None:
-            return None
-    return node.start_mark.line + 1
 
 
 # The config's paths to data: relative ones are taken from the project root (rageval.project)

@@ -206,13 +206,15 @@ def _compose_check(
     except (HydraException, OmegaConfBaseException) as err:
         failure = err
     except YAMLError as err:  # a config file is not YAML
-        raise config_file_error(err, "", "fix that file, then run again") from None
+        raise config_file_error(err) from None
     try:
         with initialize_config_dir(config_dir=str(Path(conf_dir).resolve()), version_base="1.3"):
             base = compose(config_name, overrides=[o for o in overrides if _group_line(o, groups)])
     except (HydraException, OmegaConfBaseException, YAMLError) as err:  # the files themselves
-        raise config_file_error(
-            err, "the config does not compose", "fix that file, then run again"
+        from rageval.app.config import describe_error
+
+        raise config_file_error(err) or ConfigError(
+            f"the config does not compose: {describe_error(err)}"
         ) from None
     explained = explain_key(failure, overrides, config_keys(base), groups)
     if explained is not None:
@@ -393,6 +395,7 @@ def _check_not_running(conf_dir, hydra_args, space, fixed, s) -> None:
     from omegaconf.errors import OmegaConfBaseException
 
     from rageval.app.study.storage import readable_storage, storage_of, study_lock, study_name
+    from rageval.tracking.client import sqlite_file
 
     try:
         with initialize_config_dir(config_dir=str(Path(conf_dir).resolve()), version_base="1.3"):
@@ -400,7 +403,7 @@ def _check_not_running(conf_dir, hydra_args, space, fixed, s) -> None:
     except (HydraException, OmegaConfBaseException):
         return  # the override checks say what is wrong
     storage, name = storage_of(cfg, s), study_name(cfg, space, fixed, s)
-    if storage.startswith("sqlite:///") and not Path(storage[len("sqlite:///") :]).exists():
+    if (db := sqlite_file(storage)) is not None and not db.exists():
         return  # a new storage: no study runs there yet, and the check leaves no file behind
     with study_lock(storage, name):
         readable_storage(storage)

@@ -18,7 +18,6 @@ baseline promoted on a laptop re-runs in CI. Masked secrets (``***``) are never 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -99,13 +98,9 @@ def compose_from_baseline(
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
             cfg = compose("config", overrides=[f"{g}={c}" for g, c in choices.items()])
     except (HydraException, OmegaConfBaseException, YAMLError) as err:
-        if isinstance(err, YAMLError) or re.search(r"In '[^']+'", str(err)):  # a config file
-            from rageval.app.config import config_file_error
+        from rageval.app.config import config_file_error
 
-            raise config_file_error(
-                err, "the config does not compose", "fix that file, then run the check again"
-            ) from None
-        raise ConfigError(
+        raise config_file_error(err) or ConfigError(
             "the baseline's group choices "
             f"({', '.join(f'{g}={c}' for g, c in choices.items())}) do "
             f"not compose with conf/: {str(err).splitlines()[0]}; re-promote a baseline"

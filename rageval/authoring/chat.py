@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from rageval.errors import ConfigError, RagevalError
+from rageval.errors import ConfigError, RagevalError, yaml_error
 from rageval.formats.redact import scrub, secret_values
 
 API_STYLES = ("openai", "azure")
@@ -357,12 +357,7 @@ def read_settings_file(path: str) -> dict[str, Any]:
     except OSError as err:
         raise ConfigError(f"cannot read the config: {err.strerror}", path=path) from None
     except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        raise ConfigError(
-            f"not valid YAML: {getattr(err, 'problem', err)}",
-            path=path,
-            line=mark.line + 1 if mark else None,
-        ) from None
+        raise yaml_error(err, ConfigError, path) from None
     if data is None:
         return {}
     if not isinstance(data, dict):

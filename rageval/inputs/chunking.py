@@ -126,7 +126,7 @@ def iter_chunks(
     bar = tqdm(total=total, desc="chunking", unit="doc", disable=None if progress else True)
     batches = _batches(docs, batch_size)
     with bar:
-        if workers > 1 and not workers_can_start():
+        if workers > 1 and not _workers_can_start():
             log.warning(
                 "chunking in this process, not %d: worker processes cannot start from a "
                 "program read from standard input (save it to a file to chunk in parallel)",
@@ -249,7 +249,7 @@ def _worker_windows(docs: list[tuple[str, str]]) -> list[list[Window]]:
     return _windows_of(batch, _WORKER["spec"], _WORKER["tokenizer"])
 
 
-def workers_can_start() -> bool:
+def _workers_can_start() -> bool:
     """Whether worker processes can start from this program. A new (spawned) process first
     re-imports the program's main module from its file; a program read from standard input
     (``python - < script.py``) has no such file, and its workers die before they start."""

@@ -36,15 +36,14 @@ def client_for(uri: str, *, lookup: bool = False):
     ``lookup``: the caller only reads runs, so a local SQLite store that does not exist is an
     InputError naming its file, not a new empty database (MLflow would create one, with its
     tables, in the working directory)."""
-    if lookup:
-        missing = _missing_sqlite_store(uri)
-        if missing is not None:
-            from rageval.errors import InputError
+    db = sqlite_file(uri)
+    if lookup and db is not None and not db.exists():
+        from rageval.errors import InputError
 
-            raise InputError(
-                f"no MLflow tracking store at {missing} (nothing has been logged there); run "
-                "from the project that logged the run, or pass --tracking-uri"
-            )
+        raise InputError(
+            f"no MLflow tracking store at {db} (nothing has been logged there); run from the "
+            "project that logged the run, or pass --tracking-uri"
+        )
     # rageval is offline by default: no usage telemetry unless the user turns it back on
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
     from mlflow.tracking import MlflowClient
@@ -54,13 +53,12 @@ def client_for(uri: str, *, lookup: bool = False):
     return MlflowClient(tracking_uri=uri)
 
 
-def _missing_sqlite_store(uri: str) -> Path | None:
-    """The database file of a ``sqlite:///`` URI when it does not exist (None otherwise: another
-    kind of store, or a file that is there)."""
+def sqlite_file(uri: str) -> Path | None:
+    """The database file of a ``sqlite:///`` URI (an MLflow store, an Optuna storage), without
+    its query; None for any other kind of store."""
     if not uri.startswith("sqlite:///"):
         return None
-    path = Path(uri[len("sqlite:///") :].split("?", 1)[0])
-    return None if path.exists() else path
+    return Path(uri[len("sqlite:///") :].split("?", 1)[0])
 
 
 def ensure_experiment(client, name: str) -> str:
@@ -91,10 +89,10 @@ def _artifact_location(client, name: str) -> str | None:
     subfolder (the corpus) would write into that folder. None (MLflow's default) elsewhere."""
     import re
 
-    uri = str(client.tracking_uri)
-    if not uri.startswith("sqlite:///"):
+    db = sqlite_file(str(client.tracking_uri))
+    if db is None:
         return None
-    folder = Path(uri[len("sqlite:///") :]).parent
+    folder = db.parent
     if folder.resolve() == Path.cwd().resolve():
         return None  # MLflow's own layout, mlruns/<experiment id>
     return str(folder / "mlruns" / (re.sub(r"[^\w.-]+", "_", name) or "experiment"))

@@ -14,6 +14,7 @@ from typing import Any
 from rageval.app.study.settings import PARENT_ATTR, SPLIT_KEYS, StudySettings, is_study
 from rageval.app.study.space import search_space
 from rageval.errors import ConfigError
+from rageval.tracking.client import sqlite_file
 
 
 def study_name(config, space: Mapping[str, Any], fixed: Sequence[str], s: StudySettings) -> str:
@@ -38,8 +39,9 @@ def default_storage(uri: str) -> str:
     """SQLite beside the MLflow store: ``sqlite:///.../mlflow.db`` -> ``.../optuna.db``; a file
     store's folder -> ``optuna.db`` beside it; a tracking server -> ``optuna.db`` at the
     project root."""
-    if uri.startswith("sqlite:///"):
-        return f"sqlite:///{Path(uri[len('sqlite:///') :]).with_name('optuna.db')}"
+    db = sqlite_file(uri)
+    if db is not None:
+        return f"sqlite:///{db.with_name('optuna.db')}"
     if uri.startswith("file:") or "://" not in uri:
         folder = Path(uri.removeprefix("file://").removeprefix("file:"))
         return f"sqlite:///{folder.parent / 'optuna.db'}"
@@ -64,7 +66,7 @@ def readable_storage(storage: str) -> None:
 
     from rageval.formats.redact import mask_url
 
-    if storage.startswith("sqlite:///") and not Path(storage[len("sqlite:///") :]).exists():
+    if (db := sqlite_file(storage)) is not None and not db.exists():
         return  # a new study's storage: Optuna creates it
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     try:
@@ -111,8 +113,8 @@ def study_lock_path(storage: str, name: str) -> Path:
     import hashlib
 
     safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
-    if storage.startswith("sqlite:///"):
-        db = Path(storage[len("sqlite:///") :])
+    db = sqlite_file(storage)
+    if db is not None:
         return db.with_name(f"{db.name}.{safe}.lock")
     from rageval.app.config import default_cache_dir
 
